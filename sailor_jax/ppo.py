@@ -82,7 +82,8 @@ class PPOConfig:
             if not ok:
                 raise ValueError(f"PPOConfig.{name} = {getattr(self, name)} is out of range")
         if self.lr_schedule not in ("constant", "linear"):
-            raise ValueError(f"lr_schedule must be 'constant' or 'linear', got {self.lr_schedule!r}")
+            raise ValueError(
+                f"lr_schedule must be 'constant' or 'linear', got {self.lr_schedule!r}")
         if self.lr_schedule == "linear" and self.lr_decay_updates <= 0:
             raise ValueError("lr_schedule='linear' needs lr_decay_updates > 0, "
                              f"got {self.lr_decay_updates}")
@@ -171,7 +172,14 @@ def make_train(cfg: PPOConfig, num_seeds: int | None = None):
         return jax.jit(init), jax.jit(segment, donate_argnums=0)
     if int(num_seeds) <= 0:
         raise ValueError(f"num_seeds must be positive, got {num_seeds}")
-    init_seeds = jax.jit(lambda key: jax.vmap(init)(jax.random.split(key, num_seeds)))
+    init_one = jax.jit(init)
+
+    def init_seeds(key: jax.Array) -> RunnerState:
+        # A Python loop, not vmap: the vmapped orthogonal initialiser (QR) deadlocked the
+        # XLA:CPU runtime here (jax 0.10.2). Init runs once per run, so this costs nothing.
+        states = [init_one(k) for k in jax.random.split(key, num_seeds)]
+        return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+
     return init_seeds, jax.jit(jax.vmap(segment), donate_argnums=0)
 
 

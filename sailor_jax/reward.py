@@ -47,7 +47,7 @@ class RewardSpec:
             n = len(getattr(self, field))
             if n != f:
                 raise ValueError(f"RewardSpec.{field} has length {n}, expected {f} (one per name)")
-        for name, lo, hi in zip(self.names, self.lower, self.upper):
+        for name, lo, hi in zip(self.names, self.lower, self.upper, strict=True):
             if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
                 raise ValueError(f"bounds of feature '{name}' must be finite with lower <= upper, "
                                  f"got [{lo}, {hi}]")
@@ -88,16 +88,20 @@ class RewardSpec:
                 f"theta must have shape ({self.num_features},) for features {list(self.names)}, "
                 f"got shape {arr.shape}"
             )
+        # Compare in float32, the dtype theta lives in on device: a weight sitting on a bound
+        # (0.3 -> 0.30000001 in float32) must still pass when it comes back from the device.
+        arr32 = arr.astype(np.float32)
+        lower, upper = np.float32(self.lower), np.float32(self.upper)
         for k, name in enumerate(self.names):
             v = arr[k]
             if not np.isfinite(v):
                 raise ValueError(f"theta[{k}] ('{name}') is {v}; weights must be finite")
-            if v < self.lower[k] or v > self.upper[k]:
+            if arr32[k] < lower[k] or arr32[k] > upper[k]:
                 raise ValueError(
                     f"theta[{k}] ('{name}') = {v} is outside its bounds "
                     f"[{self.lower[k]}, {self.upper[k]}]"
                 )
-        return arr.astype(np.float32)
+        return arr32
 
 
 def reward(theta: jax.Array, phi: jax.Array) -> jax.Array:

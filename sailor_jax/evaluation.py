@@ -1,0 +1,112 @@
+"""Game metrics of a policy: native 2048 score, moves, max tile, tile rates, win rate.
+
+Always the game's own score (sum of merge points), never the shaped reward.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from sailor_jax import env
+from sailor_jax.networks import NetworkConfig, make_network
+
+TILE_THRESHOLDS: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192)
+WIN_TILE: int = 2048
+
+
+@struct.dataclass
+class EpisodeStats:
+    """Per-episode results of `evaluate`, each `[E]` (device or NumPy arrays)."""
+
+    score: jax.Array  # float32 game score
+    length: jax.Array  # int32 moves played
+    max_tile: jax.Array  # int32 largest tile value on the final board
+    truncated: jax.Array  # bool, stopped at max_len before the game ended
+
+
+def make_evaluate(net: NetworkConfig, num_episodes: int, max_len: int = 50_000,
+                  greedy: bool = True):
+    """Build the compiled `evaluate(params, key) -> EpisodeStats`.
+
+    Plays `num_episodes` games in parallel from reset until every game ends or `max_len`
+    moves, with the greedy (argmax of legal logits) or sampled policy. Static: `net`,
+    `num_episodes`, `max_len`, `greedy`. Vmap it over a leading seed axis of params and keys.
+
+    Raises:
+      ValueError: `num_episodes` or `max_len` not positive.
+    """
+    if num_episodes <= 0 or max_len <= 0:
+        raise ValueError(f"num_episodes and max_len must be positive, got {num_episodes}, "
+                         f"{max_len}")
+    _, apply = make_network(net)
+
+    def evaluate(params, key: jax.Array) -> EpisodeStats:
+        key_reset, key_play = jax.random.split(key)
+        state = jax.vmap(env.reset)(jax.random.split(key_reset, num_episodes))
+        zeros = jnp.zeros((num_episodes,), jnp.int32)
+        carry = (state, jnp.zeros((num_episodes,), jnp.float32), zeros, jnp.int32(0), key_play)
+
+        def cond(c):
+            state, _, _, t, _ = c
+            return (t < max_len) & ~jnp.all(state.terminated)
+
+        def body(c):
+            state, score, length, t, key = c
+            key, key_action, key_step = jax.random.split(key, 3)
+            logits, _ = apply(params, env.board_exponents(state), env.legal_action_mask(state))
+            action = (jnp.argmax(logits, -1) if greedy
+                      else jax.random.categorical(key_action, logits))
+            running = ~state.terminated
+            state, res = jax.vmap(env.play)(state, action,
+                                            jax.random.split(key_step, num_episodes))
+            return (state, score + res.score_gain, length + running, t + 1, key)
+
+        state, score, length, _, _ = jax.lax.while_loop(cond, body, carry)
+        max_tile = 2 ** jnp.max(env.board_exponents(state), axis=-1)
+        return EpisodeStats(score=score, length=length, max_tile=max_tile.astype(jnp.int32),
+                            truncated=~state.terminated)
+
+    return jax.jit(evaluate)
+
+
+def summarize(stats: EpisodeStats) -> dict:
+    """Reduce per-episode results to the report dict. Host-only.
+
+    Args:
+      stats: `EpisodeStats` with `[E]` or `[S, E]` arrays (seeds are pooled).
+
+    Returns:
+      dict with `episodes`, `score_mean`, `score_std`, `score_max`, `length_mean`,
+      `max_tile_mean`, `max_tile_rates` ({tile: fraction of games reaching it} for 256..8192),
+      `win_rate` (fraction reaching 2048) and `truncated` (count); plain Python numbers.
+    """
+    s = jax.tree.map(lambda x: np.asarray(x).reshape(-1), jax.device_get(stats))
+    return {
+        "episodes": int(s.score.size),
+        "score_mean": float(np.mean(s.score)),
+        "score_std": float(np.std(s.score)),
+        "score_max": float(np.max(s.score)),
+        "length_mean": float(np.mean(s.length)),
+        "max_tile_mean": float(np.mean(s.max_tile)),
+        "max_tile_rates": {str(t): float(np.mean(s.max_tile >= t)) for t in TILE_THRESHOLDS},
+        "win_rate": float(np.mean(s.max_tile >= WIN_TILE)),
+        "truncated": int(np.sum(s.truncated)),
+    }
+
+
+def random_policy_stats(key: jax.Array, num_episodes: int, max_len: int = 50_000
+                        ) -> EpisodeStats:
+    """Play uniformly random legal moves (the reference baseline). Compiled on each call."""
+    return _random_eval(num_episodes, max_len)(key)
+
+
+def _random_eval(num_episodes: int, max_len: int):
+    """A compiled random-legal-move evaluator: zero network weights give uniform logits."""
+    zero_net = NetworkConfig(hidden_sizes=(1,))
+    init, _ = make_network(zero_net)
+    params = jax.tree.map(jnp.zeros_like, init(jax.random.PRNGKey(0)))
+    evaluate = make_evaluate(zero_net, num_episodes, max_len, greedy=False)
+    return lambda key: evaluate(params, key)
