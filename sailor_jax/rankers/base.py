@@ -1,0 +1,126 @@
+"""The `Ranker` protocol: who judges a group of trajectories, and a scripted judge for tests.
+
+Host-only. A *group* is one `TrajectoryBatch` of `M` trajectories (on the host, NumPy arrays)
+that the judge orders best first. A judge returns one `Ranking` per group, or `None` for a group
+it could not judge (for example an unparsable LLM answer): a judge never invents an order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from sailor_jax.types import Ranking, TrajectoryBatch
+
+ScriptResult = Ranking | Sequence[int] | np.ndarray | None
+"""What a scripted judge may return for a group: a full Ranking, an order, or None."""
+
+
+@runtime_checkable
+class Ranker(Protocol):
+    """A judge that orders trajectories, best first.
+
+    Implementations should subclass `Ranker` explicitly to inherit `rank`. Judges that can
+    do the work of all groups in one batched call (the LLM) do so in `rank_groups`.
+    """
+
+    name: str
+    """Short name for logs, e.g. "outcome", "llm-pairwise"."""
+
+    def rank_groups(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
+        """Rank each group of trajectories.
+
+        Host-only.
+
+        Args:
+          groups: `G` host `TrajectoryBatch`es; group `g` has `M_g` trajectories.
+
+        Returns:
+          `G` entries: a `Ranking` over `0..M_g-1`, or None where the judge failed for that
+          group.
+        """
+        ...
+
+    def rank(self, batch: TrajectoryBatch) -> Ranking | None:
+        """Rank one group; see `rank_groups`. Host-only."""
+        return self.rank_groups([batch])[0]
+
+
+def group_size(batch: TrajectoryBatch) -> int:
+    """Return `M`, the number of trajectories in a host batch. Host-only."""
+    return int(np.shape(batch.lengths)[0])
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def to_json_line(record: dict[str, Any]) -> str:
+    """Serialise a log record as strict JSON (NaN and infinities become null). Host-only."""
+    return json.dumps(_finite(record), allow_nan=False)
+
+
+def to_ranking(result: ScriptResult, m: int) -> Ranking | None:
+    """Turn a script's answer into a validated `Ranking` of `m` trajectories (or None).
+
+    Host-only.
+
+    Raises:
+      ValueError: the answer is not a permutation of `0..m-1`.
+    """
+    if result is None:
+        return None
+    ranking = result if isinstance(result, Ranking) else Ranking(order=np.asarray(result))
+    if len(ranking.order) != m:
+        raise ValueError(f"scripted ranking has {len(ranking.order)} entries, group has {m}")
+    return Ranking(
+        order=np.asarray(ranking.order, dtype=np.int32),
+        scores=ranking.scores,
+        pairwise_prob=ranking.pairwise_prob,
+    )
+
+
+class ScriptedRanker(Ranker):
+    """A deterministic judge for tests: a fixed order, or a callable per group.
+
+    Host-only.
+
+    Args:
+      script: either a fixed order (a permutation, used for every group) or a callable
+        `batch -> Ranking | order | None`.
+      name: name for logs.
+
+    Attributes:
+      calls: number of groups judged so far.
+    """
+
+    def __init__(
+        self,
+        script: Sequence[int] | np.ndarray | Callable[[TrajectoryBatch], ScriptResult],
+        name: str = "scripted",
+    ) -> None:
+        self.name = name
+        self.calls = 0
+        if callable(script):
+            self._fn = script
+        else:
+            fixed = Ranking(order=np.asarray(script, dtype=np.int32))
+            self._fn = lambda batch: fixed
+
+    def rank_groups(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
+        """Apply the script to each group. Host-only. Raises ValueError on a bad order."""
+        out = []
+        for batch in groups:
+            self.calls += 1
+            out.append(to_ranking(self._fn(batch), group_size(batch)))
+        return out

