@@ -27,6 +27,26 @@ from sailor_jax.reward import reward
 from sailor_jax.types import RunnerState, RunningStats, SegmentMetrics, Transition
 
 
+@dataclasses.dataclass(frozen=True)
+class EnvFns:
+    """The environment as pure single-game functions (static; the default is pgx 2048).
+
+    Tests swap in tiny probe environments with the same signatures: `reset(key) -> state`,
+    `step(state, action, key) -> (state, env.StepResult)` with auto-reset, `board(state) ->
+    [16] int`, `legal_action_mask(state) -> [4] bool`, and `phi(board, next_board, score_gain,
+    terminated) -> [F] float32`.
+    """
+
+    reset: Callable = env.reset
+    step: Callable = env.step
+    board: Callable = env.board_exponents
+    legal_action_mask: Callable = env.legal_action_mask
+    phi: Callable = phi
+
+
+GAME_2048 = EnvFns()
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PPOConfig:
     """PPO hyperparameters (static: baked into the compiled segment)."""
@@ -152,7 +172,7 @@ def lr_schedule(cfg: PPOConfig) -> Callable[[jax.Array], jax.Array]:
         1.0 - (count // steps_per_update) / cfg.lr_decay_updates, 0.0, 1.0)
 
 
-def make_train(cfg: PPOConfig, num_seeds: int | None = None):
+def make_train(cfg: PPOConfig, num_seeds: int | None = None, env_fns: EnvFns = GAME_2048):
     """Build the compiled `(init, train_segment)` pair.
 
     `init(key) -> RunnerState`: fresh params, optimiser and `num_envs` games. Compiled.
@@ -164,10 +184,12 @@ def make_train(cfg: PPOConfig, num_seeds: int | None = None):
     and `train_segment` takes `[S, ...]` runner states and `[S, F]` thetas; seed s matches the
     single-seed functions run on `jax.random.split(key, S)[s]`.
 
+    `env_fns` swaps the environment (probe environments in tests); static.
+
     Raises:
       ValueError: `num_seeds` not positive.
     """
-    init, segment = _make_pure(cfg)
+    init, segment = _make_pure(cfg, env_fns)
     if num_seeds is None:
         return jax.jit(init), jax.jit(segment, donate_argnums=0)
     if int(num_seeds) <= 0:
@@ -183,7 +205,7 @@ def make_train(cfg: PPOConfig, num_seeds: int | None = None):
     return init_seeds, jax.jit(jax.vmap(segment), donate_argnums=0)
 
 
-def _make_pure(cfg: PPOConfig):
+def _make_pure(cfg: PPOConfig, fns: EnvFns):
     """Return the unjitted single-seed `(init, segment)` closures over the static config."""
     init_params, apply = make_network(cfg.network)
     optimizer = make_optimizer(cfg)
@@ -196,7 +218,7 @@ def _make_pure(cfg: PPOConfig):
         zeros = jnp.zeros((n,), jnp.float32)
         return RunnerState(
             params=params, opt_state=optimizer.init(params),
-            env_state=jax.vmap(env.reset)(jax.random.split(key_env, n)),
+            env_state=jax.vmap(fns.reset)(jax.random.split(key_env, n)),
             key=key_run, update_step=jnp.int32(0), env_steps=jnp.int32(0),
             episode_score=zeros, episode_length=jnp.zeros((n,), jnp.int32),
             discounted_return=zeros,
@@ -206,13 +228,14 @@ def _make_pure(cfg: PPOConfig):
     def env_step(carry, _):
         rs, theta = carry
         key, key_action, key_step = jax.random.split(rs.key, 3)
-        board = env.board_exponents(rs.env_state)
-        mask = env.legal_action_mask(rs.env_state)
+        board = jax.vmap(fns.board)(rs.env_state)
+        mask = jax.vmap(fns.legal_action_mask)(rs.env_state)
         logits, value = apply(rs.params, board, mask)
         action = jax.random.categorical(key_action, logits)
         log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], -1)[:, 0]
-        env_state, res = jax.vmap(env.step)(rs.env_state, action, jax.random.split(key_step, n))
-        r_shaped = reward(theta, phi(res.board, res.next_board, res.score_gain, res.terminated))
+        env_state, res = jax.vmap(fns.step)(rs.env_state, action, jax.random.split(key_step, n))
+        features = fns.phi(res.board, res.next_board, res.score_gain, res.terminated)
+        r_shaped = reward(theta, features)
         ret = rs.discounted_return * cfg.gamma + r_shaped
         stats = _update_stats(rs.return_stats, ret) if cfg.normalize_rewards else rs.return_stats
         r_train = r_shaped / jnp.sqrt(stats.var + 1e-8) if cfg.normalize_rewards else r_shaped
@@ -265,8 +288,8 @@ def _make_pure(cfg: PPOConfig):
     def update(rs: RunnerState, theta: jax.Array) -> tuple[RunnerState, SegmentMetrics]:
         lr = schedule(rs.update_step * cfg.update_epochs * cfg.num_minibatches)
         (rs, _), (traj, info) = jax.lax.scan(env_step, (rs, theta), length=cfg.num_steps)
-        _, last_value = apply(rs.params, env.board_exponents(rs.env_state),
-                              env.legal_action_mask(rs.env_state))
+        _, last_value = apply(rs.params, jax.vmap(fns.board)(rs.env_state),
+                              jax.vmap(fns.legal_action_mask)(rs.env_state))
         advantage, target = gae(traj, last_value, cfg.gamma, cfg.gae_lambda)
         flat = jax.tree.map(lambda x: x.reshape((cfg.batch_size,) + x.shape[2:]),
                             (traj, advantage, target))
