@@ -9,7 +9,6 @@ evaluation in native game score, next to a uniformly random legal-move policy) u
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
 import tyro

@@ -5,6 +5,8 @@ Always the game's own score (sum of merge points), never the shaped reward.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -27,6 +29,7 @@ class EpisodeStats:
     truncated: jax.Array  # bool, stopped at max_len before the game ended
 
 
+@functools.lru_cache(maxsize=16)
 def make_evaluate(net: NetworkConfig, num_episodes: int, max_len: int = 50_000,
                   greedy: bool = True):
     """Build the compiled `evaluate(params, key) -> EpisodeStats`.
@@ -34,6 +37,7 @@ def make_evaluate(net: NetworkConfig, num_episodes: int, max_len: int = 50_000,
     Plays `num_episodes` games in parallel from reset until every game ends or `max_len`
     moves, with the greedy (argmax of legal logits) or sampled policy. Static: `net`,
     `num_episodes`, `max_len`, `greedy`. Vmap it over a leading seed axis of params and keys.
+    Cached: the same arguments return the same compiled function.
 
     Raises:
       ValueError: `num_episodes` or `max_len` not positive.

@@ -130,7 +130,7 @@ def train(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=None) -
       ValueError: `out_dir` holds a run and `resume` is False, or its config differs.
     """
     config_json = json.dumps(to_jsonable(dataclasses.asdict(cfg)), indent=2, sort_keys=True)
-    _prepare_out_dir(out_dir, config_json, resume)
+    prepare_out_dir(out_dir, config_json, resume)
     spec = RewardSpec()
     theta = spec.validate(cfg.theta if cfg.theta is not None else spec.theta0)
     thetas = jnp.broadcast_to(jnp.asarray(theta), (cfg.num_seeds, theta.shape[0]))
@@ -186,7 +186,7 @@ def train(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=None) -
     return results
 
 
-def _prepare_out_dir(out_dir: str, config_json: str, resume: bool) -> None:
+def prepare_out_dir(out_dir: str, config_json: str, resume: bool) -> None:
     """Create `out_dir`, refusing to mix runs: an existing config must match on resume."""
     path = os.path.join(out_dir, "config.json")
     if os.path.exists(path):

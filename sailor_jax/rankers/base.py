@@ -49,6 +49,13 @@ class Ranker(Protocol):
         """Rank one group; see `rank_groups`. Host-only."""
         return self.rank_groups([batch])[0]
 
+    def reseed(self, seed: int) -> None:
+        """Reset the judge's random state (the loop reseeds per iteration so that a resumed
+        run sees the same randomness as an uninterrupted one). Judges with an `_rng` attribute
+        get a fresh `numpy.random.default_rng(seed)`; deterministic judges ignore it."""
+        if hasattr(self, "_rng"):
+            self._rng = np.random.default_rng(seed)
+
 
 def group_size(batch: TrajectoryBatch) -> int:
     """Return `M`, the number of trajectories in a host batch. Host-only."""

@@ -1,0 +1,134 @@
+"""The main job: SAILOR reward self-alignment with an LLM judge on 2048.
+
+    python experiments/sailor.py --preset smoke --out runs/sailor_smoke     # ~1-2 min on CPU
+    python experiments/sailor.py --preset cpu --out runs/sailor_cpu         # <= ~30 min on CPU
+    python experiments/sailor.py --preset gpu --out runs/sailor_gpu \\
+        --ranker.llm.model Qwen/Qwen2.5-1.5B-Instruct                      # one GPU
+
+Any field of `SailorConfig` can be overridden after the preset (see --help). With no
+`--ranker.llm.model` the judge is the embedded SmolLM2-135M-Instruct (a pipeline demo, not a
+strong judge). Results go to `--out`: results.json, metrics.jsonl, llm.jsonl, checkpoints/.
+A killed run continues with `--resume` (same --out, same config).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+
+# JAX must not take the GPU memory the LLM needs: set before JAX initialises.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import numpy as np  # noqa: E402
+import tyro  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from sailor_jax import loop  # noqa: E402
+from sailor_jax.alignment import AlignmentConfig  # noqa: E402
+from sailor_jax.ppo import PPOConfig  # noqa: E402
+from sailor_jax.rankers import LLMRankerConfig  # noqa: E402
+from sailor_jax.trainer import EvalConfig  # noqa: E402
+
+PRESETS: dict[str, loop.SailorConfig] = {
+    "smoke": loop.SailorConfig(
+        iterations=2, num_seeds=1, trajectories=4, max_len=300,
+        ppo=PPOConfig(num_envs=128, num_steps=32, updates_per_segment=4),
+        ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+            batch_size=2, max_prompt_tokens=1024, snapshot_every=40)),
+        alignment=AlignmentConfig(bo_calls=15, bo_initial_points=5, trust_region=0.25),
+        eval=EvalConfig(episodes=16, max_len=10_000)),
+    "cpu": loop.SailorConfig(
+        iterations=8, num_seeds=2, trajectories=6, max_len=2000,
+        ppo=PPOConfig(num_envs=512, num_steps=64, updates_per_segment=30),
+        ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+            batch_size=2, max_prompt_tokens=1536, snapshot_every=50)),
+        alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
+        eval=EvalConfig(episodes=64, max_len=50_000)),
+    "gpu": loop.SailorConfig(
+        iterations=20, num_seeds=4, trajectories=16, max_len=2000,
+        ppo=PPOConfig(num_envs=4096, num_steps=128, updates_per_segment=20),
+        ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+            model="Qwen/Qwen2.5-1.5B-Instruct", batch_size=16, max_pairs_per_group=60)),
+        alignment=AlignmentConfig(bo_calls=40, trust_region=0.25),
+        eval=EvalConfig(episodes=512, max_len=50_000)),
+}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Args:
+    """SAILOR main job."""
+
+    sailor: loop.SailorConfig
+    """The run (preset values, overridable field by field)."""
+    out: str = "runs/sailor"
+    """Output folder."""
+    resume: bool = False
+    """Continue the run in --out from its latest checkpoint."""
+
+
+def parse(argv: list[str]) -> tuple[str, Args]:
+    """Split off `--preset NAME`, then let tyro parse the rest over that preset's defaults."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--preset", choices=sorted(PRESETS), default="smoke")
+    known, rest = pre.parse_known_args(argv)
+    default = Args(sailor=PRESETS[known.preset])
+    args = tyro.cli(Args, default=default, args=rest,
+                    description=f"SAILOR main job (preset: {known.preset}; "
+                                f"choose with --preset {{{','.join(sorted(PRESETS))}}})")
+    return known.preset, args
+
+
+def summary(results: dict, console: Console) -> None:
+    """Print the theta history, preference counts, evaluation and wall-clock tables."""
+    names = results["feature_names"]
+    history = results["theta_history"]
+    theta = Table(title="theta history (mean over seeds) and preference pairs per iteration")
+    theta.add_column("feature")
+    for t in range(len(history)):
+        theta.add_column(f"it{t}", justify="right")
+    for k, n in enumerate(names):
+        theta.add_row(n, *[f"{np.mean(np.asarray(h)[:, k]):+.2f}" for h in history])
+    for key, label in (("num_discordant", "|D_neg|"), ("num_concordant", "|D_pos|")):
+        theta.add_row(label, "", *[str(sum(p[key])) for p in results["preferences"]])
+    console.print(theta)
+    ev = Table(title=f"final agents, {results['env_steps_per_seed']:,} env steps per seed "
+                     f"(greedy policy, native game score)")
+    for col in ("agent", "episodes", "score mean", "score std", "max tile mean", "512", "1024",
+                "2048 (win)"):
+        ev.add_column(col, justify="right")
+    rows = [("SAILOR", results["evaluation"])]
+    if results.get("baseline_evaluation"):
+        rows.append(("baseline reward", results["baseline_evaluation"]))
+    for name, e in rows:
+        r = e["max_tile_rates"]
+        ev.add_row(name, str(e["episodes"]), f"{e['score_mean']:.0f}", f"{e['score_std']:.0f}",
+                   f"{e['max_tile_mean']:.0f}", f"{r['512']:.2f}", f"{r['1024']:.2f}",
+                   f"{e['win_rate']:.2f}")
+    console.print(ev)
+    clock = Table(title="wall-clock (s)")
+    for k in results["timings"]:
+        clock.add_column(k, justify="right")
+    clock.add_row(*[f"{v:.1f}" for v in results["timings"].values()])
+    console.print(clock)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    preset, args = parse(sys.argv[1:] if argv is None else argv)
+    console = Console()
+    console.print(f"SAILOR preset={preset} ranker={loop.ranker_description(args.sailor.ranker)} "
+                  f"out={args.out}")
+    columns = (TextColumn("{task.description}"), BarColumn(),
+               TextColumn("iteration {task.completed}/{task.total}"), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        results = loop.run(args.sailor, args.out, resume=args.resume, progress=progress)
+    summary(results, console)
+    console.print(f"results: {os.path.join(args.out, 'results.json')}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

