@@ -229,11 +229,17 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
             ckpt.save(t + 1, runner, to_jsonable(state))
             state["timings"]["checkpoint"] += time.perf_counter() - t0
             if progress:
-                tau = np.nanmean([i.get("kendall_tau_after", np.nan) for i in record["seeds"]])
+                tau = _nanmean(i.get("kendall_tau_after") for i in record["seeds"])
                 progress.update(task, advance=1, description=f"SAILOR  SPS {record['sps']:8,.0f}"
                                 f"  agreement(tau) {tau:+.2f}")
     ckpt.close()
     return _finish(cfg, spec, runner, state, key_eval, out_dir, config_json)
+
+
+def _nanmean(values) -> float:
+    """Mean of the finite values (None/NaN skipped); NaN when there are none."""
+    finite = [float(v) for v in values if v is not None and np.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
 
 
 def _rows(tree, start: int, count: int):
@@ -273,9 +279,8 @@ def _iteration(t, cfg, spec, theta0, runner, segment, collect, ranker, key_colle
               "sampled_length_mean": float(np.mean(batch.lengths))}
     scalars = {"sailor/num_discordant": np.mean([i["num_discordant"] for i in infos]),
                "sailor/num_concordant": np.mean([i["num_concordant"] for i in infos]),
-               "sailor/alignment": np.nanmean([i.get("kendall_tau_after", np.nan) for i in infos]),
-               "sailor/alignment_before": np.nanmean([i.get("kendall_tau_before", np.nan)
-                                                     for i in infos]),
+               "sailor/alignment": _nanmean(i.get("kendall_tau_after") for i in infos),
+               "sailor/alignment_before": _nanmean(i.get("kendall_tau_before") for i in infos),
                "charts/SPS": record["sps"], "charts/sampled_score": record["sampled_score_mean"],
                **{f"sailor/theta_{n}": float(np.mean(new_thetas[:, k]))
                   for k, n in enumerate(spec.names)},

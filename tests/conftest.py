@@ -1,5 +1,6 @@
 """Shared pytest fixtures.
 
+- A persistent JAX compilation cache (in the temp dir; `SAILOR_TEST_JAX_CACHE` overrides).
 - `tiny_llm_dir`: a tiny random Llama + byte-level BPE tokenizer saved with `save_pretrained`
   to a session temp folder (built offline by `llm_fixtures.build_tiny_llm`, ~2 s), for
   testing the real `LLMRanker` loading and scoring path without downloading weights.
@@ -9,7 +10,18 @@ The `slow` and `gpu` markers are registered in pyproject.toml.
 
 from __future__ import annotations
 
+import os
+import tempfile
+
+import jax
 import pytest
+
+# Many tests build the same compiled programs from fresh closures (one per loop.run);
+# a persistent compilation cache shared by the session turns repeats into cache hits.
+jax.config.update("jax_compilation_cache_dir",
+                  os.environ.get("SAILOR_TEST_JAX_CACHE",
+                                 os.path.join(tempfile.gettempdir(), "sailor_jax_test_cache")))
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
 @pytest.fixture(scope="session")

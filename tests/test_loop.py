@@ -1,0 +1,132 @@
+"""End-to-end tests of the SAILOR loop: tiny LLM judge, results.json contract, resume."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import jax
+import numpy as np
+import pytest
+
+from sailor_jax import loop, rollout
+from sailor_jax.alignment import AlignmentConfig
+from sailor_jax.features import phi
+from sailor_jax.networks import NetworkConfig, make_network
+from sailor_jax.ppo import PPOConfig
+from sailor_jax.rankers import LLMRankerConfig, OutcomeRanker
+from sailor_jax.trainer import EvalConfig
+
+TINY = loop.SailorConfig(
+    iterations=2, num_seeds=2, trajectories=4, max_len=60,
+    ppo=PPOConfig(num_envs=16, num_steps=8, updates_per_segment=1,
+                  network=NetworkConfig(hidden_sizes=(16,))),
+    ranker=loop.RankerConfig(kind="outcome"),
+    alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3),
+    eval=EvalConfig(episodes=4, max_len=300), tensorboard=False)
+
+RESULT_KEYS = {"config", "ranker", "theta_history", "feature_names", "preferences",
+               "evaluation", "baseline_evaluation", "timings"}
+EVAL_KEYS = {"score_mean", "score_std", "max_tile_rates", "win_rate", "episodes"}
+
+
+def test_collect_phi_matches_recomputed_features():
+    net = NetworkConfig(hidden_sizes=(8,))
+    params = make_network(net)[0](jax.random.PRNGKey(0))
+    batch = jax.device_get(rollout.make_collect(net, 6, 400)(params, jax.random.PRNGKey(1)))
+    assert batch.boards.shape == (6, 401, 16) and batch.Phi.shape == (6, 8)
+    for i in range(6):
+        n = int(batch.lengths[i])
+        terminated = np.zeros(n, bool)
+        terminated[-1] = not batch.truncated[i]
+        expected = np.asarray(phi(batch.boards[i, :n], batch.boards[i, 1:n + 1],
+                                  batch.score_gains[i, :n], terminated)).sum(0)
+        np.testing.assert_allclose(batch.Phi[i], expected, rtol=1e-5, atol=1e-4)
+        assert batch.score[i] == pytest.approx(batch.score_gains[i].sum())
+        assert (batch.actions[i, n:] == -1).all() and (batch.actions[i, :n] >= 0).all()
+        assert batch.max_tile[i] == 2 ** int(batch.boards[i, n].max())
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="trajectories"):
+        dataclasses.replace(TINY, trajectories=1)
+    with pytest.raises(ValueError, match="iterations"):
+        dataclasses.replace(TINY, iterations=0)
+    with pytest.raises(ValueError, match="theta_star"):
+        loop.RankerConfig(kind="linear_oracle")
+    with pytest.raises(ValueError, match="game_over"):
+        dataclasses.replace(TINY, theta0=(0.0,) * 7 + (float("nan"),))
+    with pytest.raises(ValueError, match="unknown feature"):
+        dataclasses.replace(TINY, tunable=("score_gain", "not_a_feature"))
+
+
+def test_run_with_tiny_llm_writes_results(tmp_path, tiny_llm_dir):
+    cfg = dataclasses.replace(
+        TINY, tunable=("empty_cells", "monotonicity", "smoothness"),
+        ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+            model=tiny_llm_dir, batch_size=4, max_prompt_tokens=1024, device="cpu")))
+    out = str(tmp_path / "run")
+    results = loop.run(cfg, out)
+    with open(os.path.join(out, "results.json")) as f:
+        on_disk = json.load(f)
+    assert RESULT_KEYS <= set(on_disk)
+    assert EVAL_KEYS <= set(on_disk["evaluation"]) and EVAL_KEYS <= set(
+        on_disk["baseline_evaluation"])
+    history = np.asarray(results["theta_history"])
+    assert history.shape == (cfg.iterations + 1, cfg.num_seeds, 8)
+    fixed = [k for k, n in enumerate(results["feature_names"]) if n not in cfg.tunable]
+    fixed_history = history[:, :, fixed]
+    np.testing.assert_array_equal(fixed_history,
+                                  np.broadcast_to(fixed_history[:1], fixed_history.shape))
+    assert len(on_disk["preferences"]) == cfg.iterations
+    with open(os.path.join(out, "llm.jsonl")) as f:
+        llm_records = [json.loads(line) for line in f]
+    assert llm_records, "every LLM call must be logged"
+    metrics = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
+    assert any("sailor/alignment" in m for m in metrics)
+    for phase in loop.PHASES:
+        assert on_disk["timings"][phase] >= 0
+
+
+class _DiesAfter(OutcomeRanker):
+    """An outcome judge that simulates a killed process on its n-th call."""
+
+    def __init__(self, calls_before_death: int):
+        self.left = calls_before_death
+
+    def rank_groups(self, groups):
+        if self.left == 0:
+            raise KeyboardInterrupt("simulated kill")
+        self.left -= 1
+        return super().rank_groups(groups)
+
+
+def test_resume_matches_uninterrupted_run(tmp_path):
+    cfg = dataclasses.replace(TINY, iterations=3)
+    full = loop.run(cfg, str(tmp_path / "full"))
+    out = str(tmp_path / "killed")
+    with pytest.raises(KeyboardInterrupt):
+        loop.run(cfg, out, ranker=_DiesAfter(1))
+    with pytest.raises(ValueError, match="already holds a run"):
+        loop.run(cfg, out)
+    with pytest.raises(ValueError, match="config differs"):
+        loop.run(dataclasses.replace(cfg, seed=1), out, resume=True)
+    resumed = loop.run(cfg, out, resume=True)
+    np.testing.assert_array_equal(np.asarray(resumed["theta_history"]),
+                                  np.asarray(full["theta_history"]))
+    assert resumed["preferences"] == full["preferences"]
+    assert resumed["evaluation"]["score_mean"] == full["evaluation"]["score_mean"]
+
+
+def test_judge_failure_leaves_theta_unchanged(tmp_path):
+    class Fails(OutcomeRanker):
+        def rank_groups(self, groups):
+            return [None] * len(groups)
+
+    results = loop.run(dataclasses.replace(TINY, iterations=1, baseline=False),
+                       str(tmp_path / "r"), ranker=Fails())
+    history = np.asarray(results["theta_history"])
+    np.testing.assert_array_equal(history[1], history[0])
+    assert results["baseline_evaluation"] is None
+    assert all(s["judge_failed"] for s in results["iterations"][0]["seeds"])
