@@ -1,0 +1,153 @@
+"""Throughput of the compiled pipeline: env steps per second (SPS), steady state.
+
+    python benchmarks/throughput.py --json                       # defaults for this machine
+    python benchmarks/throughput.py --json --num-envs 4096 --only env_features
+
+Benchmarks (each prints one JSON object per line with --json):
+- `env_random`: uniformly random legal moves on pgx 2048 with auto-reset.
+- `env_features`: the same plus `phi` and the reward `theta . phi` (what PPO's rollout pays).
+- `ppo_train`: full PPO training segments (rollout + GAE + epochs x minibatches).
+- `ppo_train_seeds`: PPO with S seeds vmapped in one program (`--num-seeds`), SPS summed
+  over seeds.
+
+Compile time is measured separately (ahead-of-time `lower().compile()`); every timed call
+ends in `jax.block_until_ready`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import sys
+import time
+from importlib.metadata import version
+
+import jax
+import jax.numpy as jnp
+import tyro
+
+from sailor_jax import env
+from sailor_jax.features import phi
+from sailor_jax.ppo import PPOConfig, make_train
+from sailor_jax.reward import RewardSpec, reward
+
+ALL = ("env_random", "env_features", "ppo_train", "ppo_train_seeds")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Args:
+    """Throughput benchmarks."""
+
+    only: tuple[str, ...] = ALL
+    """Which benchmarks to run."""
+    num_envs: tuple[int, ...] | None = None
+    """Env batch sizes (default: 4096 for env_*, 1024 for ppo_*)."""
+    env_steps: int = 256
+    """Scan length of one timed env call."""
+    ppo_updates: int = 4
+    """PPO updates per timed segment."""
+    num_seeds: tuple[int, ...] = (1, 4, 8)
+    """Seed counts for ppo_train_seeds."""
+    repeats: int = 3
+    """Timed calls after compilation (the median is reported)."""
+    json: bool = False
+    """Print one JSON object per line (else a readable line)."""
+
+
+def _timed(fn, *args, repeats: int):
+    """Compile `fn` ahead of time, then time `repeats` calls. Returns (compile_s, [seconds])."""
+    t0 = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    compile_s = time.perf_counter() - t0
+    out = compiled(*args)
+    jax.block_until_ready(out)  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(compiled(*args))
+        times.append(time.perf_counter() - t0)
+    return compile_s, times
+
+
+def _env_fn(n: int, steps: int, with_features: bool):
+    theta = jnp.asarray(RewardSpec().theta0)
+
+    def body(carry, _):
+        state, key, acc = carry
+        key, key_action, key_step = jax.random.split(key, 3)
+        logits = jnp.where(env.legal_action_mask(state), 0.0, -1e9)
+        action = jax.random.categorical(key_action, logits)
+        state, res = jax.vmap(env.step)(state, action, jax.random.split(key_step, n))
+        if with_features:
+            r = reward(theta, phi(res.board, res.next_board, res.score_gain, res.terminated))
+        else:
+            r = res.score_gain
+        return (state, key, acc + jnp.sum(r)), None
+
+    def run(state, key):
+        return jax.lax.scan(body, (state, key, jnp.float32(0)), length=steps)[0]
+
+    return run
+
+
+def bench_env(name: str, n: int, args: Args) -> dict:
+    state = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), n))
+    fn = _env_fn(n, args.env_steps, name == "env_features")
+    compile_s, times = _timed(fn, state, jax.random.PRNGKey(1), repeats=args.repeats)
+    return {"num_envs": n, "compile_s": compile_s,
+            "sps": n * args.env_steps / sorted(times)[len(times) // 2]}
+
+
+def bench_ppo(n: int, args: Args, num_seeds: int | None = None) -> dict:
+    cfg = PPOConfig(num_envs=n, updates_per_segment=args.ppo_updates)
+    init, segment = make_train(cfg, num_seeds=num_seeds)
+    runner = init(jax.random.PRNGKey(0))
+    theta = jnp.asarray(RewardSpec().theta0)
+    if num_seeds is not None:
+        theta = jnp.broadcast_to(theta, (num_seeds, theta.shape[0]))
+    t0 = time.perf_counter()
+    compiled = segment.lower(runner, theta).compile()
+    compile_s = time.perf_counter() - t0
+    runner, metrics = compiled(runner, theta)
+    jax.block_until_ready(metrics)
+    times = []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        runner, metrics = compiled(runner, theta)
+        jax.block_until_ready(metrics)
+        times.append(time.perf_counter() - t0)
+    steps = cfg.steps_per_segment * (num_seeds or 1)
+    return {"num_envs": n, "num_steps": cfg.num_steps, "update_epochs": cfg.update_epochs,
+            "num_minibatches": cfg.num_minibatches,
+            "hidden_sizes": list(cfg.network.hidden_sizes), "num_seeds": num_seeds or 1,
+            "compile_s": compile_s, "sps": steps / sorted(times)[len(times) // 2],
+            "segment_s": sorted(times)[len(times) // 2]}
+
+
+def main(args: Args) -> None:
+    meta = {"device": str(jax.devices()[0]), "platform": platform.processor() or platform.machine(),
+            "jax": jax.__version__, "pgx": version("pgx"), "flax": version("flax"),
+            "command": "python " + " ".join(sys.argv)}
+    for name in args.only:
+        if name not in ALL:
+            raise ValueError(f"unknown benchmark {name!r}; choose from {ALL}")
+        default = (4096,) if name.startswith("env") else (1024,)
+        for n in args.num_envs or default:
+            if name.startswith("env"):
+                rows = [bench_env(name, n, args)]
+            elif name == "ppo_train":
+                rows = [bench_ppo(n, args)]
+            else:
+                rows = [bench_ppo(n, args, s) for s in args.num_seeds]
+            for row in rows:
+                row = {"name": name, **row, **meta}
+                if args.json:
+                    print(json.dumps(row), flush=True)
+                else:
+                    print(f"{name:16s} envs={row['num_envs']:6d} seeds={row.get('num_seeds', 1)} "
+                          f"SPS={row['sps']:12,.0f} compile={row['compile_s']:.1f}s", flush=True)
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
