@@ -41,14 +41,22 @@ class Checkpointer:
         """Write step `step` and wait until it is on disk.
 
         Raises:
-          ValueError: step `step` already exists (never overwritten silently).
+          ValueError: step `step` already exists (never overwritten silently), or is older
+            than the latest saved step (orbax would skip it without saving).
+          RuntimeError: orbax declined to save for another reason.
         """
         if step in self._manager.all_steps():
             raise ValueError(f"checkpoint step {step} already exists in {self.directory}")
+        latest = self.latest_step()
+        if latest is not None and step < latest:
+            raise ValueError(f"checkpoint step {step} is older than the latest saved step "
+                             f"{latest} in {self.directory}; steps must increase")
         state = jax.device_get(state)
-        self._manager.save(step, args=ocp.args.Composite(
+        saved = self._manager.save(step, args=ocp.args.Composite(
             state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)))
         self._manager.wait_until_finished()
+        if not saved:
+            raise RuntimeError(f"orbax did not save checkpoint step {step} in {self.directory}")
 
     def restore(self, abstract_state: Any, step: int | None = None) -> tuple[Any, dict]:
         """Load `(state, meta)` of `step` (default: the latest).
