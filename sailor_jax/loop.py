@@ -254,26 +254,29 @@ def _iteration(t, cfg, spec, theta0, runner, segment, collect, ranker, key_colle
     t0 = time.perf_counter()
     runner, metrics = segment(runner, jnp.asarray(all_thetas))
     metrics = jax.device_get(metrics)
-    timings["train"] += (dt_train := time.perf_counter() - t0)
+    seconds = {"train": time.perf_counter() - t0}
     t0 = time.perf_counter()
     batch = jax.device_get(collect(_rows(runner.params, 0, s),
                                    jax.random.split(jax.random.fold_in(key_collect, t), s)))
-    timings["collect"] += time.perf_counter() - t0
+    seconds["collect"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     if hasattr(ranker, "reseed"):
         ranker.reseed(int(np.random.default_rng([cfg.seed, t]).integers(2**31)))
     groups = [jax.tree.map(lambda x, i=i: x[i], batch) for i in range(s)]
     rankings = ranker.rank_groups(groups)
-    timings["rank"] += time.perf_counter() - t0
+    seconds["rank"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     new_thetas, infos = align_step(thetas, batch, rankings, spec, cfg, t)
-    timings["update"] += time.perf_counter() - t0
+    seconds["update"] = time.perf_counter() - t0
+    for phase, dt in seconds.items():
+        timings[phase] += dt
     state["theta_history"].append(new_thetas.tolist())
     env_steps = (t + 1) * cfg.ppo.steps_per_segment
     sailor_metrics = jax.tree.map(lambda x: x[:s], metrics)
     for rec in update_records(sailor_metrics, t * cfg.ppo.steps_per_segment, cfg.ppo):
         logger.log(rec["env_steps"], rec)
-    record = {"iteration": t, "env_steps": env_steps, "sps": rows_sps(cfg, dt_train),
+    record = {"iteration": t, "env_steps": env_steps, "sps": rows_sps(cfg, seconds["train"]),
+              "seconds": seconds, "host_overhead_s": sum(seconds.values()) - seconds["train"],
               "theta": new_thetas.tolist(), "seeds": infos,
               "sampled_score_mean": float(np.mean(batch.score)),
               "sampled_length_mean": float(np.mean(batch.lengths))}
@@ -284,7 +287,8 @@ def _iteration(t, cfg, spec, theta0, runner, segment, collect, ranker, key_colle
                "charts/SPS": record["sps"], "charts/sampled_score": record["sampled_score_mean"],
                **{f"sailor/theta_{n}": float(np.mean(new_thetas[:, k]))
                   for k, n in enumerate(spec.names)},
-               **{f"time/{k}": v for k, v in timings.items()}}
+               **{f"time/{k}": v for k, v in seconds.items()},
+               "time/host_overhead": record["host_overhead_s"]}
     logger.log(env_steps, {**scalars, "iteration": t, "seeds": infos})
     return runner, record
 
