@@ -164,7 +164,8 @@ def train(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=None) -
             ckpt.save(seg + 1, runner, {"segment": seg + 1, "timings": timings})
             timings["checkpoint_s"] += time.perf_counter() - t0
             if progress:
-                score = np.nanmean(np.asarray(metrics.episode_score, np.float64)[..., -1])
+                last = np.asarray(metrics.episode_score, np.float64)[..., -1]
+                score = np.mean(last[np.isfinite(last)]) if np.isfinite(last).any() else np.nan
                 progress.update(task, advance=1, description=f"train  score {score:7.0f}  "
                                 f"SPS {sps:9,.0f}")
     t0 = time.perf_counter()
