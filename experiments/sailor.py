@@ -1,6 +1,6 @@
 """The main job: SAILOR reward self-alignment with an LLM judge on 2048.
 
-    python experiments/sailor.py --preset smoke --out runs/sailor_smoke     # ~1-2 min on CPU
+    python experiments/sailor.py --preset smoke --out runs/sailor_smoke     # ~1 min on CPU
     python experiments/sailor.py --preset cpu --out runs/sailor_cpu         # <= ~30 min on CPU
     python experiments/sailor.py --preset gpu --out runs/sailor_gpu \\
         --ranker.llm.model Qwen/Qwen2.5-1.5B-Instruct                      # one GPU
@@ -42,7 +42,7 @@ PRESETS: dict[str, loop.SailorConfig] = {
         alignment=AlignmentConfig(bo_calls=15, bo_initial_points=5, trust_region=0.25),
         eval=EvalConfig(episodes=16, max_len=10_000)),
     "cpu": loop.SailorConfig(
-        iterations=8, num_seeds=2, trajectories=6, max_len=2000,
+        iterations=6, num_seeds=2, trajectories=5, max_len=2000,
         ppo=PPOConfig(num_envs=512, num_steps=64, updates_per_segment=30),
         ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
             batch_size=2, max_prompt_tokens=1536, snapshot_every=50)),
