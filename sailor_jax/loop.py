@@ -212,7 +212,7 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
         cfg.ranker, os.path.join(out_dir, "llm.jsonl"))
     task = progress.add_task("SAILOR", total=cfg.iterations, completed=state["iteration"]) \
         if progress else None
-    with MetricLogger(out_dir, tensorboard=cfg.tensorboard) as logger:
+    with ckpt, MetricLogger(out_dir, tensorboard=cfg.tensorboard) as logger:
         for t in range(state["iteration"], cfg.iterations):
             runner, record = _iteration(t, cfg, spec, theta0, runner, segment, collect, ranker,
                                         key_collect, state, logger)
@@ -232,7 +232,6 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
                 tau = _nanmean(i.get("kendall_tau_after") for i in record["seeds"])
                 progress.update(task, advance=1, description=f"SAILOR  SPS {record['sps']:8,.0f}"
                                 f"  agreement(tau) {tau:+.2f}")
-    ckpt.close()
     return _finish(cfg, spec, runner, state, key_eval, out_dir, config_json)
 
 
