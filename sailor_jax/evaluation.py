@@ -6,6 +6,7 @@ Always the game's own score (sum of merge points), never the shaped reward.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +28,7 @@ class EpisodeStats:
     length: jax.Array  # int32 moves played
     max_tile: jax.Array  # int32 largest tile value on the final board
     truncated: jax.Array  # bool, stopped at max_len before the game ended
+    final_board: Any = None  # uint8[16] tile exponents of the last board (row-major), optional
 
 
 @functools.lru_cache(maxsize=16)
@@ -71,7 +73,8 @@ def make_evaluate(net: NetworkConfig, num_episodes: int, max_len: int = 50_000,
         state, score, length, _, _ = jax.lax.while_loop(cond, body, carry)
         max_tile = 2 ** jnp.max(env.board_exponents(state), axis=-1)
         return EpisodeStats(score=score, length=length, max_tile=max_tile.astype(jnp.int32),
-                            truncated=~state.terminated)
+                            truncated=~state.terminated,
+                            final_board=env.board_exponents(state).astype(jnp.uint8))
 
     return jax.jit(evaluate)
 
@@ -85,10 +88,18 @@ def summarize(stats: EpisodeStats) -> dict:
     Returns:
       dict with `episodes`, `score_mean`, `score_std`, `score_max`, `length_mean`,
       `max_tile_mean`, `max_tile_rates` ({tile: fraction of games reaching it} for 256..8192),
-      `win_rate` (fraction reaching 2048) and `truncated` (count); plain Python numbers.
+      `win_rate` (fraction reaching 2048), `truncated` (count) and `max_tile_counts`
+      ({tile: games whose largest tile is exactly that value}); plain Python numbers. With
+      `final_board` also `max_tile_position`: `4 x 4` nested list, the fraction of games whose
+      largest tile sits in each cell (row-major board; a game with the largest tile in two
+      cells counts in both, so the cells can sum to more than 1).
     """
-    s = jax.tree.map(lambda x: np.asarray(x).reshape(-1), jax.device_get(stats))
-    return {
+    stats = jax.device_get(stats)
+    board = stats.final_board
+    s = jax.tree.map(lambda x: np.asarray(x).reshape(-1),
+                     stats.replace(final_board=None))
+    tiles, counts = np.unique(s.max_tile, return_counts=True)
+    out = {
         "episodes": int(s.score.size),
         "score_mean": float(np.mean(s.score)),
         "score_std": float(np.std(s.score)),
@@ -98,7 +109,13 @@ def summarize(stats: EpisodeStats) -> dict:
         "max_tile_rates": {str(t): float(np.mean(s.max_tile >= t)) for t in TILE_THRESHOLDS},
         "win_rate": float(np.mean(s.max_tile >= WIN_TILE)),
         "truncated": int(np.sum(s.truncated)),
+        "max_tile_counts": {str(int(t)): int(c) for t, c in zip(tiles, counts, strict=True)},
     }
+    if board is not None:
+        board = np.asarray(board).reshape(-1, 16)
+        at_max = board == board.max(axis=1, keepdims=True)
+        out["max_tile_position"] = at_max.mean(axis=0).reshape(4, 4).tolist()
+    return out
 
 
 def random_policy_stats(key: jax.Array, num_episodes: int, max_len: int = 50_000

@@ -189,7 +189,7 @@ def test_summarize_hand_computed():
     summary = evaluation.summarize(HAND_STATS)
     _check_hand_summary(summary)
     for key, value in summary.items():
-        if key != "max_tile_rates":
+        if key not in ("max_tile_rates", "max_tile_counts"):
             assert type(value) in (int, float), (key, type(value))
     assert all(type(v) is float for v in summary["max_tile_rates"].values())
 
@@ -214,3 +214,30 @@ def test_random_policy_stats_plausible():
     assert summary["truncated"] == 0
     assert summary["win_rate"] == 0.0
     assert 64 <= summary["max_tile_mean"] <= 256
+
+
+def test_summarize_max_tile_counts_and_position_by_hand():
+    boards = np.zeros((3, 16), np.uint8)
+    boards[0, 0] = 11  # 2048 in the top-left corner
+    boards[1, 15], boards[1, 3] = 7, 7  # 128 in two corners (a tie: both cells count)
+    boards[2, 5], boards[2, 0] = 9, 1  # 512 in row 1, column 1
+    stats = EpisodeStats(score=np.zeros(3, np.float32), length=np.ones(3, np.int32),
+                         max_tile=np.array([2048, 128, 512], np.int32),
+                         truncated=np.zeros(3, bool), final_board=boards)
+    summary = evaluation.summarize(stats)
+    assert summary["max_tile_counts"] == {"128": 1, "512": 1, "2048": 1}
+    expected = np.zeros((4, 4))
+    expected[0, 0] = expected[3, 3] = expected[0, 3] = expected[1, 1] = 1 / 3
+    np.testing.assert_allclose(summary["max_tile_position"], expected)
+    assert "max_tile_position" not in evaluation.summarize(HAND_STATS)
+    assert evaluation.summarize(HAND_STATS)["max_tile_counts"] == {
+        "128": 1, "256": 1, "2048": 1, "4096": 1}
+
+
+def test_evaluate_final_board_matches_max_tile():
+    evaluate = evaluation.make_evaluate(NET, 8, max_len=400, greedy=False)
+    init, _ = make_network(NET)
+    stats = jax.device_get(evaluate(init(jax.random.PRNGKey(1)), jax.random.PRNGKey(2)))
+    assert stats.final_board.shape == (8, 16) and stats.final_board.dtype == np.uint8
+    np.testing.assert_array_equal(2 ** stats.final_board.max(axis=1).astype(np.int64),
+                                  stats.max_tile)

@@ -1,0 +1,135 @@
+"""Result tables over seeds: mean and 95% confidence interval per variant. Host-only.
+
+One row per variant (or per reward in the transfer test). Seeds are the unit of replication:
+each seed's greedy-policy evaluation (mean over its games) is one sample, and the interval is
+Student's t interval of the mean over seeds, `mean +/- t_{(1+c)/2, S-1} * sd / sqrt(S)` with the
+sample standard deviation (ddof=1). With one seed the interval is undefined (NaN, empty cells).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.stats
+
+TILES: tuple[int, ...] = (512, 1024, 2048, 4096)
+METRICS: tuple[str, ...] = ("score", *(f"tile_{t}" for t in TILES), "win_rate")
+COLUMNS: tuple[str, ...] = (
+    "variant", "judge", "seeds", "env_steps_per_seed",
+    *(f"{m}_{k}" for m in METRICS for k in ("mean", "ci_low", "ci_high")),
+    "wall_clock_s",
+)
+
+
+def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """Mean and Student-t confidence interval of the mean.
+
+    Args:
+      values: `S >= 1` finite numbers (one per seed).
+      confidence: coverage in (0, 1).
+
+    Returns:
+      `(mean, low, high)`; `low` and `high` are NaN when `S == 1`. Equal values give a
+      zero-width interval.
+
+    Raises:
+      ValueError: no values, a non-finite value, or confidence outside (0, 1).
+    """
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    if x.size == 0:
+        raise ValueError("mean_ci needs at least one value")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"mean_ci needs finite values, got {x.tolist()}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    mean = float(x.mean())
+    if x.size == 1:
+        return mean, math.nan, math.nan
+    half = float(scipy.stats.t.ppf((1.0 + confidence) / 2.0, x.size - 1)
+                 * x.std(ddof=1) / math.sqrt(x.size))
+    return mean, mean - half, mean + half
+
+
+def per_seed_metrics(evaluation: dict) -> dict[str, list[float]]:
+    """Per-seed samples of every table metric from an `evaluate_params` dict (`per_seed`).
+
+    Raises:
+      ValueError: the evaluation has no `per_seed` entries.
+    """
+    seeds = evaluation.get("per_seed") or []
+    if not seeds:
+        raise ValueError("the evaluation has no per-seed results ('per_seed')")
+    out = {"score": [e["score_mean"] for e in seeds], "win_rate": [e["win_rate"] for e in seeds]}
+    for t in TILES:
+        out[f"tile_{t}"] = [e["max_tile_rates"][str(t)] for e in seeds]
+    return out
+
+
+def summary_row(variant: str, evaluation: dict, *, judge: str = "", env_steps_per_seed: int = 0,
+                wall_clock_s: float = math.nan, confidence: float = 0.95) -> dict:
+    """One table row (keys `COLUMNS`): mean and CI over seeds of every metric in `METRICS`."""
+    row = {"variant": variant, "judge": judge, "env_steps_per_seed": int(env_steps_per_seed),
+           "wall_clock_s": float(wall_clock_s)}
+    samples = per_seed_metrics(evaluation)
+    row["seeds"] = len(samples["score"])
+    for metric, values in samples.items():
+        row[f"{metric}_mean"], row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = mean_ci(
+            values, confidence)
+    return {c: row[c] for c in COLUMNS}
+
+
+def write_csv(rows: Sequence[dict], path: str) -> None:
+    """Write rows (keys `COLUMNS`) as CSV; NaN is written as an empty cell."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v)
+                             for k, v in row.items()})
+
+
+def read_csv(path: str) -> list[dict]:
+    """Read a table written by `write_csv` (numbers as float/int, empty cells as NaN)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        for k in COLUMNS[2:]:
+            row[k] = (int(row[k]) if k in ("seeds", "env_steps_per_seed")
+                      else float(row[k]) if row[k] != "" else math.nan)
+    return rows
+
+
+def _fmt(row: dict, metric: str, digits: int) -> str:
+    mean, lo, hi = (row[f"{metric}_{k}"] for k in ("mean", "ci_low", "ci_high"))
+    if math.isnan(lo):
+        return f"{mean:,.{digits}f}"
+    return f"{mean:,.{digits}f} [{lo:,.{digits}f}, {hi:,.{digits}f}]"
+
+
+def markdown_table(rows: Sequence[dict], confidence: float = 0.95) -> str:
+    """A GitHub-markdown table: mean [CI] over seeds of score and tile rates, wall-clock."""
+    pct = f"{round(confidence * 100)}%"
+    head = ["variant", "judge", "seeds", "env steps/seed", f"score, mean [{pct} CI]",
+            *(f"{t}" if t != 2048 else "2048 (win)" for t in TILES), "wall-clock (s)"]
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|"]
+    for r in rows:
+        cells = [r["variant"], r["judge"], str(r["seeds"]), f"{r['env_steps_per_seed']:,}",
+                 _fmt(r, "score", 0), *(_fmt(r, f"tile_{t}", 2) for t in TILES),
+                 f"{r['wall_clock_s']:,.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_tables(rows: Sequence[dict], out_dir: str, stem: str,
+                 confidence: float = 0.95) -> tuple[str, str]:
+    """Write `<stem>.csv` and `<stem>.md` into `out_dir`; return both paths."""
+    csv_path, md_path = (os.path.join(out_dir, f"{stem}.{ext}") for ext in ("csv", "md"))
+    write_csv(rows, csv_path)
+    with open(md_path, "w", encoding="utf-8") as f:
+        f.write(markdown_table(rows, confidence))
+    return csv_path, md_path
