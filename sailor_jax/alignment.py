@@ -278,7 +278,8 @@ def _snap(x, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.where(y < lo, np.nextafter(y, np.float32(np.inf)), y)
 
 
-def _make_problem(theta, Phi, prefs, spec: RewardSpec, cfg: AlignmentConfig, half_width):
+def _make_problem(theta, Phi, prefs, spec: RewardSpec, cfg: AlignmentConfig, half_width,
+                  box=None):
     theta = spec.validate(theta)
     dphi, w = _pair_diffs(_check_phi(Phi, spec.num_features), prefs)
     index = spec.tunable_index
@@ -289,6 +290,12 @@ def _make_problem(theta, Phi, prefs, spec: RewardSpec, cfg: AlignmentConfig, hal
     for hw in (cfg.trust_region, half_width):
         if hw is not None:
             lo, hi = np.maximum(lo, current - hw), np.minimum(hi, current + hw)
+    if box is not None:
+        box_lo, box_hi = (np.broadcast_to(np.asarray(b, np.float64), (spec.num_features,))
+                          for b in box)
+        if np.any(np.isnan(box_lo)) or np.any(np.isnan(box_hi)):
+            raise ValueError(f"box bounds must not be NaN, got {box_lo}, {box_hi}")
+        lo, hi = np.maximum(lo, box_lo[index]), np.minimum(hi, box_hi[index])
     return _Problem(theta, index, lo, hi, dphi, w, _scale(dphi), cfg)
 
 
@@ -296,12 +303,16 @@ def _run_bo(problem: _Problem, rng: np.random.Generator):
     cfg, free = problem.cfg, problem.free
     x0 = problem.theta[problem.index[free]].astype(np.float64)
     y0 = float(problem.objective(x0[None])[0])
+    if np.any(x0 < problem.lo[free]) or np.any(x0 > problem.hi[free]):
+        x0, y0 = None, None  # a box that excludes the current theta (forced move)
+    else:
+        x0 = x0.tolist()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The objective has been evaluated")
         res = skopt.gp_minimize(
             lambda x: float(problem.objective(np.asarray([x]))[0]),
             dimensions=list(zip(problem.lo[free].tolist(), problem.hi[free].tolist(), strict=True)),
-            x0=x0.tolist(),
+            x0=x0,
             y0=y0,
             n_calls=cfg.bo_calls,
             n_initial_points=cfg.bo_initial_points,
@@ -315,7 +326,8 @@ def _run_bo(problem: _Problem, rng: np.random.Generator):
 def _run_mcmc(problem: _Problem, rng: np.random.Generator):
     cfg, free = problem.cfg, problem.free
     lo, hi = problem.lo[free], problem.hi[free]
-    x0 = problem.theta[problem.index[free]].astype(np.float64)
+    # Chains start at the current theta, or at its nearest point of a box that excludes it.
+    x0 = np.clip(problem.theta[problem.index[free]].astype(np.float64), lo, hi)
     x = np.tile(x0, (cfg.mcmc_chains, 1))
     lp = problem.log_lik(x)
     noise = rng.normal(scale=cfg.mcmc_step, size=(cfg.mcmc_samples, *x.shape))
@@ -359,6 +371,9 @@ def update_theta(
     spec: RewardSpec,
     cfg: AlignmentConfig,
     rng: np.random.Generator | int,
+    *,
+    box: tuple | None = None,
+    accept_ties: bool = False,
 ) -> UpdateResult:
     """Update the tunable entries of theta to agree better with the preference pairs.
 
@@ -379,6 +394,11 @@ def update_theta(
       spec: Names, bounds and tunable mask of theta.
       cfg: Method and budgets.
       rng: NumPy generator or int seed (makes the update deterministic).
+      box: optional `(lower, upper)` (scalars or `float[F]`) intersected with the search box.
+        A box that excludes the current theta forces a move (LLM-guided refinement's
+        one-sided interval, see `sailor_jax.refinement`); an empty box leaves theta unchanged.
+      accept_ties: accept a candidate whose objective equals the current one (with a forced
+        move: keep agreement while moving in the suggested direction).
 
     Returns:
       `UpdateResult` with the new `float32[F]` theta (the input when not accepted).
@@ -388,7 +408,8 @@ def update_theta(
         pair indices or weights.
     """
     mcmc = cfg.method == "bt_mcmc"
-    problem = _make_problem(theta, Phi, prefs, spec, cfg, cfg.mcmc_trust_region if mcmc else None)
+    problem = _make_problem(theta, Phi, prefs, spec, cfg, cfg.mcmc_trust_region if mcmc else None,
+                            box)
     obj, err = _values(problem, problem.theta)
     skip = _skip_reason(problem, len(prefs))
     if skip:
@@ -402,10 +423,11 @@ def update_theta(
     obj_new, err_new = _values(problem, candidate)
     what = "weighted pair error" if mcmc else f"objective ({cfg.objective})"
     before, after = (err, err_new) if mcmc else (obj, obj_new)
-    accepted = after < before
+    accepted = after <= before if accept_ties else after < before
     message = f"{note}accepted: {what} {before:.6g} -> {after:.6g}"
     if not accepted:
-        message = f"{note}rejected: {what} {after:.6g} is not below {before:.6g}; theta unchanged"
+        relation = "is above" if accept_ties else "is not below"
+        message = f"{note}rejected: {what} {after:.6g} {relation} {before:.6g}; theta unchanged"
         candidate, obj_new, err_new = problem.theta, obj, err
     history_x = np.tile(problem.theta[problem.index].astype(np.float64), (len(points), 1))
     history_x[:, problem.free] = points

@@ -1,0 +1,282 @@
+"""LLM-guided reward refinement: when the judge and R_theta agree but the agent stalls. Host-only.
+
+Stretch goal 5.2 of the seed plan and the "active" step of Zeng et al. (2024), "Learning Reward
+for Robot Skills Using Large Language Models via Self-Alignment". Preference-based updates stop
+once R_theta orders every sampled trajectory as the judge does (no discordant pairs), even when
+the agent's game score has stopped improving. Refinement then asks the LLM a short question:
+which single feature weight should be raised or lowered? The answer is parsed robustly
+(`parse_suggestion`); an invalid answer is logged and ignored. A valid one makes the search
+interval of that weight one-sided, `[w + min_step, w + max_step]` (raise) or
+`[w - max_step, w - min_step]` (lower), within the bounds, with every other weight fixed, and
+the usual Bayesian-optimisation update picks the point of that interval that best keeps
+R_theta's agreement with the judge on all judged pairs (accepted when the weighted pair error
+does not increase).
+
+Off by default (`RefineConfig.enabled`); `loop.SailorConfig.refine` switches it on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sailor_jax.alignment import AlignmentConfig, UpdateResult, update_theta
+from sailor_jax.rankers.base import to_json_line
+from sailor_jax.reward import RewardSpec
+from sailor_jax.types import Preferences, Ranking
+
+# No "up"/"down"/"more"/"less": in 2048 answers those are usually moves or tile counts.
+RAISE_WORDS = ("raise", "raising", "increase", "increasing", "higher")
+LOWER_WORDS = ("lower", "lowering", "decrease", "decreasing", "reduce", "reducing")
+_DIRECTION = re.compile(r"\b(" + "|".join(RAISE_WORDS + LOWER_WORDS) + r")\b")
+
+SYSTEM_PROMPT = "You are an expert 2048 player who designs reward functions for game agents."
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RefineConfig:
+    """When and how far LLM-guided refinement moves one weight."""
+
+    enabled: bool = False
+    """Ask the LLM for a direction when the rankings agree and the score stalls."""
+    patience: int = 2
+    """Iterations without a new best game score (per seed) before refinement may trigger."""
+    min_improvement: float = 0.0
+    """A new best game score must exceed the previous best by more than this (points)."""
+    min_step: float = 0.02
+    """The one-sided interval starts this far from the current weight (theta units, > 0)."""
+    max_step: float = 0.25
+    """... and ends this far from it (theta units, > min_step)."""
+    model: str | None = None
+    """HF model id or folder of the advisor; None = the judge's model when the judge is an
+    LLM with the same model, else the embedded SmolLM2-135M-Instruct."""
+    gguf_file: str | None = None
+    """GGUF file inside `model` (None: plain weights, or the embedded model's file)."""
+    device: str = "auto"
+    """Torch device of a separately loaded advisor."""
+    dtype: str = "auto"
+    """Torch dtype of a separately loaded advisor."""
+    max_new_tokens: int = 40
+    """Most tokens the advisor may generate."""
+
+    def __post_init__(self) -> None:
+        if self.patience < 1:
+            raise ValueError(f"RefineConfig.patience must be >= 1, got {self.patience}")
+        if not 0.0 < self.min_step < self.max_step:
+            raise ValueError(f"need 0 < min_step < max_step, got {self.min_step}, {self.max_step}")
+        if self.min_improvement < 0 or not np.isfinite(self.min_improvement):
+            raise ValueError(f"min_improvement must be finite and >= 0, "
+                             f"got {self.min_improvement}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Suggestion:
+    """A parsed advisor answer: change weight `feature` (index `index`) by `direction` (+1/-1)."""
+
+    feature: str
+    index: int
+    direction: int
+
+
+def refinement_prompt(spec: RewardSpec, theta, stats: dict[str, Any]) -> str:
+    """The advisor's user message: features, current weights, recent statistics. Host-only.
+
+    Args:
+      spec: names, bounds and tunable mask (only tunable features may be named).
+      theta: `float[F]` current weights.
+      stats: recent statistics, e.g. `{"game_score_per_iteration": [...],
+        "mean_feature_per_move": {name: value}}`; rendered one per line.
+    """
+    tunable = [n for n, t in zip(spec.names, spec.tunable, strict=True) if t]
+    weights = "\n".join(f"  {n}: {float(w):+.3f}" + ("" if n in tunable else " (fixed)")
+                        for n, w in zip(spec.names, np.asarray(theta), strict=True))
+    lines = []
+    for key, value in stats.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v:+.3f}" for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            value = ", ".join(f"{v:.0f}" if isinstance(v, float) else str(v) for v in value)
+        lines.append(f"  {key.replace('_', ' ')}: {value}")
+    return (
+        "An agent learns 2048 from the reward R = sum over features of weight * feature.\n"
+        f"Current weights:\n{weights}\n"
+        f"Recent statistics:\n" + "\n".join(lines) + "\n"
+        "The reward already orders the agent's games like an expert judge, but the game score "
+        "has stopped improving. Which single weight should change to help the agent reach "
+        "larger tiles? Choose one of: " + ", ".join(tunable) + ".\n"
+        "Answer with one line: raise <feature> or lower <feature>."
+    )
+
+
+def _feature_pattern(name: str) -> re.Pattern:
+    words = name.split("_")
+    return re.compile(r"\b" + r"[\s_-]*".join(map(re.escape, words)) + r"s?\b")
+
+
+def parse_suggestion(text: str, spec: RewardSpec) -> tuple[Suggestion | None, str]:
+    """Read "raise <feature>" / "lower <feature>" from free text. Host-only.
+
+    Looks for a direction word (`RAISE_WORDS` or `LOWER_WORDS`) followed within 60
+    characters by a feature name (underscores, spaces or hyphens between its words;
+    case-insensitive) and takes the first such match; otherwise a feature name followed within
+    40 characters by a direction word ("empty_cells should be higher"). The named feature must
+    be tunable.
+
+    Returns:
+      `(Suggestion, "")` or `(None, reason)` when nothing valid was found.
+    """
+    low = text.lower()
+    patterns = {n: _feature_pattern(n) for n in spec.names}
+    found: list[tuple[int, str, int]] = []  # (position, feature, direction)
+    for m in _DIRECTION.finditer(low):
+        sign = 1 if m.group(1) in RAISE_WORDS else -1
+        window = low[m.end():m.end() + 60]
+        hits = [(p.search(window), n) for n, p in patterns.items()]
+        hits = [(h.start(), n) for h, n in hits if h is not None]
+        if hits:
+            found.append((m.start(), min(hits)[1], sign))
+    if not found:
+        for name, pattern in patterns.items():
+            for m in pattern.finditer(low):
+                d = _DIRECTION.search(low[m.end():m.end() + 40])
+                if d is not None:
+                    found.append((m.start(), name, 1 if d.group(1) in RAISE_WORDS else -1))
+    if not found:
+        return None, "no 'raise/lower <feature>' found"
+    _, name, sign = min(found)
+    index = list(spec.names).index(name)
+    if not spec.tunable[index]:
+        return None, f"feature {name!r} is not tunable"
+    return Suggestion(name, index, sign), ""
+
+
+def one_sided_box(theta, suggestion: Suggestion, spec: RewardSpec, cfg: RefineConfig
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The search box of a refinement step: one-sided for the suggested weight, fixed elsewhere.
+
+    Returns:
+      `(lower, upper)` `float64[F]`; for the suggested entry `[w + min_step, w + max_step]`
+      (raise) or `[w - max_step, w - min_step]` (lower), clipped to the spec bounds (empty,
+      lower > upper, when the weight is already within `min_step` of its bound); every other
+      entry is pinned to its current value.
+    """
+    theta = np.asarray(theta, np.float64)
+    lo, hi = theta.copy(), theta.copy()
+    k, w = suggestion.index, theta[suggestion.index]
+    if suggestion.direction > 0:
+        lo[k], hi[k] = w + cfg.min_step, min(w + cfg.max_step, spec.upper[k])
+    else:
+        lo[k], hi[k] = max(w - cfg.max_step, spec.lower[k]), w - cfg.min_step
+    return lo, hi
+
+
+def all_judged_pairs(ranking: Ranking) -> Preferences:
+    """Every pair the judge orders, winner first, weight 1 (the agreement to keep)."""
+    m = len(ranking.order)
+    a, b = np.triu_indices(m, k=1)
+    rank = ranking.rank
+    keep = np.ones(a.shape, bool)
+    if ranking.scores is not None:
+        scores = np.asarray(ranking.scores, np.float64)
+        keep = scores[a] != scores[b]
+    a, b = a[keep], b[keep]
+    a_wins = rank[a] < rank[b]
+    win, lose = np.where(a_wins, a, b), np.where(a_wins, b, a)
+    return Preferences(i=win.astype(np.int32), j=lose.astype(np.int32),
+                       w=np.ones(win.shape, np.float32), discordant=np.zeros(win.shape, bool))
+
+
+def refine_theta(theta, Phi, ranking: Ranking, suggestion: Suggestion, spec: RewardSpec,
+                 alignment: AlignmentConfig, cfg: RefineConfig,
+                 rng: np.random.Generator | int) -> UpdateResult:
+    """Move the suggested weight into its one-sided interval, keeping agreement with the judge.
+
+    Bayesian optimisation (`alignment.update_theta` with method "bo", the objective "error")
+    over the one-sided interval of the suggested weight only, on all judged pairs; accepted
+    when the weighted pair error does not increase (ties accepted: the move is the point).
+
+    Args:
+      theta: `float[F]` current weights; Phi: `float[M, F]` trajectory feature sums;
+      ranking: the judge's ranking of the `M` trajectories; suggestion: the parsed advice;
+      spec, alignment, cfg: bounds, BO budget, step sizes; rng: generator or seed.
+
+    Returns:
+      `UpdateResult` (theta unchanged when rejected or when the interval is empty).
+    """
+    bo = dataclasses.replace(alignment, method="bo", objective="error", trust_region=None)
+    box = one_sided_box(theta, suggestion, spec, cfg)
+    return update_theta(theta, Phi, all_judged_pairs(ranking), spec, bo, rng, box=box,
+                        accept_ties=True)
+
+
+class LLMAdvisor:
+    """Asks a causal LM which weight to change (greedy generation). Host-only.
+
+    Args:
+      cfg: the refinement config (model, device, token budget).
+      backend: optional `(tokenizer, model, device)` to share an already loaded model (the LLM
+        judge's); otherwise the model named by `cfg` is loaded.
+      log_path: JSONL file every prompt, answer and parse result is appended to (None: only
+        the in-memory `records`).
+    """
+
+    def __init__(self, cfg: RefineConfig, backend: tuple | None = None,
+                 log_path: str | None = None) -> None:
+        from sailor_jax.rankers import hf_backend
+
+        self.cfg, self.log_path, self.records = cfg, log_path, []
+        if backend is None:
+            backend = hf_backend.load_model(cfg.model, cfg.gguf_file, cfg.dtype, cfg.device)
+        self.tokenizer, self.model, self.device = backend
+
+    def generate(self, prompts: Sequence[str]) -> list[str]:
+        """Greedy answers to the user messages `prompts` (one batched call)."""
+        from sailor_jax.rankers import hf_backend
+
+        rendered = [hf_backend.render_chat(self.tokenizer, SYSTEM_PROMPT, p) for p in prompts]
+        texts, _ = hf_backend.generate(self.tokenizer, self.model, rendered,
+                                       self.cfg.max_new_tokens, max(1, len(rendered)),
+                                       self.device)
+        return texts
+
+    def suggest(self, spec: RewardSpec, thetas: Sequence, stats: Sequence[dict],
+                context: dict | None = None) -> list[tuple[Suggestion | None, dict]]:
+        """One suggestion per (theta, stats) pair; each with its log record (logged)."""
+        prompts = [refinement_prompt(spec, th, st) for th, st in zip(thetas, stats, strict=True)]
+        t0 = time.perf_counter()
+        answers = self.generate(prompts)
+        seconds = (time.perf_counter() - t0) / max(1, len(prompts))
+        out = []
+        for prompt, answer in zip(prompts, answers, strict=True):
+            suggestion, reason = parse_suggestion(answer, spec)
+            record = {**(context or {}), "prompt": prompt, "answer": answer,
+                      "suggestion": dataclasses.asdict(suggestion) if suggestion else None,
+                      "invalid_reason": reason or None, "seconds": seconds}
+            self.records.append(record)
+            if self.log_path is not None:
+                with open(self.log_path, "a", encoding="utf-8") as f:
+                    f.write(to_json_line(record) + "\n")
+            out.append((suggestion, record))
+        return out
+
+
+class ScriptedAdvisor(LLMAdvisor):
+    """An advisor that answers with fixed texts in turn (tests); parsing and logging as usual."""
+
+    def __init__(self, answers: Sequence[str], log_path: str | None = None) -> None:
+        self.cfg, self.log_path, self.records = RefineConfig(), log_path, []
+        self._answers, self._next = list(answers), 0
+
+    def generate(self, prompts: Sequence[str]) -> list[str]:
+        out = []
+        for _ in prompts:
+            out.append(self._answers[self._next % len(self._answers)])
+            self._next += 1
+        return out
