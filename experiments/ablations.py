@@ -1,0 +1,242 @@
+"""Ablations: reward-learning variants over S vmapped seeds, one table with 95% CIs.
+
+    python experiments/ablations.py --preset smoke --out runs/ablations_smoke   # ~2 min on CPU
+    python experiments/ablations.py --preset cpu --out runs/ablations_cpu       # < 30 min on CPU
+    python experiments/ablations.py --preset gpu --out runs/ablations_gpu       # one GPU
+    python experiments/ablations.py --preset cpu --variants baseline sailor_bo_outcome
+
+Every variant is a `loop.SailorConfig` derived from the preset's base config: the same PPO
+segments, env-step budget, seeds (vmapped in one compiled program per variant) and evaluation
+protocol; only the reward learning differs. Variants share the root seed, so seed s of every
+variant starts from the same initial network and environments (common random numbers: two
+variants whose theta never differs produce identical results).
+
+Variants (`VARIANTS`; each SAILOR variant also exists as `<name>_outcome`, judged by the final
+game score instead of the LLM, to separate the method from the judge's quality):
+  baseline                       fixed theta0 (the seed plan's baseline reward), no ranking
+  score_only                     fixed theta = score gain only
+  sailor_bo                      the SAILOR loop, Bayesian-optimisation update
+  sailor_bo_constrained          only `--constrained-tunable` weights may change
+  sailor_bo_weighted_confidence  pairs weighted by the judge's confidence |2p - 1| (Option A)
+  sailor_bo_weighted_discrepancy pairs weighted by judge-rank distance (Option B)
+  sailor_bt_mcmc                 Zeng et al.'s Bradley-Terry MCMC update
+  sailor_bo_refine               sailor_bo plus LLM-guided refinement when the score stalls
+
+Output in `--out`: `variants/<name>/` (each a SAILOR run folder with results.json),
+`ablations.csv` and `ablations.md` (mean and 95% CI over seeds of the final greedy-policy game
+score, max-tile rates 512..4096, win rate; wall-clock), `theta_trajectories.csv`, and
+`ablation.json`. Running the same command again resumes: finished variants are read back, a
+variant killed mid-way continues from its last checkpoint. Plot with
+`python experiments/plot.py OUT`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import os
+import sys
+
+# JAX must not take the GPU memory the LLM needs: set before JAX initialises.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import tyro  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
+
+from sailor_jax import loop, report  # noqa: E402
+from sailor_jax.alignment import AlignmentConfig  # noqa: E402
+from sailor_jax.features import FEATURE_NAMES  # noqa: E402
+from sailor_jax.logging import to_jsonable  # noqa: E402
+from sailor_jax.ppo import PPOConfig  # noqa: E402
+from sailor_jax.rankers import LLMRankerConfig  # noqa: E402
+from sailor_jax.trainer import EvalConfig  # noqa: E402
+
+FIXED_VARIANTS = ("baseline", "score_only")
+SAILOR_VARIANTS = ("sailor_bo", "sailor_bo_constrained", "sailor_bo_weighted_confidence",
+                   "sailor_bo_weighted_discrepancy", "sailor_bt_mcmc", "sailor_bo_refine")
+VARIANTS: tuple[str, ...] = (FIXED_VARIANTS + SAILOR_VARIANTS
+                             + tuple(f"{v}_outcome" for v in SAILOR_VARIANTS))
+CONSTRAINED_TUNABLE: tuple[str, ...] = tuple(n for n in FEATURE_NAMES if n != "score_gain")
+"""Default tunable subset of `sailor_bo_constrained`: the score weight stays fixed."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Args:
+    """Ablation run: variants x seeds."""
+
+    base: loop.SailorConfig
+    """Shared settings of every variant (preset values, overridable field by field)."""
+    variants: tuple[str, ...] = ("baseline", "sailor_bo_outcome")
+    """Variants to run, in order (see the module docstring)."""
+    constrained_tunable: tuple[str, ...] = CONSTRAINED_TUNABLE
+    """Weights that sailor_bo_constrained may change."""
+    out: str = "runs/ablations"
+    """Output folder; running again with the same folder resumes."""
+
+
+_BASE_SMOKE = loop.SailorConfig(
+    iterations=2, num_seeds=2, trajectories=4, max_len=300, baseline=False,
+    ppo=PPOConfig(num_envs=64, num_steps=32, updates_per_segment=2),
+    ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+        batch_size=2, max_prompt_tokens=1024, snapshot_every=40)),
+    alignment=AlignmentConfig(bo_calls=12, bo_initial_points=4, trust_region=0.25,
+                              mcmc_samples=600, mcmc_burn_in=200),
+    eval=EvalConfig(episodes=8, max_len=10_000), tensorboard=False)
+
+PRESETS: dict[str, Args] = {
+    "smoke": Args(base=_BASE_SMOKE, variants=("baseline", "sailor_bo_outcome")),
+    "cpu": Args(base=loop.SailorConfig(
+        iterations=6, num_seeds=3, trajectories=6, max_len=2000, baseline=False,
+        ppo=PPOConfig(num_envs=512, num_steps=64, updates_per_segment=16),
+        ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+            batch_size=2, max_prompt_tokens=1536, snapshot_every=50)),
+        alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
+        eval=EvalConfig(episodes=64, max_len=50_000), tensorboard=False),
+        variants=("baseline", "score_only", "sailor_bo_outcome", "sailor_bt_mcmc_outcome")),
+    "gpu": Args(base=loop.SailorConfig(
+        iterations=20, num_seeds=8, trajectories=16, max_len=2000, baseline=False,
+        ppo=PPOConfig(num_envs=4096, num_steps=128, updates_per_segment=20),
+        ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+            model="Qwen/Qwen2.5-1.5B-Instruct", batch_size=16, max_pairs_per_group=60)),
+        alignment=AlignmentConfig(bo_calls=40, trust_region=0.25),
+        eval=EvalConfig(episodes=512, max_len=50_000), eval_every=2),
+        variants=VARIANTS),
+}
+
+
+def variant_config(name: str, base: loop.SailorConfig,
+                   constrained_tunable: tuple[str, ...] = CONSTRAINED_TUNABLE
+                   ) -> loop.SailorConfig:
+    """The `SailorConfig` of variant `name`: `base` with only the reward learning changed.
+
+    Raises:
+      ValueError: unknown variant name (the message lists the known ones).
+    """
+    if name not in VARIANTS:
+        raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+    cfg = dataclasses.replace(base, baseline=False)  # the baseline is its own variant
+    if name == "baseline":
+        return dataclasses.replace(cfg, self_align=False, tunable=None)
+    if name == "score_only":
+        theta0 = tuple(1.0 if n == "score_gain" else 0.0 for n in FEATURE_NAMES)
+        return dataclasses.replace(cfg, self_align=False, theta0=theta0, tunable=None)
+    method = name.removesuffix("_outcome")
+    cfg = dataclasses.replace(cfg, self_align=True)
+    if name.endswith("_outcome"):
+        cfg = dataclasses.replace(cfg, ranker=dataclasses.replace(cfg.ranker, kind="outcome"))
+    if method == "sailor_bo_constrained":
+        cfg = dataclasses.replace(cfg, tunable=tuple(constrained_tunable))
+    elif method.startswith("sailor_bo_weighted_"):
+        weighting = method.removeprefix("sailor_bo_weighted_")
+        cfg = dataclasses.replace(cfg, preferences=dataclasses.replace(
+            cfg.preferences, weighting=weighting))
+    elif method == "sailor_bt_mcmc":
+        cfg = dataclasses.replace(cfg, alignment=dataclasses.replace(cfg.alignment,
+                                                                     method="bt_mcmc"))
+    elif method == "sailor_bo_refine":
+        cfg = dataclasses.replace(cfg, refine=dataclasses.replace(cfg.refine,
+                                                                  enabled=True))
+    return cfg
+
+
+def judge_label(cfg: loop.SailorConfig) -> str:
+    """Short judge name for the table: "-" (fixed reward), "outcome", "llm:<model>"."""
+    if not cfg.self_align:
+        return "-"
+    desc = loop.ranker_description(cfg.ranker)
+    if desc["kind"] != "llm":
+        return desc["kind"]
+    model = desc["model"].split(" ")[0].rstrip("/").split("/")[-1]
+    return f"llm:{model}"
+
+
+def parse(argv: list[str]) -> tuple[str, Args]:
+    """Split off `--preset NAME`, then let tyro parse the rest over that preset's defaults."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--preset", choices=sorted(PRESETS), default="smoke")
+    known, rest = pre.parse_known_args(argv)
+    args = tyro.cli(Args, default=PRESETS[known.preset], args=rest,
+                    description=f"SAILOR ablations (preset: {known.preset}; choose with "
+                                f"--preset {{{','.join(sorted(PRESETS))}}})")
+    for name in args.variants:
+        variant_config(name, args.base, args.constrained_tunable)  # fail before any work
+    if len(set(args.variants)) != len(args.variants):
+        raise ValueError(f"variants repeat a name: {list(args.variants)}")
+    return known.preset, args
+
+
+def _config_dict(cfg: loop.SailorConfig) -> dict:
+    return json.loads(json.dumps(to_jsonable(dataclasses.asdict(cfg)), sort_keys=True))
+
+
+def run_variant(name: str, cfg: loop.SailorConfig, folder: str, console: Console,
+                progress=None) -> dict:
+    """Run one variant, or read it back when finished; resume it when it was interrupted.
+
+    Raises:
+      ValueError: the folder holds results of a different configuration.
+    """
+    results_path = os.path.join(folder, "results.json")
+    if os.path.exists(results_path):
+        with open(results_path, encoding="utf-8") as f:
+            results = json.load(f)
+        if results["config"] != _config_dict(cfg):
+            raise ValueError(f"{folder} holds variant {name!r} run with a different "
+                             "configuration; choose another --out")
+        console.print(f"variant {name}: finished earlier, read {results_path}", markup=False)
+        return results
+    resume = os.path.exists(os.path.join(folder, "config.json"))
+    console.print(f"variant {name}: {'resuming' if resume else 'starting'}, {cfg.num_seeds} "
+                  f"seeds, {cfg.iterations} iterations, judge {judge_label(cfg)}", markup=False)
+    return loop.run(cfg, folder, resume=resume, progress=progress)
+
+
+def theta_rows(name: str, results: dict) -> list[dict]:
+    """Long-format rows (variant, seed, iteration, one column per feature) of theta_history."""
+    rows = []
+    for t, per_seed in enumerate(results["theta_history"]):
+        for s, theta in enumerate(per_seed):
+            rows.append({"variant": name, "seed": s, "iteration": t,
+                         **dict(zip(results["feature_names"], theta, strict=True))})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    preset, args = parse(sys.argv[1:] if argv is None else argv)
+    console = Console()
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "ablation.json"), "w", encoding="utf-8") as f:
+        json.dump({"preset": preset, "variants": list(args.variants),
+                   "constrained_tunable": list(args.constrained_tunable),
+                   "base_config": to_jsonable(dataclasses.asdict(args.base))}, f, indent=2)
+    rows, thetas = [], []
+    columns = (TextColumn("{task.description}"), BarColumn(),
+               TextColumn("iteration {task.completed}/{task.total}"), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        for name in args.variants:
+            cfg = variant_config(name, args.base, args.constrained_tunable)
+            results = run_variant(name, cfg, os.path.join(args.out, "variants", name), console,
+                                  progress)
+            rows.append(report.summary_row(
+                name, results["evaluation"], judge=judge_label(cfg),
+                env_steps_per_seed=results["env_steps_per_seed"],
+                wall_clock_s=sum(results["timings"].values())))
+            thetas.extend(theta_rows(name, results))
+    csv_path, md_path = report.write_tables(rows, args.out, "ablations")
+    with open(os.path.join(args.out, "theta_trajectories.csv"), "w", newline="",
+              encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=["variant", "seed", "iteration", *FEATURE_NAMES])
+        writer.writeheader()
+        writer.writerows(thetas)
+    print(f"\nAblations (preset {preset}; final greedy-policy evaluation, "
+          f"{args.base.eval.episodes} games per seed; 95% CI over seeds)\n")
+    print(report.markdown_table(rows))
+    print(f"tables: {csv_path}, {md_path}\nplot with: python experiments/plot.py {args.out}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
