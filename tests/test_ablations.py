@@ -19,7 +19,7 @@ TINY = ["--base.ppo.num-envs", "16", "--base.ppo.num-steps", "32",
         "--base.trajectories", "4", "--base.max-len", "80", "--base.eval.episodes", "4",
         "--base.eval.max-len", "400", "--base.alignment.bo-calls", "5",
         "--base.alignment.bo-initial-points", "3", "--base.num-seeds", "2",
-        "--base.iterations", "2"]
+        "--base.iterations", "2", "--base.eval-every", "1"]
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +110,26 @@ def test_ablations_end_to_end_and_resume_skips_finished_variants(ablations, tmp_
     sailor = json.load(open(os.path.join(out, "variants", "sailor_bo_outcome",
                                          "results.json")))
     assert np.asarray(sailor["theta_history"]).shape == (3, 2, 8)
+    # Figures of the finished run.
+    plot = _load("experiments/plot.py")
+    paths = plot.main([out])
+    assert sorted(os.path.basename(p) for p in paths) == sorted(
+        f"{n}.{e}" for n in plot.FIGURES for e in ("png", "pdf"))
+    for path in paths:
+        with open(path, "rb") as f:
+            head = f.read(8)
+        assert head.startswith(b"\x89PNG" if path.endswith("png") else b"%PDF")
+    runs = plot.load_runs(out)
+    assert list(runs) == ["baseline", "sailor_bo_outcome"]
+    steps, scores = plot._seed_scores(runs["sailor_bo_outcome"])
+    assert steps.tolist() == [512.0, 1024.0] and scores.shape == (2, 2)
+    eval_steps, eval_scores = plot._eval_curve(runs["baseline"])
+    assert eval_steps.tolist() == [512.0, 1024.0] and eval_scores.shape == (2, 2)
+    single = plot.main([os.path.join(out, "variants", "baseline"), "--out",
+                        str(tmp_path / "figs")])
+    assert len(single) == 2 * len(plot.FIGURES)
+    with pytest.raises(FileNotFoundError, match="no results.json"):
+        plot.main([str(tmp_path / "empty")])
     # A third run changes nothing and reads everything back.
     calls.clear()
     assert ablations.main(argv) == rows and calls == []
