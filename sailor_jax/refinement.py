@@ -37,6 +37,11 @@ _DIRECTION = re.compile(r"\b(" + "|".join(RAISE_WORDS + LOWER_WORDS) + r")\b")
 
 SYSTEM_PROMPT = "You are an expert 2048 player who designs reward functions for game agents."
 
+ANSWER_PREFIX = "I would"
+"""The assistant turn starts with this; the parsed answer is prefix + generated text. Without
+it SmolLM2-135M answered "The agent should choose score_gain ..." (no direction); with it,
+"I would choose to raise the score_gain feature." (measured on the embedded model)."""
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RefineConfig:
@@ -237,14 +242,15 @@ class LLMAdvisor:
         self.tokenizer, self.model, self.device = backend
 
     def generate(self, prompts: Sequence[str]) -> list[str]:
-        """Greedy answers to the user messages `prompts` (one batched call)."""
+        """Greedy answers (`ANSWER_PREFIX` + generated text) to the user messages `prompts`."""
         from sailor_jax.rankers import hf_backend
 
-        rendered = [hf_backend.render_chat(self.tokenizer, SYSTEM_PROMPT, p) for p in prompts]
+        rendered = [hf_backend.render_chat(self.tokenizer, SYSTEM_PROMPT, p, ANSWER_PREFIX)
+                    for p in prompts]
         texts, _ = hf_backend.generate(self.tokenizer, self.model, rendered,
                                        self.cfg.max_new_tokens, max(1, len(rendered)),
                                        self.device)
-        return texts
+        return [ANSWER_PREFIX + t for t in texts]
 
     def suggest(self, spec: RewardSpec, thetas: Sequence, stats: Sequence[dict],
                 context: dict | None = None) -> list[tuple[Suggestion | None, dict]]:
