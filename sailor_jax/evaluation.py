@@ -6,6 +6,7 @@ Always the game's own score (sum of merge points), never the shaped reward.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -34,7 +35,7 @@ class EpisodeStats:
 @functools.lru_cache(maxsize=16)
 def make_evaluate(net: NetworkConfig, num_episodes: int, max_len: int = 50_000,
                   greedy: bool = True):
-    """Build the compiled `evaluate(params, key) -> EpisodeStats`.
+    """Build the compiled `evaluate(params, key) -> EpisodeStats` for the PPO actor-critic.
 
     Plays `num_episodes` games in parallel from reset until every game ends or `max_len`
     moves, with the greedy (argmax of legal logits) or sampled policy. Static: `net`,
@@ -44,10 +45,34 @@ def make_evaluate(net: NetworkConfig, num_episodes: int, max_len: int = 50_000,
     Raises:
       ValueError: `num_episodes` or `max_len` not positive.
     """
+    _, apply = make_network(net)
+    return make_policy_evaluate(lambda params, board, mask: apply(params, board, mask)[0],
+                                num_episodes, max_len, greedy)
+
+
+def make_policy_evaluate(apply_fn: Callable[[Any, jax.Array, jax.Array], jax.Array],
+                         num_episodes: int, max_len: int = 50_000, greedy: bool = True):
+    """Build the compiled `evaluate(params, key) -> EpisodeStats` for any scoring network.
+
+    The protocol of `make_evaluate`, for any policy given as scores per action: PPO logits or
+    DQN Q-values. The action is the argmax of the scores (`greedy`) or a sample from their
+    softmax; `apply_fn` must give illegal actions a score far below every legal one (e.g.
+    `networks.MASKED_LOGIT`). Static: `apply_fn`, `num_episodes`, `max_len`, `greedy`. Not
+    cached: callers that build it repeatedly cache their own factory (as `make_evaluate` does).
+
+    Args:
+      apply_fn: `apply_fn(params, board [E, 16] int32, legal_action_mask [E, 4] bool) ->
+        [E, 4] float32` scores, illegal actions masked.
+      num_episodes: games `E` played in parallel.
+      max_len: move cap per game (games still running then count as truncated).
+      greedy: argmax (True) or sample from the softmax of the scores (False).
+
+    Raises:
+      ValueError: `num_episodes` or `max_len` not positive.
+    """
     if num_episodes <= 0 or max_len <= 0:
         raise ValueError(f"num_episodes and max_len must be positive, got {num_episodes}, "
                          f"{max_len}")
-    _, apply = make_network(net)
 
     def evaluate(params, key: jax.Array) -> EpisodeStats:
         key_reset, key_play = jax.random.split(key)
@@ -62,7 +87,7 @@ def make_evaluate(net: NetworkConfig, num_episodes: int, max_len: int = 50_000,
         def body(c):
             state, score, length, t, key = c
             key, key_action, key_step = jax.random.split(key, 3)
-            logits, _ = apply(params, env.board_exponents(state), env.legal_action_mask(state))
+            logits = apply_fn(params, env.board_exponents(state), env.legal_action_mask(state))
             action = (jnp.argmax(logits, -1) if greedy
                       else jax.random.categorical(key_action, logits))
             running = ~state.terminated

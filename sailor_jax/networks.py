@@ -1,7 +1,8 @@
-"""Actor-critic network: an `nnx.Module` crossed into functional JAX once with `nnx.split`.
+"""Actor-critic and Q networks: `nnx.Module`s crossed into functional JAX once with `nnx.split`.
 
-Training code sees only `make_network(cfg) -> (init_params, apply)`; nothing else in the
-package touches Flax. Illegal actions are masked in the logits.
+Training code sees only `make_network(cfg) -> (init_params, apply)` (PPO) and
+`make_q_network(cfg) -> (init_params, apply)` (DQN); nothing else in the package touches Flax.
+Illegal actions are masked in the actor's logits; Q-values come back unmasked.
 """
 
 from __future__ import annotations
@@ -101,6 +102,47 @@ def make_network(cfg: NetworkConfig) -> tuple[InitFn, ApplyFn]:
         model = nnx.merge(graphdef, state)
         logits, value = model(obs_one_hot(board))
         return jnp.where(mask, logits, MASKED_LOGIT), value
+
+    return init_params, apply
+
+
+class QNetwork(nnx.Module):
+    """One MLP from the one-hot board to `[..., 4]` action values (layers `q_0`, `q_1`, ...)."""
+
+    def __init__(self, cfg: NetworkConfig, rngs: nnx.Rngs):
+        sizes = [16 * NUM_TILE_CLASSES, *cfg.hidden_sizes]
+        self.num_layers = len(sizes)
+        self.activation = cfg.activation
+        for k, layer in enumerate(_mlp(sizes, NUM_ACTIONS, 1.0, rngs)):
+            setattr(self, f"q_{k}", layer)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        act = _ACTIVATIONS[self.activation]
+        for k in range(self.num_layers - 1):
+            x = act(getattr(self, f"q_{k}")(x))
+        return getattr(self, f"q_{self.num_layers - 1}")(x)
+
+
+QApplyFn = Callable[[Params, jax.Array], jax.Array]
+
+
+def make_q_network(cfg: NetworkConfig) -> tuple[InitFn, QApplyFn]:
+    """Build `(init_params, apply)` for the DQN action-value network.
+
+    `init_params(key) -> params` (nested dict of float32 arrays; orthogonal sqrt(2) hidden,
+    1.0 output layer, zero biases). `apply(params, board) -> q` takes `[..., 16]` integer
+    exponents and returns `[..., 4] float32` Q-values for every action, legal or not (the DQN
+    policy and target mask them). Both are pure and compiled-safe.
+    """
+    graphdef, abstract_state = nnx.split(nnx.eval_shape(lambda: QNetwork(cfg, nnx.Rngs(0))))
+
+    def init_params(key: jax.Array) -> Params:
+        return nnx.to_pure_dict(nnx.state(QNetwork(cfg, nnx.Rngs(params=key)), nnx.Param))
+
+    def apply(params: Params, board: jax.Array) -> jax.Array:
+        state = jax.tree.map(lambda x: x, abstract_state)
+        nnx.replace_by_pure_dict(state, params)
+        return nnx.merge(graphdef, state)(obs_one_hot(board))
 
     return init_params, apply
 

@@ -106,6 +106,13 @@ def update_records(metrics, env_steps_start: int, cfg: ppo.PPOConfig) -> list[di
 def evaluate_params(params, net, eval_cfg: EvalConfig, key: jax.Array, num_seeds: int) -> dict:
     """Evaluate `[S, ...]` params; return pooled and per-seed summaries. Host-only wrapper."""
     evaluate = evaluation.make_evaluate(net, eval_cfg.episodes, eval_cfg.max_len, eval_cfg.greedy)
+    return evaluate_seeds(evaluate, params, key, num_seeds)
+
+
+def evaluate_seeds(evaluate, params, key: jax.Array, num_seeds: int) -> dict:
+    """Run a compiled `evaluate(params, key)` on `[S, ...]` params (vmapped, keys split from
+    `key`); return the pooled `evaluation.summarize` dict plus `per_seed` (a list of S). Host-only.
+    """
     stats = jax.vmap(evaluate)(params, jax.random.split(key, num_seeds))
     stats = jax.device_get(stats)
     pooled = evaluation.summarize(stats)

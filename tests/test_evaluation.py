@@ -152,6 +152,15 @@ def test_vmap_over_seed_axis_of_params():
     assert summary["episodes"] == NUM_SEEDS * NUM_EPISODES
 
 
+def test_policy_evaluate_with_a_generic_scorer_is_the_same_protocol(sampled):
+    # make_evaluate is make_policy_evaluate on the actor's logits: the same keys, same games.
+    evaluate = evaluation.make_policy_evaluate(lambda p, b, m: APPLY(p, b, m)[0], NUM_EPISODES,
+                                               MAX_LEN, greedy=False)
+    chex.assert_trees_all_equal(jax.device_get(evaluate(PARAMS, KEY)), sampled)
+    with pytest.raises(ValueError, match="-2"):
+        evaluation.make_policy_evaluate(lambda p, b, m: m, -2)
+
+
 def test_make_evaluate_rejects_non_positive_sizes():
     with pytest.raises(ValueError, match="0"):
         evaluation.make_evaluate(NET, 0)
