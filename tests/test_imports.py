@@ -6,7 +6,8 @@ import json
 import subprocess
 import sys
 
-DEVICE_MODULES = ("env", "features", "reward", "networks", "ppo", "rollout", "evaluation")
+DEVICE_MODULES = ("env", "features", "reward", "networks", "ppo", "rollout", "evaluation",
+                  "dqn")
 HOST_ONLY = ("transformers", "torch", "skopt", "orbax", "tensorboardX", "sklearn")
 
 
