@@ -102,24 +102,30 @@ def _eval_curve(run: dict) -> tuple[np.ndarray, np.ndarray] | None:
             np.asarray([p[1] for p in points], np.float64).T)
 
 
-def _line(ax, x, samples, label, **kw):
+def _colors(runs: dict) -> dict[str, str]:
+    """One colour per variant, the same in every figure."""
+    return {name: f"C{i % 10}" for i, name in enumerate(runs)}
+
+
+def _line(ax, x, samples, label, band=True, **kw):
     mean, lo, hi = _band(samples)
     (line,) = ax.plot(x, mean, marker="o", ms=3, label=label, **kw)
-    if np.isfinite(lo).any():
+    if band and np.isfinite(lo).any():
         ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
 
 
 def plot_learning_curves(runs: dict[str, dict]):
     evals = {n: _eval_curve(r) for n, r in runs.items()}
     with_eval = any(v is not None for v in evals.values())
+    colors = _colors(runs)
     fig, axes = plt.subplots(1, 2 if with_eval else 1, figsize=(12 if with_eval else 7, 4.5),
                              squeeze=False)
     for name, run in runs.items():
         steps, scores = _seed_scores(run)
         if scores.size:
-            _line(axes[0, 0], steps, scores, name)
+            _line(axes[0, 0], steps, scores, name, color=colors[name])
         if with_eval and evals[name] is not None:
-            _line(axes[0, 1], *evals[name], name)
+            _line(axes[0, 1], *evals[name], name, color=colors[name])
     axes[0, 0].set(title="training episodes (stochastic policy)", xlabel="env steps per seed",
                    ylabel="game score")
     if with_eval:
@@ -211,18 +217,21 @@ def plot_max_tile_distribution(runs: dict[str, dict]):
 
 def plot_agreement(runs: dict[str, dict]):
     sailor = {n: r for n, r in runs.items() if _is_sailor(r) and r.get("agreement")}
+    colors = _colors(runs)
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for i, (name, run) in enumerate(sailor.items()):
+    for name, run in sailor.items():
         for key, style in (("kendall_tau_before", "-"), ("kendall_tau_after", ":")):
             values = np.asarray([[np.nan if v is None else v for v in a[key]]
                                  for a in run["agreement"]], np.float64)  # [T, S]
             label = f"{name} ({key.removeprefix('kendall_tau_')} update)"
-            _line(ax, np.arange(values.shape[0]), values.T, label, color=f"C{i}", ls=style)
+            _line(ax, np.arange(values.shape[0]), values.T, label, band=style == "-",
+                  color=colors[name], ls=style)
     if not sailor:
         ax.text(0.5, 0.5, "no self-aligning variant in this run", ha="center",
                 transform=ax.transAxes)
     ax.set(xlabel="SAILOR iteration", ylabel="Kendall tau (R_theta vs judge)", ylim=(-1.05, 1.05),
-           title="Agreement between R_theta and the judge on fresh trajectories")
+           title="Agreement of R_theta with the judge on fresh trajectories\n"
+                 "(band: 95% CI of the before-update tau)")
     ax.axhline(0, color="grey", lw=0.5)
     ax.grid(alpha=0.3)
     if sailor:

@@ -163,8 +163,10 @@ def run(args: Args, progress: Progress | None = None) -> dict:
     timings["eval_s"] = time.perf_counter() - t0
     steps = args.num_segments * args.dqn.steps_per_segment
     wall = sum(timings.values())
-    rows = [report.summary_row(v, evaluations[v], judge=judge, env_steps_per_seed=steps,
-                               wall_clock_s=wall) for v in VARIANTS]
+    # The judge column says where the reward came from: the baseline theta had no judge.
+    rows = [report.summary_row(v, evaluations[v], judge=judge if k == 0 else "-",
+                               env_steps_per_seed=steps, wall_clock_s=wall)
+            for k, v in enumerate(VARIANTS)]
     csv_path, md_path = report.write_tables(rows, args.out, "transfer")
     results = {
         "config": json.loads(config_json), "judge": judge, "feature_names": list(spec.names),
