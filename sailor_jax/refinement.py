@@ -217,8 +217,16 @@ def refine_theta(theta, Phi, ranking: Ranking, suggestion: Suggestion, spec: Rew
     """
     bo = dataclasses.replace(alignment, method="bo", objective="error", trust_region=None)
     box = one_sided_box(theta, suggestion, spec, cfg)
-    return update_theta(theta, Phi, all_judged_pairs(ranking), spec, bo, rng, box=box,
-                        accept_ties=True)
+    result = update_theta(theta, Phi, all_judged_pairs(ranking), spec, bo, rng, box=box,
+                          accept_ties=True)
+    k = suggestion.index
+    if box[0][k] > box[1][k]:
+        verb, bound = ("raise", spec.upper[k]) if suggestion.direction > 0 else (
+            "lower", spec.lower[k])
+        result = dataclasses.replace(result, message=(
+            f"cannot {verb} {suggestion.feature}: {float(np.asarray(theta)[k]):+.3f} is within "
+            f"min_step={cfg.min_step} of its bound {bound:+.3f}; theta unchanged"))
+    return result
 
 
 class LLMAdvisor:

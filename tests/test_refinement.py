@@ -203,3 +203,13 @@ def test_llm_advisor_with_the_tiny_model_logs_every_answer(tmp_path, tiny_llm_di
         # consistent with the parser.
         assert (suggestion is None) == (record["invalid_reason"] is not None)
     assert len(open(log).read().splitlines()) == 2
+
+
+def test_refine_theta_at_the_bound_says_so_and_keeps_theta():
+    theta, Phi, ranking = _agreeing_problem(seed=3)
+    assert theta[0] == SPEC.upper[0]  # theta0 puts score_gain on its upper bound
+    result = refinement.refine_theta(theta, Phi, ranking, Suggestion("score_gain", 0, 1), SPEC,
+                                     AlignmentConfig(bo_calls=5, bo_initial_points=3),
+                                     RefineConfig(), rng=0)
+    assert not result.accepted and "cannot raise score_gain" in result.message
+    np.testing.assert_array_equal(result.theta, theta)
