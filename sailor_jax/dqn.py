@@ -29,7 +29,7 @@ from flax import struct
 from sailor_jax import evaluation
 from sailor_jax.features import NUM_FEATURES
 from sailor_jax.networks import MASKED_LOGIT, NetworkConfig, make_q_network
-from sailor_jax.ppo import GAME_2048, EnvFns
+from sailor_jax.ppo import GAME_2048, EnvFns, jit_seeds
 from sailor_jax.reward import reward
 
 MASKED_Q: float = MASKED_LOGIT
@@ -254,18 +254,7 @@ def make_train(cfg: DQNConfig, num_seeds: int | None = None, env_fns: EnvFns = G
     Raises:
       ValueError: `num_seeds` not positive; theta of the wrong shape (when traced).
     """
-    init, segment = _make_pure(cfg, env_fns)
-    if num_seeds is None:
-        return jax.jit(init), jax.jit(segment, donate_argnums=0)
-    if int(num_seeds) <= 0:
-        raise ValueError(f"num_seeds must be positive, got {num_seeds}")
-    init_one = jax.jit(init)
-
-    def init_seeds(key: jax.Array) -> DQNState:
-        states = [init_one(k) for k in jax.random.split(key, num_seeds)]
-        return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
-
-    return init_seeds, jax.jit(jax.vmap(segment), donate_argnums=0)
+    return jit_seeds(*_make_pure(cfg, env_fns), num_seeds)
 
 
 def _make_pure(cfg: DQNConfig, fns: EnvFns):
