@@ -252,7 +252,7 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
     runner = init(key_init)
     state = {"iteration": 0, "theta_history": [np.tile(theta0, (s, 1)).tolist()],
              "iterations": [], "timings": dict.fromkeys(PHASES, 0.0),
-             "train_scores": [], "best_score": [None] * s, "stall": [0] * s}
+             "best_score": [None] * s, "stall": [0] * s}
     ckpt = Checkpointer(os.path.join(out_dir, "checkpoints"), max_to_keep=2)
     if resume and ckpt.latest_step() is not None:
         runner, state = ckpt.restore(jax.eval_shape(lambda: runner))
@@ -333,13 +333,13 @@ def _iteration(t, cfg, spec, theta0, runner, segment, collect, ranker, key_colle
     metrics = jax.device_get(metrics)
     seconds = {"train": time.perf_counter() - t0}
     train_score = _segment_scores(metrics, s)
-    for key, default in (("train_scores", []), ("best_score", [None] * s), ("stall", [0] * s)):
+    for key, default in (("best_score", [None] * s), ("stall", [0] * s)):
         state.setdefault(key, default)  # checkpoints written before refinement existed
-    state["train_scores"].append(train_score)
     _update_stall(state, train_score, cfg.refine.min_improvement)
     if cfg.self_align:
         batch, rankings, new_thetas, infos = _judge_and_update(
-            t, cfg, spec, runner, collect, ranker, key_collect, state, thetas, seconds, advisor)
+            t, cfg, spec, runner, collect, ranker, key_collect, state, thetas, seconds, advisor,
+            train_score)
     else:
         batch, new_thetas = None, thetas.copy()
         infos = [{"judge_failed": False, "num_discordant": 0, "num_concordant": 0,
@@ -373,7 +373,7 @@ def _iteration(t, cfg, spec, theta0, runner, segment, collect, ranker, key_colle
 
 
 def _judge_and_update(t, cfg, spec, runner, collect, ranker, key_collect, state, thetas, seconds,
-                      advisor):
+                      advisor, train_score):
     """Collect trajectories, rank them, update theta (and refine); fills `seconds`."""
     s = cfg.num_seeds
     t0 = time.perf_counter()
@@ -388,8 +388,9 @@ def _judge_and_update(t, cfg, spec, runner, collect, ranker, key_collect, state,
     seconds["rank"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     stalled = [k >= cfg.refine.patience for k in state["stall"]]
+    score_history = [r.get("train_score") for r in state["iterations"]]
     new_thetas, infos = align_step(thetas, batch, rankings, spec, cfg, t, advisor, stalled,
-                                   state["train_scores"])
+                                   [h for h in score_history if h] + [train_score])
     for k, info in enumerate(infos):
         if "refine" in info:
             state["stall"][k] = 0  # wait `patience` iterations again before the next question

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -173,6 +174,9 @@ def test_loop_refines_when_rankings_agree_and_score_stalls(tmp_path):
     assert any(e["suggestion"] is not None for _, _, e in asked)
     lines = [json.loads(x) for x in open(os.path.join(out, "refine.jsonl"))]
     assert len(lines) == 4 and {x["iteration"] for x in lines} == {1, 2}
+    for x in lines:  # the prompt carries the last patience + 1 segment scores of its seed
+        scores = re.search(r"game score per iteration: (.*)", x["prompt"]).group(1)
+        assert len(scores.split(", ")) == 2, scores
 
 
 def test_fixed_reward_run_builds_no_judge_and_keeps_theta(tmp_path, monkeypatch):
