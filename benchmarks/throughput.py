@@ -28,8 +28,9 @@ import jax.numpy as jnp
 import tyro
 
 from sailor_jax import env
+from sailor_jax.config import PPOConfig
 from sailor_jax.features import phi
-from sailor_jax.ppo import PPOConfig, make_train
+from sailor_jax.ppo import make_train
 from sailor_jax.reward import RewardSpec, reward
 
 ALL = ("env_random", "env_features", "ppo_train", "ppo_train_seeds")

@@ -47,12 +47,16 @@ from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 
 from sailor_jax import loop, report  # noqa: E402
-from sailor_jax.alignment import AlignmentConfig  # noqa: E402
+from sailor_jax.config import (  # noqa: E402
+    AlignmentConfig,
+    EvalConfig,
+    LLMRankerConfig,
+    PPOConfig,
+    RankerConfig,
+    SailorConfig,
+)
 from sailor_jax.features import FEATURE_NAMES  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
-from sailor_jax.ppo import PPOConfig  # noqa: E402
-from sailor_jax.rankers import LLMRankerConfig  # noqa: E402
-from sailor_jax.trainer import EvalConfig  # noqa: E402
 
 FIXED_VARIANTS = ("baseline", "score_only")
 SAILOR_VARIANTS = ("sailor_bo", "sailor_bo_constrained", "sailor_bo_weighted_confidence",
@@ -67,7 +71,7 @@ CONSTRAINED_TUNABLE: tuple[str, ...] = tuple(n for n in FEATURE_NAMES if n != "s
 class Args:
     """Ablation run: variants x seeds."""
 
-    base: loop.SailorConfig
+    base: SailorConfig
     """Shared settings of every variant (preset values, overridable field by field)."""
     variants: tuple[str, ...] = ("baseline", "sailor_bo_outcome")
     """Variants to run, in order (see the module docstring)."""
@@ -77,10 +81,10 @@ class Args:
     """Output folder; running again with the same folder resumes."""
 
 
-_BASE_SMOKE = loop.SailorConfig(
+_BASE_SMOKE = SailorConfig(
     iterations=2, num_seeds=2, trajectories=4, max_len=300, baseline=False,
     ppo=PPOConfig(num_envs=64, num_steps=32, updates_per_segment=2),
-    ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+    ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
         batch_size=2, max_prompt_tokens=1024, snapshot_every=40)),
     alignment=AlignmentConfig(bo_calls=12, bo_initial_points=4, trust_region=0.25,
                               mcmc_samples=600, mcmc_burn_in=200),
@@ -88,18 +92,18 @@ _BASE_SMOKE = loop.SailorConfig(
 
 PRESETS: dict[str, Args] = {
     "smoke": Args(base=_BASE_SMOKE, variants=("baseline", "sailor_bo_outcome")),
-    "cpu": Args(base=loop.SailorConfig(
+    "cpu": Args(base=SailorConfig(
         iterations=6, num_seeds=3, trajectories=6, max_len=2000, baseline=False,
         ppo=PPOConfig(num_envs=512, num_steps=64, updates_per_segment=16),
-        ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+        ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             batch_size=2, max_prompt_tokens=1536, snapshot_every=50)),
         alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
         eval=EvalConfig(episodes=64, max_len=50_000), tensorboard=False),
         variants=("baseline", "score_only", "sailor_bo_outcome", "sailor_bt_mcmc_outcome")),
-    "gpu": Args(base=loop.SailorConfig(
+    "gpu": Args(base=SailorConfig(
         iterations=20, num_seeds=8, trajectories=16, max_len=2000, baseline=False,
         ppo=PPOConfig(num_envs=4096, num_steps=128, updates_per_segment=20),
-        ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+        ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             model="Qwen/Qwen2.5-1.5B-Instruct", batch_size=16, max_pairs_per_group=60)),
         alignment=AlignmentConfig(bo_calls=40, trust_region=0.25),
         eval=EvalConfig(episodes=512, max_len=50_000), eval_every=2),
@@ -107,9 +111,9 @@ PRESETS: dict[str, Args] = {
 }
 
 
-def variant_config(name: str, base: loop.SailorConfig,
+def variant_config(name: str, base: SailorConfig,
                    constrained_tunable: tuple[str, ...] = CONSTRAINED_TUNABLE
-                   ) -> loop.SailorConfig:
+                   ) -> SailorConfig:
     """The `SailorConfig` of variant `name`: `base` with only the reward learning changed.
 
     Raises:
@@ -142,7 +146,7 @@ def variant_config(name: str, base: loop.SailorConfig,
     return cfg
 
 
-def judge_label(cfg: loop.SailorConfig) -> str:
+def judge_label(cfg: SailorConfig) -> str:
     """Short judge name for the table: "-" (fixed reward), "outcome", "llm:<model>"."""
     if not cfg.self_align:
         return "-"
@@ -168,11 +172,11 @@ def parse(argv: list[str]) -> tuple[str, Args]:
     return known.preset, args
 
 
-def _config_dict(cfg: loop.SailorConfig) -> dict:
+def _config_dict(cfg: SailorConfig) -> dict:
     return json.loads(json.dumps(to_jsonable(dataclasses.asdict(cfg)), sort_keys=True))
 
 
-def run_variant(name: str, cfg: loop.SailorConfig, folder: str, console: Console,
+def run_variant(name: str, cfg: SailorConfig, folder: str, console: Console,
                 progress=None) -> dict:
     """Run one variant, or read it back when finished; resume it when it was interrupted.
 

@@ -41,10 +41,11 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-from sailor_jax.alignment import AlignmentConfig, update_theta
+from sailor_jax.alignment import update_theta
+from sailor_jax.config import AlignmentConfig, NetworkConfig, PreferenceConfig
 from sailor_jax.features import FEATURE_NAMES
-from sailor_jax.networks import NetworkConfig, make_network
-from sailor_jax.preferences import PreferenceConfig, build_preferences, pair_agreement
+from sailor_jax.networks import make_network
+from sailor_jax.preferences import build_preferences, pair_agreement
 from sailor_jax.rankers import LinearOracleRanker
 from sailor_jax.reward import RewardSpec
 from sailor_jax.rollout import make_collect

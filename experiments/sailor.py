@@ -28,30 +28,34 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn  # 
 from rich.table import Table  # noqa: E402
 
 from sailor_jax import loop  # noqa: E402
-from sailor_jax.alignment import AlignmentConfig  # noqa: E402
-from sailor_jax.ppo import PPOConfig  # noqa: E402
-from sailor_jax.rankers import LLMRankerConfig  # noqa: E402
-from sailor_jax.trainer import EvalConfig  # noqa: E402
+from sailor_jax.config import (  # noqa: E402
+    AlignmentConfig,
+    EvalConfig,
+    LLMRankerConfig,
+    PPOConfig,
+    RankerConfig,
+    SailorConfig,
+)
 
-PRESETS: dict[str, loop.SailorConfig] = {
-    "smoke": loop.SailorConfig(
+PRESETS: dict[str, SailorConfig] = {
+    "smoke": SailorConfig(
         iterations=2, num_seeds=1, trajectories=4, max_len=300,
         ppo=PPOConfig(num_envs=128, num_steps=32, updates_per_segment=4),
-        ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+        ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             batch_size=2, max_prompt_tokens=1024, snapshot_every=40)),
         alignment=AlignmentConfig(bo_calls=15, bo_initial_points=5, trust_region=0.25),
         eval=EvalConfig(episodes=16, max_len=10_000)),
-    "cpu": loop.SailorConfig(
+    "cpu": SailorConfig(
         iterations=6, num_seeds=2, trajectories=5, max_len=2000,
         ppo=PPOConfig(num_envs=512, num_steps=64, updates_per_segment=30),
-        ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+        ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             batch_size=2, max_prompt_tokens=1536, snapshot_every=50)),
         alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
         eval=EvalConfig(episodes=64, max_len=50_000)),
-    "gpu": loop.SailorConfig(
+    "gpu": SailorConfig(
         iterations=20, num_seeds=4, trajectories=16, max_len=2000,
         ppo=PPOConfig(num_envs=4096, num_steps=128, updates_per_segment=20),
-        ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+        ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             model="Qwen/Qwen2.5-1.5B-Instruct", batch_size=16, max_pairs_per_group=60)),
         alignment=AlignmentConfig(bo_calls=40, trust_region=0.25),
         eval=EvalConfig(episodes=512, max_len=50_000)),
@@ -62,7 +66,7 @@ PRESETS: dict[str, loop.SailorConfig] = {
 class Args:
     """SAILOR main job."""
 
-    sailor: loop.SailorConfig
+    sailor: SailorConfig
     """The run (preset values, overridable field by field)."""
     out: str = "runs/sailor"
     """Output folder."""

@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from sailor_jax.trainer import TrainConfig, train
+from sailor_jax.config import TrainConfig
+from sailor_jax.trainer import train
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -27,9 +27,10 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sailor_jax import dqn, report
+from sailor_jax.config import DQNConfig, EvalConfig
 from sailor_jax.logging import to_jsonable
 from sailor_jax.reward import RewardSpec
-from sailor_jax.trainer import EvalConfig, evaluate_seeds, prepare_out_dir
+from sailor_jax.trainer import evaluate_seeds, prepare_out_dir
 
 VARIANTS: tuple[str, str] = ("dqn_sailor_theta", "dqn_baseline_theta")
 
@@ -48,7 +49,7 @@ class Args:
     """Root PRNG seed."""
     total_timesteps: int = 200_000
     """Env steps (moves) per seed and reward; rounded up to whole segments."""
-    dqn: dqn.DQNConfig = dqn.DQNConfig()
+    dqn: DQNConfig = DQNConfig()
     """DQN hyperparameters."""
     eval: EvalConfig = EvalConfig(episodes=64)
     """Final evaluation (per seed)."""

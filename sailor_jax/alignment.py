@@ -15,74 +15,18 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Literal
 
 import numpy as np
 import skopt
 import threadpoolctl
 
+from sailor_jax.config import AlignmentConfig
 from sailor_jax.reward import RewardSpec
 from sailor_jax.types import Preferences
 
 METHODS = ("bo", "bt_mcmc")
 OBJECTIVES = ("error", "bt_nll")
 ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class AlignmentConfig:
-    """How theta is updated from preference pairs."""
-
-    method: Literal["bo", "bt_mcmc"] = "bo"
-    """"bo": scikit-optimize GP minimisation; "bt_mcmc": Zeng et al. (2024) posterior mean."""
-    objective: Literal["error", "bt_nll"] = "error"
-    """BO objective: weighted pair error (ties count 1/2) or Bradley-Terry NLL."""
-    bo_calls: int = 40
-    """Objective evaluations by `gp_minimize` after the current theta."""
-    bo_initial_points: int = 10
-    """Random points before the GP model is used (at most `bo_calls`)."""
-    acq_func: str = "gp_hedge"
-    """scikit-optimize acquisition function: "gp_hedge", "EI", "PI" or "LCB"."""
-    trust_region: float | None = None
-    """Max absolute change of each tunable entry per update (None = bounds only)."""
-    beta: float = 0.9
-    """Boltzmann rationality of the Bradley-Terry likelihood."""
-    mcmc_samples: int = 2000
-    """Metropolis-Hastings steps per chain, burn-in included."""
-    mcmc_burn_in: int = 500
-    """Initial steps per chain left out of the posterior mean."""
-    mcmc_step: float = 0.05
-    """Std of the Gaussian random-walk proposal (theta units)."""
-    mcmc_trust_region: float = 0.2
-    """Half-width of the uniform prior box around the current theta (within bounds)."""
-    mcmc_chains: int = 4
-    """Independent chains run side by side (vectorised), all started at the current theta."""
-
-    def __post_init__(self) -> None:
-        _check(self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}")
-        _check(
-            self.objective in OBJECTIVES,
-            f"objective must be in {OBJECTIVES}, got {self.objective!r}",
-        )
-        _check(
-            self.bo_calls >= 1 and 0 <= self.bo_initial_points <= self.bo_calls,
-            f"need 0 <= bo_initial_points <= bo_calls and bo_calls >= 1, "
-            f"got {self.bo_initial_points} and {self.bo_calls}",
-        )
-        _check(
-            0 <= self.mcmc_burn_in < self.mcmc_samples,
-            f"need 0 <= mcmc_burn_in < mcmc_samples, got {self.mcmc_burn_in}, {self.mcmc_samples}",
-        )
-        _check(
-            self.acq_func in ACQ_FUNCS, f"acq_func must be in {ACQ_FUNCS}, got {self.acq_func!r}"
-        )
-        _check(self.mcmc_chains >= 1, f"mcmc_chains must be >= 1, got {self.mcmc_chains}")
-        for name in ("beta", "mcmc_step", "mcmc_trust_region", "trust_region"):
-            value = getattr(self, name)
-            if value is not None or name != "trust_region":
-                _check(
-                    np.isfinite(value) and value > 0, f"{name} must be finite and > 0, got {value}"
-                )
 
 
 def _check(ok: bool, message: str) -> None:

@@ -15,7 +15,8 @@ import numpy as np
 from flax import struct
 
 from sailor_jax import env
-from sailor_jax.networks import NetworkConfig, make_network
+from sailor_jax.config import NetworkConfig
+from sailor_jax.networks import make_network
 
 TILE_THRESHOLDS: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192)
 WIN_TILE: int = 2048

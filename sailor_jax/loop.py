@@ -17,105 +17,25 @@ import dataclasses
 import json
 import os
 import time
-from typing import Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from sailor_jax import ppo
-from sailor_jax.alignment import AlignmentConfig, update_theta
+from sailor_jax.alignment import update_theta
 from sailor_jax.checkpoint import Checkpointer
+from sailor_jax.config import RankerConfig, SailorConfig
 from sailor_jax.logging import MetricLogger, to_jsonable
-from sailor_jax.preferences import PreferenceConfig, build_preferences, kendall_tau
-from sailor_jax.rankers import LinearOracleRanker, LLMRanker, LLMRankerConfig, OutcomeRanker
+from sailor_jax.preferences import build_preferences, kendall_tau
+from sailor_jax.rankers import LinearOracleRanker, LLMRanker, OutcomeRanker
 from sailor_jax.rankers.base import Ranker
-from sailor_jax.refinement import LLMAdvisor, RefineConfig, refine_theta
+from sailor_jax.refinement import LLMAdvisor, refine_theta
 from sailor_jax.reward import RewardSpec
 from sailor_jax.rollout import make_collect
-from sailor_jax.trainer import EvalConfig, evaluate_params, prepare_out_dir, update_records
+from sailor_jax.trainer import evaluate_params, prepare_out_dir, update_records
 
 PHASES = ("train", "collect", "rank", "update", "checkpoint", "eval")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class RankerConfig:
-    """Who judges the sampled trajectories."""
-
-    kind: Literal["llm", "outcome", "linear_oracle"] = "llm"
-    """llm (Hugging Face model), outcome (final game score) or linear_oracle (theta_star)."""
-    llm: LLMRankerConfig = LLMRankerConfig()
-    """LLM settings (kind=llm)."""
-    theta_star: tuple[float, ...] | None = None
-    """Hidden reward of the linear oracle (kind=linear_oracle), 8 values."""
-    temperature: float = 0.0
-    """Linear oracle noise (Boltzmann temperature; 0 = exact)."""
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("llm", "outcome", "linear_oracle"):
-            raise ValueError(
-                f"ranker kind must be llm, outcome or linear_oracle, got {self.kind!r}")
-        if self.kind == "linear_oracle" and self.theta_star is None:
-            raise ValueError("ranker kind linear_oracle needs theta_star (8 values)")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SailorConfig:
-    """One SAILOR run: T iterations of (PPO segment, ranking, theta update) over S seeds."""
-
-    iterations: int = 10
-    """SAILOR iterations T (each trains ppo.updates_per_segment PPO updates)."""
-    num_seeds: int = 1
-    """Seeds S, vmapped in one compiled program and ranked in one judge call."""
-    seed: int = 0
-    """Root seed (device keys and host generators derive from it)."""
-    trajectories: int = 8
-    """Trajectories M sampled per seed and iteration for ranking."""
-    max_len: int = 2000
-    """Move cap of a sampled trajectory (longer games are truncated and flagged)."""
-    ppo: ppo.PPOConfig = ppo.PPOConfig()
-    """PPO hyperparameters; updates_per_segment is k."""
-    ranker: RankerConfig = RankerConfig()
-    """The judge."""
-    preferences: PreferenceConfig = PreferenceConfig()
-    """Discordant/concordant pairs and their weights."""
-    alignment: AlignmentConfig = AlignmentConfig()
-    """The theta update rule."""
-    theta0: tuple[float, ...] | None = None
-    """Initial reward weights (8, feature order); None = the seed plan's baseline reward."""
-    tunable: tuple[str, ...] | None = None
-    """Feature names whose weights may change (constrained editing); None = all."""
-    eval: EvalConfig = EvalConfig()
-    """Evaluation of the agents (native game score)."""
-    eval_every: int = 0
-    """Evaluate every this many iterations as well as at the end (0 = only at the end)."""
-    baseline: bool = True
-    """Also train S agents on the fixed theta0 with the same budget, for comparison."""
-    self_align: bool = True
-    """Rank and update theta each iteration; False = train on the fixed theta0 only (the
-    ablations' fixed-reward variants: same segments, budget and evaluation, no judge)."""
-    refine: RefineConfig = RefineConfig()
-    """LLM-guided reward refinement when the rankings agree but the score stalls (off)."""
-    tensorboard: bool = True
-    """Write TensorBoard event files."""
-
-    def __post_init__(self) -> None:
-        for name in ("iterations", "num_seeds", "trajectories", "max_len"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"SailorConfig.{name} must be positive, got {getattr(self, name)}")
-        if self.trajectories < 2:
-            raise ValueError(f"trajectories must be >= 2 to form pairs, got {self.trajectories}")
-        if self.eval_every < 0:
-            raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
-        self.reward_spec()  # validates theta0 and tunable names
-
-    def reward_spec(self) -> RewardSpec:
-        spec = RewardSpec()
-        if self.theta0 is not None:
-            spec = dataclasses.replace(spec, theta0=tuple(float(v) for v in self.theta0))
-        if self.tunable is not None:
-            spec = spec.with_tunable(self.tunable)
-        return spec
 
 
 def make_ranker(cfg: RankerConfig, log_path: str | None = None) -> Ranker:

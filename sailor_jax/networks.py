@@ -7,7 +7,6 @@ Illegal actions are masked in the actor's logits; Q-values come back unmasked.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import jax
@@ -15,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from sailor_jax.config import NetworkConfig
 from sailor_jax.env import NUM_ACTIONS, NUM_TILE_CLASSES, obs_one_hot
 
 MASKED_LOGIT = -1e9
@@ -22,23 +22,6 @@ MASKED_LOGIT = -1e9
 
 _ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "tanh": jnp.tanh, "relu": jax.nn.relu, "gelu": jax.nn.gelu}
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class NetworkConfig:
-    """Sizes of the separate actor and critic MLP towers."""
-
-    hidden_sizes: tuple[int, ...] = (256, 256)
-    """Width of each hidden layer (both towers)."""
-    activation: str = "tanh"
-    """Hidden activation: tanh, relu or gelu."""
-
-    def __post_init__(self) -> None:
-        if not self.hidden_sizes or any(int(h) <= 0 for h in self.hidden_sizes):
-            raise ValueError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, "
-                             f"got {self.activation!r}")
 
 
 def _mlp(sizes: list[int], out: int, out_scale: float, rngs: nnx.Rngs) -> list[nnx.Linear]:

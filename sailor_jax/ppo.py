@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Literal
 
 import jax
 import jax.numpy as jnp
 import optax
 
 from sailor_jax import env
+from sailor_jax.config import PPOConfig
 from sailor_jax.features import NUM_FEATURES, phi
-from sailor_jax.networks import NetworkConfig, make_network, masked_log_prob_entropy
+from sailor_jax.networks import make_network, masked_log_prob_entropy
 from sailor_jax.reward import reward
 from sailor_jax.types import RunnerState, RunningStats, SegmentMetrics, Transition
 
@@ -45,81 +45,6 @@ class EnvFns:
 
 
 GAME_2048 = EnvFns()
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class PPOConfig:
-    """PPO hyperparameters (static: baked into the compiled segment)."""
-
-    num_envs: int = 1024
-    """Parallel 2048 games."""
-    num_steps: int = 128
-    """Rollout length T per update."""
-    update_epochs: int = 4
-    """Passes over each rollout batch."""
-    num_minibatches: int = 4
-    """Minibatches per epoch; must divide num_envs * num_steps."""
-    updates_per_segment: int = 10
-    """PPO updates per compiled segment (one SAILOR iteration trains one segment)."""
-    gamma: float = 0.99
-    """Discount factor."""
-    gae_lambda: float = 0.95
-    """GAE lambda."""
-    clip_eps: float = 0.2
-    """PPO ratio clipping (also used for the value clipping)."""
-    ent_coef: float = 0.01
-    """Entropy bonus coefficient."""
-    vf_coef: float = 0.5
-    """Value loss coefficient."""
-    max_grad_norm: float = 0.5
-    """Global gradient-norm clip."""
-    lr: float = 3e-4
-    """Adam learning rate (initial value under the linear schedule)."""
-    lr_schedule: Literal["constant", "linear"] = "constant"
-    """constant, or linear decay to 0 over lr_decay_updates updates."""
-    lr_decay_updates: int = 0
-    """Updates over which the linear schedule decays (required > 0 for linear)."""
-    normalize_rewards: bool = False
-    """Divide rewards by the running std of the discounted return (VecNormalize-style)."""
-    network: NetworkConfig = NetworkConfig()
-    """Actor-critic sizes."""
-
-    def __post_init__(self) -> None:
-        for name in ("num_envs", "num_steps", "update_epochs", "num_minibatches",
-                     "updates_per_segment"):
-            if int(getattr(self, name)) <= 0:
-                raise ValueError(f"PPOConfig.{name} must be a positive integer, "
-                                 f"got {getattr(self, name)}")
-        if self.batch_size % self.num_minibatches:
-            raise ValueError(
-                f"num_envs * num_steps = {self.num_envs} * {self.num_steps} = {self.batch_size} "
-                f"is not divisible by num_minibatches = {self.num_minibatches}")
-        checks = {"gamma": 0 < self.gamma <= 1, "gae_lambda": 0 <= self.gae_lambda <= 1,
-                  "clip_eps": self.clip_eps > 0, "lr": self.lr > 0,
-                  "max_grad_norm": self.max_grad_norm > 0, "ent_coef": self.ent_coef >= 0,
-                  "vf_coef": self.vf_coef >= 0}
-        for name, ok in checks.items():
-            if not ok:
-                raise ValueError(f"PPOConfig.{name} = {getattr(self, name)} is out of range")
-        if self.lr_schedule not in ("constant", "linear"):
-            raise ValueError(
-                f"lr_schedule must be 'constant' or 'linear', got {self.lr_schedule!r}")
-        if self.lr_schedule == "linear" and self.lr_decay_updates <= 0:
-            raise ValueError("lr_schedule='linear' needs lr_decay_updates > 0, "
-                             f"got {self.lr_decay_updates}")
-
-    @property
-    def batch_size(self) -> int:
-        return self.num_envs * self.num_steps
-
-    @property
-    def minibatch_size(self) -> int:
-        return self.batch_size // self.num_minibatches
-
-    @property
-    def steps_per_segment(self) -> int:
-        """Env steps (moves) one segment plays, per seed."""
-        return self.batch_size * self.updates_per_segment
 
 
 def gae(traj: Transition, last_value: jax.Array, gamma: float, gae_lambda: float

@@ -15,14 +15,13 @@ Pairs tied by either side are neither discordant nor concordant.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
-from typing import Literal
 
 import numpy as np
 import scipy.special
 import scipy.stats
 
+from sailor_jax.config import PreferenceConfig
 from sailor_jax.types import Preferences, Ranking
 
 WEIGHTINGS = ("none", "confidence", "discrepancy")
@@ -32,28 +31,6 @@ SOURCE_PAIRWISE, SOURCE_PAIRWISE_REVERSED, SOURCE_SCORES, SOURCE_NONE = 0, 1, 2,
 
 class PreferenceFallbackWarning(UserWarning):
     """Confidence weighting had to fall back from `pairwise_prob` to scores or to weight 1."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class PreferenceConfig:
-    """How preference pairs are selected and weighted."""
-
-    weighting: Literal["none", "confidence", "discrepancy"] = "none"
-    """Pair weights: 1, the judge's margin |2p - 1|, or its rank distance (mean 1)."""
-    concordant_ratio: float = 1.0
-    """|D_pos| = round(ratio * |D_neg|) (half up), capped by the concordant pairs available."""
-    tie_tol: float = 1e-6
-    """Returns within `tie_tol * max(1, |r_a|, |r_b|)` of each other count as tied."""
-
-    def __post_init__(self) -> None:
-        if self.weighting not in WEIGHTINGS:
-            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {self.weighting!r}")
-        if not (np.isfinite(self.concordant_ratio) and self.concordant_ratio >= 0):
-            raise ValueError(
-                f"concordant_ratio must be finite and >= 0, got {self.concordant_ratio}"
-            )
-        if not (np.isfinite(self.tie_tol) and self.tie_tol >= 0):
-            raise ValueError(f"tie_tol must be finite and >= 0, got {self.tie_tol}")
 
 
 def _as_returns(r_theta, ranking: Ranking) -> np.ndarray:

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from sailor_jax.alignment import AlignmentConfig, UpdateResult, update_theta
+from sailor_jax.alignment import UpdateResult, update_theta
+from sailor_jax.config import AlignmentConfig, RefineConfig
 from sailor_jax.rankers.base import to_json_line
 from sailor_jax.reward import RewardSpec
 from sailor_jax.types import Preferences, Ranking
@@ -41,44 +42,6 @@ ANSWER_PREFIX = "I would"
 """The assistant turn starts with this; the parsed answer is prefix + generated text. Without
 it SmolLM2-135M answered "The agent should choose score_gain ..." (no direction); with it,
 "I would choose to raise the score_gain feature." (measured on the embedded model)."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class RefineConfig:
-    """When and how far LLM-guided refinement moves one weight."""
-
-    enabled: bool = False
-    """Ask the LLM for a direction when the rankings agree and the score stalls."""
-    patience: int = 2
-    """Iterations without a new best game score (per seed) before refinement may trigger."""
-    min_improvement: float = 0.0
-    """A new best game score must exceed the previous best by more than this (points)."""
-    min_step: float = 0.02
-    """The one-sided interval starts this far from the current weight (theta units, > 0)."""
-    max_step: float = 0.25
-    """... and ends this far from it (theta units, > min_step)."""
-    model: str | None = None
-    """HF model id or folder of the advisor; None = the judge's model when the judge is an
-    LLM with the same model, else the embedded SmolLM2-135M-Instruct."""
-    gguf_file: str | None = None
-    """GGUF file inside `model` (None: plain weights, or the embedded model's file)."""
-    device: str = "auto"
-    """Torch device of a separately loaded advisor."""
-    dtype: str = "auto"
-    """Torch dtype of a separately loaded advisor."""
-    max_new_tokens: int = 40
-    """Most tokens the advisor may generate."""
-
-    def __post_init__(self) -> None:
-        if self.patience < 1:
-            raise ValueError(f"RefineConfig.patience must be >= 1, got {self.patience}")
-        if not 0.0 < self.min_step < self.max_step:
-            raise ValueError(f"need 0 < min_step < max_step, got {self.min_step}, {self.max_step}")
-        if self.min_improvement < 0 or not np.isfinite(self.min_improvement):
-            raise ValueError(f"min_improvement must be finite and >= 0, "
-                             f"got {self.min_improvement}")
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,8 +11,9 @@ import jax
 import jax.numpy as jnp
 
 from sailor_jax import env
+from sailor_jax.config import NetworkConfig
 from sailor_jax.features import phi
-from sailor_jax.networks import NetworkConfig, make_network
+from sailor_jax.networks import make_network
 from sailor_jax.types import TrajectoryBatch
 
 

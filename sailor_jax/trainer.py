@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import time
 
@@ -18,60 +17,12 @@ import numpy as np
 
 from sailor_jax import evaluation, ppo
 from sailor_jax.checkpoint import Checkpointer
+from sailor_jax.config import EvalConfig, PPOConfig, TrainConfig
 from sailor_jax.logging import MetricLogger, to_jsonable
 from sailor_jax.reward import RewardSpec
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class EvalConfig:
-    """How the final agent is evaluated (native game score)."""
-
-    episodes: int = 256
-    """Games per seed."""
-    max_len: int = 50_000
-    """Move cap per game (games still running then count as truncated)."""
-    greedy: bool = True
-    """Greedy (argmax) policy; False samples from the policy."""
-
-    def __post_init__(self) -> None:
-        if self.episodes <= 0 or self.max_len <= 0:
-            raise ValueError(f"EvalConfig.episodes and max_len must be positive, "
-                             f"got {self.episodes}, {self.max_len}")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class TrainConfig:
-    """A PPO run on a fixed reward theta, over `num_seeds` vmapped seeds."""
-
-    total_timesteps: int = 20_000_000
-    """Env steps (moves) per seed; rounded up to whole segments."""
-    num_seeds: int = 1
-    """Independent seeds trained in one compiled program (vmapped)."""
-    seed: int = 0
-    """Root PRNG seed."""
-    theta: tuple[float, ...] | None = None
-    """Reward weights (8 values, feature order); None = the baseline reward theta0."""
-    ppo: ppo.PPOConfig = ppo.PPOConfig()
-    """PPO hyperparameters."""
-    eval: EvalConfig = EvalConfig()
-    """Final evaluation."""
-    evaluate_random: bool = True
-    """Also evaluate a uniformly random legal-move policy (the reference baseline)."""
-    tensorboard: bool = True
-    """Write TensorBoard event files next to metrics.jsonl."""
-
-    def __post_init__(self) -> None:
-        if self.total_timesteps <= 0 or self.num_seeds <= 0:
-            raise ValueError(f"total_timesteps and num_seeds must be positive, got "
-                             f"{self.total_timesteps}, {self.num_seeds}")
-        RewardSpec().validate(self.theta if self.theta is not None else RewardSpec().theta0)
-
-    @property
-    def num_segments(self) -> int:
-        return math.ceil(self.total_timesteps / self.ppo.steps_per_segment)
-
-
-def update_records(metrics, env_steps_start: int, cfg: ppo.PPOConfig) -> list[dict]:
+def update_records(metrics, env_steps_start: int, cfg: PPOConfig) -> list[dict]:
     """Turn `SegmentMetrics` (`[U]` or `[S, U]`) into one log record per update. Host-only.
 
     Seeds are averaged (NaN-aware: updates in which no episode ended have no score).

@@ -16,7 +16,8 @@ from sailor_jax.alignment import (
     pair_error,
     update_theta,
 )
-from sailor_jax.preferences import PreferenceConfig, build_preferences
+from sailor_jax.config import PreferenceConfig
+from sailor_jax.preferences import build_preferences
 from sailor_jax.reward import RewardSpec
 from sailor_jax.types import Preferences, Ranking
 

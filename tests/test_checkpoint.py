@@ -16,14 +16,14 @@ import pytest
 
 from sailor_jax import env, ppo
 from sailor_jax.checkpoint import Checkpointer
+from sailor_jax.config import NetworkConfig, PPOConfig
 from sailor_jax.features import NUM_FEATURES
-from sailor_jax.networks import NetworkConfig
 from sailor_jax.reward import RewardSpec
 from sailor_jax.types import RunnerState, RunningStats
 
 # The same config as test_ppo.CFG: with the session's persistent compilation cache
 # (tests/conftest.py) init and the segment compile once for both files.
-CFG = ppo.PPOConfig(num_envs=32, num_steps=16, update_epochs=2, num_minibatches=4,
+CFG = PPOConfig(num_envs=32, num_steps=16, update_epochs=2, num_minibatches=4,
                     updates_per_segment=3, network=NetworkConfig(hidden_sizes=(32,)))
 NUM_SEEDS = 2
 KEY = jax.random.PRNGKey(0)

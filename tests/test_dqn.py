@@ -25,13 +25,14 @@ import pytest
 from reference import numpy_2048 as ref
 
 from sailor_jax import dqn, report
+from sailor_jax.config import DQNConfig, NetworkConfig
 from sailor_jax.features import FEATURE_NAMES, NUM_FEATURES
-from sailor_jax.networks import NetworkConfig, make_q_network
+from sailor_jax.networks import make_q_network
 from sailor_jax.reward import RewardSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NET = NetworkConfig(hidden_sizes=(16,), activation="relu")
-CFG = dqn.DQNConfig(num_envs=8, num_steps=16, buffer_size=256, batch_size=16, learning_starts=32,
+CFG = DQNConfig(num_envs=8, num_steps=16, buffer_size=256, batch_size=16, learning_starts=32,
                     target_update_interval=4, epsilon_decay_steps=200, network=NET)
 NUM_SEEDS = 2
 KEY = jax.random.PRNGKey(0)
@@ -61,7 +62,7 @@ def _copy(tree):
                                    "epsilon_decay_steps"])
 def test_config_non_positive_counts(field):
     with pytest.raises(ValueError) as err:
-        dqn.DQNConfig(**{field: -3})
+        DQNConfig(**{field: -3})
     assert field in str(err.value) and "-3" in str(err.value)
 
 
@@ -73,20 +74,20 @@ def test_config_out_of_range(field, value):
     # epsilon_end 0.75 > epsilon_start 0.5; buffer_size 100 < batch_size 128.
     kwargs = {"batch_size": 128, "epsilon_start": 0.5, field: value}
     with pytest.raises(ValueError) as err:
-        dqn.DQNConfig(**kwargs)
+        DQNConfig(**kwargs)
     assert field in str(err.value) and str(value) in str(err.value)
 
 
 def test_config_frozen_hashable_and_segment_size():
-    a = dqn.DQNConfig(num_envs=8, num_steps=5, network=NET)
-    assert a == dqn.DQNConfig(num_envs=8, num_steps=5, network=NET) and {a: 1}[a] == 1
+    a = DQNConfig(num_envs=8, num_steps=5, network=NET)
+    assert a == DQNConfig(num_envs=8, num_steps=5, network=NET) and {a: 1}[a] == 1
     assert a.steps_per_segment == 40
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.num_envs = 4  # type: ignore[misc]
 
 
 def test_epsilon_schedule_by_hand():
-    cfg = dqn.DQNConfig(epsilon_start=1.0, epsilon_end=0.1, epsilon_decay_steps=100)
+    cfg = DQNConfig(epsilon_start=1.0, epsilon_end=0.1, epsilon_decay_steps=100)
     for steps, expected in [(0, 1.0), (50, 0.55), (100, 0.1), (10_000, 0.1)]:
         assert float(dqn.epsilon_at(cfg, jnp.int32(steps))) == pytest.approx(expected, abs=1e-6)
 
@@ -288,7 +289,7 @@ def test_play_is_legal_and_metrics_plausible(state0):
 # Learning sanity on the probe environments (one program, seed k on probe k)
 
 PROBE_GAMMA = 0.9
-PROBE_CFG = dqn.DQNConfig(num_envs=16, num_steps=150, buffer_size=2_000, batch_size=64,
+PROBE_CFG = DQNConfig(num_envs=16, num_steps=150, buffer_size=2_000, batch_size=64,
                           lr=3e-3, gamma=PROBE_GAMMA, learning_starts=64,
                           target_update_interval=10, epsilon_decay_steps=1_000,
                           epsilon_end=0.1, network=NetworkConfig(hidden_sizes=(32,)))

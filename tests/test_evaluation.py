@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from sailor_jax import env, evaluation
+from sailor_jax.config import NetworkConfig
 from sailor_jax.evaluation import EpisodeStats
-from sailor_jax.networks import NetworkConfig, make_network
+from sailor_jax.networks import make_network
 
 NET = NetworkConfig(hidden_sizes=(32,))
 NUM_EPISODES = 32

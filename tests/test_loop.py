@@ -11,18 +11,24 @@ import numpy as np
 import pytest
 
 from sailor_jax import loop, rollout
-from sailor_jax.alignment import AlignmentConfig
+from sailor_jax.config import (
+    AlignmentConfig,
+    EvalConfig,
+    LLMRankerConfig,
+    NetworkConfig,
+    PPOConfig,
+    RankerConfig,
+    SailorConfig,
+)
 from sailor_jax.features import phi
-from sailor_jax.networks import NetworkConfig, make_network
-from sailor_jax.ppo import PPOConfig
-from sailor_jax.rankers import LLMRankerConfig, OutcomeRanker
-from sailor_jax.trainer import EvalConfig
+from sailor_jax.networks import make_network
+from sailor_jax.rankers import OutcomeRanker
 
-TINY = loop.SailorConfig(
+TINY = SailorConfig(
     iterations=2, num_seeds=2, trajectories=4, max_len=60,
     ppo=PPOConfig(num_envs=16, num_steps=8, updates_per_segment=1,
                   network=NetworkConfig(hidden_sizes=(16,))),
-    ranker=loop.RankerConfig(kind="outcome"),
+    ranker=RankerConfig(kind="outcome"),
     alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3),
     eval=EvalConfig(episodes=4, max_len=300), tensorboard=False)
 
@@ -54,7 +60,7 @@ def test_config_validation():
     with pytest.raises(ValueError, match="iterations"):
         dataclasses.replace(TINY, iterations=0)
     with pytest.raises(ValueError, match="theta_star"):
-        loop.RankerConfig(kind="linear_oracle")
+        RankerConfig(kind="linear_oracle")
     with pytest.raises(ValueError, match="game_over"):
         dataclasses.replace(TINY, theta0=(0.0,) * 7 + (float("nan"),))
     with pytest.raises(ValueError, match="unknown feature"):
@@ -64,7 +70,7 @@ def test_config_validation():
 def test_run_with_tiny_llm_writes_results(tmp_path, tiny_llm_dir):
     cfg = dataclasses.replace(
         TINY, tunable=("empty_cells", "monotonicity", "smoothness"),
-        ranker=loop.RankerConfig(kind="llm", llm=LLMRankerConfig(
+        ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             model=tiny_llm_dir, batch_size=4, max_prompt_tokens=1024, device="cpu")))
     out = str(tmp_path / "run")
     results = loop.run(cfg, out)

@@ -18,13 +18,14 @@ import probe_envs
 import pytest
 
 from sailor_jax import env, ppo
+from sailor_jax.config import NetworkConfig, PPOConfig
 from sailor_jax.features import NUM_FEATURES
-from sailor_jax.networks import NetworkConfig, make_network
+from sailor_jax.networks import make_network
 from sailor_jax.reward import RewardSpec
 from sailor_jax.types import RunnerState, RunningStats, SegmentMetrics, Transition
 
 NET = NetworkConfig(hidden_sizes=(32,))
-CFG = ppo.PPOConfig(num_envs=32, num_steps=16, update_epochs=2, num_minibatches=4,
+CFG = PPOConfig(num_envs=32, num_steps=16, update_epochs=2, num_minibatches=4,
                     updates_per_segment=3, network=NET)
 NUM_SEEDS = 2
 KEY = jax.random.PRNGKey(0)
@@ -98,15 +99,15 @@ def segment_a(state0):
 
 
 def test_config_derived_properties():
-    cfg = ppo.PPOConfig(num_envs=8, num_steps=6, num_minibatches=3, updates_per_segment=5)
+    cfg = PPOConfig(num_envs=8, num_steps=6, num_minibatches=3, updates_per_segment=5)
     assert cfg.batch_size == 48
     assert cfg.minibatch_size == 16
     assert cfg.steps_per_segment == 240
 
 
 def test_config_is_frozen_and_hashable():
-    a = ppo.PPOConfig(num_envs=8, num_steps=4, network=NET)
-    b = ppo.PPOConfig(num_envs=8, num_steps=4, network=NetworkConfig(hidden_sizes=(32,)))
+    a = PPOConfig(num_envs=8, num_steps=4, network=NET)
+    b = PPOConfig(num_envs=8, num_steps=4, network=NetworkConfig(hidden_sizes=(32,)))
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.num_envs = 16  # type: ignore[misc]
     assert a == b and hash(a) == hash(b)
@@ -116,7 +117,7 @@ def test_config_is_frozen_and_hashable():
 
 def test_config_indivisible_minibatches_names_the_numbers():
     with pytest.raises(ValueError) as err:
-        ppo.PPOConfig(num_envs=10, num_steps=3, num_minibatches=4)
+        PPOConfig(num_envs=10, num_steps=3, num_minibatches=4)
     msg = str(err.value)
     assert "10" in msg and "3" in msg and "30" in msg and "4" in msg
 
@@ -126,7 +127,7 @@ def test_config_indivisible_minibatches_names_the_numbers():
 @pytest.mark.parametrize("value", [0, -3])
 def test_config_non_positive_counts(field, value):
     with pytest.raises(ValueError) as err:
-        ppo.PPOConfig(**{field: value})
+        PPOConfig(**{field: value})
     assert field in str(err.value) and str(value) in str(err.value)
 
 
@@ -135,36 +136,36 @@ def test_config_non_positive_counts(field, value):
                                           ("clip_eps", 0.0), ("lr", -1e-3)])
 def test_config_out_of_range(field, value):
     with pytest.raises(ValueError) as err:
-        ppo.PPOConfig(**{field: value})
+        PPOConfig(**{field: value})
     assert field in str(err.value) and str(value) in str(err.value)
 
 
 @pytest.mark.parametrize("field, value", [("gamma", 1.0), ("gae_lambda", 0.0),
                                           ("gae_lambda", 1.0), ("ent_coef", 0.0)])
 def test_config_boundary_values_accepted(field, value):
-    assert getattr(ppo.PPOConfig(**{field: value}), field) == value
+    assert getattr(PPOConfig(**{field: value}), field) == value
 
 
 def test_config_linear_schedule_needs_decay_updates():
     with pytest.raises(ValueError) as err:
-        ppo.PPOConfig(lr_schedule="linear")
+        PPOConfig(lr_schedule="linear")
     assert "lr_decay_updates" in str(err.value) and "0" in str(err.value)
     with pytest.raises(ValueError, match="-5"):
-        ppo.PPOConfig(lr_schedule="linear", lr_decay_updates=-5)
+        PPOConfig(lr_schedule="linear", lr_decay_updates=-5)
     with pytest.raises(ValueError, match="cosine"):
-        ppo.PPOConfig(lr_schedule="cosine")  # type: ignore[arg-type]
-    assert ppo.PPOConfig(lr_schedule="linear", lr_decay_updates=10).lr_decay_updates == 10
+        PPOConfig(lr_schedule="cosine")  # type: ignore[arg-type]
+    assert PPOConfig(lr_schedule="linear", lr_decay_updates=10).lr_decay_updates == 10
 
 
 def test_lr_schedule_values():
-    cfg = ppo.PPOConfig(lr=1e-3, lr_schedule="linear", lr_decay_updates=4, update_epochs=2,
+    cfg = PPOConfig(lr=1e-3, lr_schedule="linear", lr_decay_updates=4, update_epochs=2,
                         num_minibatches=4)
     schedule = ppo.lr_schedule(cfg)
     steps_per_update = 8
     for update, expected in [(0, 1e-3), (1, 7.5e-4), (2, 5e-4), (4, 0.0), (9, 0.0)]:
         got = float(schedule(jnp.int32(update * steps_per_update + 3)))
         assert got == pytest.approx(expected, abs=1e-9), update
-    constant = ppo.lr_schedule(ppo.PPOConfig(lr=2e-4))
+    constant = ppo.lr_schedule(PPOConfig(lr=2e-4))
     assert float(constant(jnp.int32(12345))) == pytest.approx(2e-4)
 
 
@@ -485,7 +486,7 @@ def test_trained_policy_never_plays_an_illegal_move(smoke_run):
 # `make_train(..., num_seeds=4, env_fns=...)`, seed k running `probe_envs.PROBES[k]`.
 
 PROBE_GAMMA = 0.9
-PROBE_CFG = ppo.PPOConfig(num_envs=32, num_steps=8, update_epochs=2, num_minibatches=2,
+PROBE_CFG = PPOConfig(num_envs=32, num_steps=8, update_epochs=2, num_minibatches=2,
                           updates_per_segment=40, gamma=PROBE_GAMMA, lr=3e-3, network=NET)
 ONE_STEP, TWO_STEP, OBS_ACTION, MASKED = range(4)
 assert probe_envs.PROBES[OBS_ACTION] is probe_envs.OBS_ACTION

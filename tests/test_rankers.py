@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from llm_fixtures import random_games
 
+from sailor_jax.config import LLMRankerConfig
 from sailor_jax.rankers import (
     LinearOracleRanker,
     LLMRanker,
-    LLMRankerConfig,
     OutcomeRanker,
     Ranker,
     ScriptedRanker,

@@ -11,12 +11,18 @@ import numpy as np
 import pytest
 
 from sailor_jax import loop, refinement
-from sailor_jax.alignment import AlignmentConfig, pair_error
-from sailor_jax.networks import NetworkConfig
-from sailor_jax.ppo import PPOConfig
-from sailor_jax.refinement import RefineConfig, Suggestion
+from sailor_jax.alignment import pair_error
+from sailor_jax.config import (
+    AlignmentConfig,
+    EvalConfig,
+    NetworkConfig,
+    PPOConfig,
+    RankerConfig,
+    RefineConfig,
+    SailorConfig,
+)
+from sailor_jax.refinement import Suggestion
 from sailor_jax.reward import RewardSpec
-from sailor_jax.trainer import EvalConfig
 from sailor_jax.types import Ranking
 
 SPEC = RewardSpec()
@@ -130,13 +136,13 @@ def test_refine_config_validation():
         RefineConfig(min_step=0.3, max_step=0.2)
 
 
-TINY = loop.SailorConfig(
+TINY = SailorConfig(
     iterations=3, num_seeds=2, trajectories=4, max_len=60, baseline=False,
     # 128 moves per env and segment: random games end within the first segment.
     ppo=PPOConfig(num_envs=16, num_steps=128, updates_per_segment=1,
                   network=NetworkConfig(hidden_sizes=(16,))),
     # A linear oracle whose hidden reward is theta0 itself: never a discordant pair.
-    ranker=loop.RankerConfig(kind="linear_oracle", theta_star=RewardSpec().theta0),
+    ranker=RankerConfig(kind="linear_oracle", theta_star=RewardSpec().theta0),
     alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3),
     # min_improvement 1e9: the score never "improves" after iteration 0, so every seed stalls.
     refine=RefineConfig(enabled=True, patience=1, min_improvement=1e9, min_step=0.05),
@@ -186,7 +192,7 @@ def test_fixed_reward_run_builds_no_judge_and_keeps_theta(tmp_path, monkeypatch)
     monkeypatch.setattr(loop, "make_ranker", no_judge)
     theta0 = (1.0,) + (0.0,) * 7
     cfg = dataclasses.replace(TINY, iterations=2, self_align=False, theta0=theta0,
-                              ranker=loop.RankerConfig(kind="llm"))
+                              ranker=RankerConfig(kind="llm"))
     results = loop.run(cfg, str(tmp_path / "fixed"))
     history = np.asarray(results["theta_history"])
     np.testing.assert_array_equal(history, np.broadcast_to(np.float32(theta0), history.shape))

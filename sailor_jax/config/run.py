@@ -1,0 +1,106 @@
+"""Run configs: a SAILOR run and a fixed-reward PPO run, each nesting the agent and judge configs.
+
+`experiments/*.py` build these with tyro (presets via `sailor_jax.cli`) and the runner writes
+them as `config.json` next to the checkpoints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from sailor_jax.config.agent import EvalConfig, PPOConfig
+from sailor_jax.config.judge import AlignmentConfig, PreferenceConfig, RankerConfig, RefineConfig
+from sailor_jax.reward import RewardSpec
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """A PPO run on a fixed reward theta, over `num_seeds` vmapped seeds."""
+
+    total_timesteps: int = 20_000_000
+    """Env steps (moves) per seed; rounded up to whole segments."""
+    num_seeds: int = 1
+    """Independent seeds trained in one compiled program (vmapped)."""
+    seed: int = 0
+    """Root PRNG seed."""
+    theta: tuple[float, ...] | None = None
+    """Reward weights (8 values, feature order); None = the baseline reward theta0."""
+    ppo: PPOConfig = PPOConfig()
+    """PPO hyperparameters."""
+    eval: EvalConfig = EvalConfig()
+    """Final evaluation."""
+    evaluate_random: bool = True
+    """Also evaluate a uniformly random legal-move policy (the reference baseline)."""
+    tensorboard: bool = True
+    """Write TensorBoard event files next to metrics.jsonl."""
+
+    def __post_init__(self) -> None:
+        if self.total_timesteps <= 0 or self.num_seeds <= 0:
+            raise ValueError(f"total_timesteps and num_seeds must be positive, got "
+                             f"{self.total_timesteps}, {self.num_seeds}")
+        RewardSpec().validate(self.theta if self.theta is not None else RewardSpec().theta0)
+
+    @property
+    def num_segments(self) -> int:
+        return math.ceil(self.total_timesteps / self.ppo.steps_per_segment)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SailorConfig:
+    """One SAILOR run: T iterations of (PPO segment, ranking, theta update) over S seeds."""
+
+    iterations: int = 10
+    """SAILOR iterations T (each trains ppo.updates_per_segment PPO updates)."""
+    num_seeds: int = 1
+    """Seeds S, vmapped in one compiled program and ranked in one judge call."""
+    seed: int = 0
+    """Root seed (device keys and host generators derive from it)."""
+    trajectories: int = 8
+    """Trajectories M sampled per seed and iteration for ranking."""
+    max_len: int = 2000
+    """Move cap of a sampled trajectory (longer games are truncated and flagged)."""
+    ppo: PPOConfig = PPOConfig()
+    """PPO hyperparameters; updates_per_segment is k."""
+    ranker: RankerConfig = RankerConfig()
+    """The judge."""
+    preferences: PreferenceConfig = PreferenceConfig()
+    """Discordant/concordant pairs and their weights."""
+    alignment: AlignmentConfig = AlignmentConfig()
+    """The theta update rule."""
+    theta0: tuple[float, ...] | None = None
+    """Initial reward weights (8, feature order); None = the seed plan's baseline reward."""
+    tunable: tuple[str, ...] | None = None
+    """Feature names whose weights may change (constrained editing); None = all."""
+    eval: EvalConfig = EvalConfig()
+    """Evaluation of the agents (native game score)."""
+    eval_every: int = 0
+    """Evaluate every this many iterations as well as at the end (0 = only at the end)."""
+    baseline: bool = True
+    """Also train S agents on the fixed theta0 with the same budget, for comparison."""
+    self_align: bool = True
+    """Rank and update theta each iteration; False = train on the fixed theta0 only (the
+    ablations' fixed-reward variants: same segments, budget and evaluation, no judge)."""
+    refine: RefineConfig = RefineConfig()
+    """LLM-guided reward refinement when the rankings agree but the score stalls (off)."""
+    tensorboard: bool = True
+    """Write TensorBoard event files."""
+
+    def __post_init__(self) -> None:
+        for name in ("iterations", "num_seeds", "trajectories", "max_len"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"SailorConfig.{name} must be positive, got {getattr(self, name)}")
+        if self.trajectories < 2:
+            raise ValueError(f"trajectories must be >= 2 to form pairs, got {self.trajectories}")
+        if self.eval_every < 0:
+            raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
+        self.reward_spec()  # validates theta0 and tunable names
+
+    def reward_spec(self) -> RewardSpec:
+        spec = RewardSpec()
+        if self.theta0 is not None:
+            spec = dataclasses.replace(spec, theta0=tuple(float(v) for v in self.theta0))
+        if self.tunable is not None:
+            spec = spec.with_tunable(self.tunable)
+        return spec
+
