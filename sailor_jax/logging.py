@@ -1,24 +1,32 @@
-"""Host metric sinks: JSONL (always) and TensorBoard (tensorboardX, optional). Host-only.
+"""Host log sinks: one JSONL writer, one JSON sanitiser, and TensorBoard metrics. Host-only.
 
-Tags follow CleanRL's group/name form: `charts/episodic_return`, `losses/value_loss`,
+`JsonlSink` is the only JSONL writer of the package (metrics, the LLM judge's `llm.jsonl`, the
+refinement advisor's `refine.jsonl`); `to_jsonable` is the only JSON sanitiser. TensorBoard
+tags follow CleanRL's group/name form: `charts/episodic_return`, `losses/value_loss`,
 `sailor/alignment`, `sailor/theta_<name>`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 
 def to_jsonable(x: Any) -> Any:
-    """Convert NumPy/JAX scalars and arrays (nested in dicts/lists) to plain JSON values.
+    """Convert a value to plain JSON values (dicts, lists, str, int, float, bool, None).
 
-    Non-finite floats become None (strict JSON has no NaN).
+    Dataclass instances become dicts, tuples become lists, NumPy/JAX scalars and arrays
+    become Python numbers and nested lists, dict keys become strings; non-finite floats
+    become None (strict JSON has no NaN or Infinity). Other values pass through unchanged.
     """
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return to_jsonable(dataclasses.asdict(x))
     if isinstance(x, dict):
         return {str(k): to_jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -28,6 +36,43 @@ def to_jsonable(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return x
+
+
+def json_line(record: Any) -> str:
+    """Serialise `to_jsonable(record)` as one line of strict JSON (no trailing newline)."""
+    return json.dumps(to_jsonable(record), allow_nan=False)
+
+
+class JsonlSink:
+    """Append records to a JSONL file, one strict JSON line each; keep the newest in memory.
+
+    Host-only. Each `write` opens `path` in append mode, writes one line and closes it, so
+    every record is on disk (flushed) when `write` returns and a long-lived owner (an LLM
+    judge) holds no open file. The parent folder must exist.
+
+    Args:
+      path: JSONL file to append to; None writes no file (only `records`).
+      keep: how many of the newest records to keep in `records`; None keeps all, 0 none.
+
+    Attributes:
+      records: the kept records (as given, not sanitised), newest last.
+    """
+
+    def __init__(self, path: str | None, keep: int | None = 0) -> None:
+        if keep is not None and keep < 0:
+            raise ValueError(f"keep must be >= 0 or None, got {keep}")
+        self.path, self.keep = path, keep
+        self.records: list[dict[str, Any]] = []
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append `record` (sanitised by `to_jsonable`) to the file and keep it in memory."""
+        if self.keep != 0:
+            self.records.append(record)
+            if self.keep is not None:
+                del self.records[: -self.keep]
+        if self.path is not None:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json_line(record) + "\n")
 
 
 class MetricLogger:
@@ -42,7 +87,7 @@ class MetricLogger:
     def __init__(self, out_dir: str, name: str = "metrics", tensorboard: bool = True):
         os.makedirs(out_dir, exist_ok=True)
         self.path = os.path.join(out_dir, f"{name}.jsonl")
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        self._sink = JsonlSink(self.path)
         self._tb = None
         if tensorboard:
             from tensorboardX import SummaryWriter
@@ -50,22 +95,27 @@ class MetricLogger:
             self._tb = SummaryWriter(os.path.join(out_dir, "tb"))
 
     def log(self, step: int, record: dict[str, Any]) -> None:
-        """Write one record (flat or nested dict); numeric scalars also go to TensorBoard."""
+        """Write `{"step": step, **record}` to the JSONL file (NaN -> null); numeric leaves
+        of a nested `record` also go to TensorBoard, tagged by their '/'-joined keys."""
         record = to_jsonable(record)
-        self._file.write(json.dumps({"step": int(step), **record}) + "\n")
-        self._file.flush()
+        self._sink.write({"step": int(step), **record})
         if self._tb is not None:
-            for tag, value in _flatten(record):
+            for tag, value in _flatten(record, "/"):
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     self._tb.add_scalar(tag, value, int(step))
 
-    def log_text(self, tag: str, text: str, step: int = 0) -> None:
-        """Record a text blob (e.g. the hyperparameter table) in TensorBoard."""
-        if self._tb is not None:
-            self._tb.add_text(tag, text, step)
+    def log_hparams(self, config: dict[str, Any]) -> None:
+        """Write the hyperparameter table (CleanRL's `|param|value|` markdown) to TensorBoard.
+
+        Nested dicts are flattened with dotted keys (`ppo.num_envs`). A no-op without
+        TensorBoard (the JSON config is saved by the runner as `config.json`).
+        """
+        if self._tb is None:
+            return
+        rows = "\n".join(f"|{key}|{value}|" for key, value in _flatten(config, "."))
+        self._tb.add_text("hyperparameters", "|param|value|\n|-|-|\n" + rows)
 
     def close(self) -> None:
-        self._file.close()
         if self._tb is not None:
             self._tb.close()
 
@@ -76,22 +126,11 @@ class MetricLogger:
         self.close()
 
 
-def _flatten(record: dict, prefix: str = ""):
+def _flatten(record: dict, sep: str, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Yield `(joined key, leaf)` for every non-dict value of a nested dict."""
     for key, value in record.items():
-        tag = f"{prefix}/{key}" if prefix else str(key)
+        tag = f"{prefix}{sep}{key}" if prefix else str(key)
         if isinstance(value, dict):
-            yield from _flatten(value, tag)
+            yield from _flatten(value, sep, tag)
         else:
             yield tag, value
-
-
-def read_jsonl(path: str) -> list[dict]:
-    """Read a JSONL file written by `MetricLogger` (skips a torn last line)."""
-    records = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-    return records

@@ -20,14 +20,18 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from sailor_jax.alignment import UpdateResult, update_theta
 from sailor_jax.config import AlignmentConfig, RefineConfig
-from sailor_jax.rankers.base import to_json_line
+from sailor_jax.logging import JsonlSink
+from sailor_jax.rankers import hf_backend
+from sailor_jax.rankers.base import Ranker
+from sailor_jax.rankers.hf_backend import LLMBackend
+from sailor_jax.rankers.llm import LLMRanker
 from sailor_jax.reward import RewardSpec
 from sailor_jax.types import Preferences, Ranking
 
@@ -192,68 +196,107 @@ def refine_theta(theta, Phi, ranking: Ranking, suggestion: Suggestion, spec: Rew
     return result
 
 
+@runtime_checkable
+class Advisor(Protocol):
+    """Answers "which single weight should change?": `LLMAdvisor`, `ScriptedAdvisor` (tests)."""
+
+    def suggest(self, spec: RewardSpec, thetas: Sequence, stats: Sequence[dict],
+                context: dict | None = None) -> list[tuple[Suggestion | None, dict]]:
+        """Ask once per `(theta, stats)` pair (`S` pairs, `float[F]` thetas). Host-only.
+
+        Returns:
+          `S` pairs `(Suggestion or None, record)`; a record (also logged) has the `context`
+          keys, "prompt", "answer", "suggestion" (dict or None), "invalid_reason", "seconds".
+        """
+        ...
+
+
+def advise(generate: Callable[[list[str]], list[str]], sink: JsonlSink, spec: RewardSpec,
+           thetas: Sequence, stats: Sequence[dict], context: dict | None = None
+           ) -> list[tuple[Suggestion | None, dict]]:
+    """`Advisor.suggest` with answers from `generate(prompts)`, records written to `sink`."""
+    prompts = [refinement_prompt(spec, th, st) for th, st in zip(thetas, stats, strict=True)]
+    t0 = time.perf_counter()
+    answers = generate(prompts)
+    seconds = (time.perf_counter() - t0) / max(1, len(prompts))
+    out = []
+    for prompt, answer in zip(prompts, answers, strict=True):
+        suggestion, reason = parse_suggestion(answer, spec)
+        record = {**(context or {}), "prompt": prompt, "answer": answer,
+                  "suggestion": dataclasses.asdict(suggestion) if suggestion else None,
+                  "invalid_reason": reason or None, "seconds": seconds}
+        sink.write(record)
+        out.append((suggestion, record))
+    return out
+
+
 class LLMAdvisor:
-    """Asks a causal LM which weight to change (greedy generation). Host-only.
+    """An `Advisor` that asks a causal LM which weight to change (greedy generation). Host-only.
 
     Args:
       cfg: the refinement config (model, device, token budget).
-      backend: optional `(tokenizer, model, device)` to share an already loaded model (the LLM
-        judge's); otherwise the model named by `cfg` is loaded.
+      backend: an already loaded model to share (the LLM judge's, see `make_advisor`); None
+        loads the model named by `cfg`.
       log_path: JSONL file every prompt, answer and parse result is appended to (None: only
         the in-memory `records`).
+
+    Attributes:
+      backend: the loaded `LLMBackend`.
+      records: every log record so far, newest last.
     """
 
-    def __init__(self, cfg: RefineConfig, backend: tuple | None = None,
+    def __init__(self, cfg: RefineConfig, backend: LLMBackend | None = None,
                  log_path: str | None = None) -> None:
-        from sailor_jax.rankers import hf_backend
-
-        self.cfg, self.log_path, self.records = cfg, log_path, []
         if backend is None:
             backend = hf_backend.load_model(cfg.model, cfg.gguf_file, cfg.dtype, cfg.device)
-        self.tokenizer, self.model, self.device = backend
+        self.cfg, self.backend, self.log_path = cfg, backend, log_path
+        self._sink = JsonlSink(log_path, keep=None)
+        self.records = self._sink.records
 
     def generate(self, prompts: Sequence[str]) -> list[str]:
         """Greedy answers (`ANSWER_PREFIX` + generated text) to the user messages `prompts`."""
-        from sailor_jax.rankers import hf_backend
-
-        rendered = [hf_backend.render_chat(self.tokenizer, SYSTEM_PROMPT, p, ANSWER_PREFIX)
-                    for p in prompts]
-        texts, _ = hf_backend.generate(self.tokenizer, self.model, rendered,
-                                       self.cfg.max_new_tokens, max(1, len(rendered)),
-                                       self.device)
+        rendered = [self.backend.render_chat(SYSTEM_PROMPT, p, ANSWER_PREFIX) for p in prompts]
+        texts, _ = self.backend.generate(rendered, self.cfg.max_new_tokens, max(1, len(rendered)))
         return [ANSWER_PREFIX + t for t in texts]
 
     def suggest(self, spec: RewardSpec, thetas: Sequence, stats: Sequence[dict],
                 context: dict | None = None) -> list[tuple[Suggestion | None, dict]]:
-        """One suggestion per (theta, stats) pair; each with its log record (logged)."""
-        prompts = [refinement_prompt(spec, th, st) for th, st in zip(thetas, stats, strict=True)]
-        t0 = time.perf_counter()
-        answers = self.generate(prompts)
-        seconds = (time.perf_counter() - t0) / max(1, len(prompts))
-        out = []
-        for prompt, answer in zip(prompts, answers, strict=True):
-            suggestion, reason = parse_suggestion(answer, spec)
-            record = {**(context or {}), "prompt": prompt, "answer": answer,
-                      "suggestion": dataclasses.asdict(suggestion) if suggestion else None,
-                      "invalid_reason": reason or None, "seconds": seconds}
-            self.records.append(record)
-            if self.log_path is not None:
-                with open(self.log_path, "a", encoding="utf-8") as f:
-                    f.write(to_json_line(record) + "\n")
-            out.append((suggestion, record))
-        return out
+        """See `Advisor.suggest`; the answers come from the LM (logged)."""
+        return advise(self.generate, self._sink, spec, thetas, stats, context)
 
 
-class ScriptedAdvisor(LLMAdvisor):
-    """An advisor that answers with fixed texts in turn (tests); parsing and logging as usual."""
+class ScriptedAdvisor:
+    """An `Advisor` that answers with the fixed `answers` in turn, cycling (tests); parsing and
+    logging (`log_path`, `records`) as `LLMAdvisor`."""
 
     def __init__(self, answers: Sequence[str], log_path: str | None = None) -> None:
-        self.cfg, self.log_path, self.records = RefineConfig(), log_path, []
         self._answers, self._next = list(answers), 0
+        self._sink = JsonlSink(log_path, keep=None)
+        self.records = self._sink.records
 
     def generate(self, prompts: Sequence[str]) -> list[str]:
-        out = []
-        for _ in prompts:
-            out.append(self._answers[self._next % len(self._answers)])
-            self._next += 1
+        """The next `len(prompts)` scripted answers."""
+        out = [self._answers[(self._next + k) % len(self._answers)] for k in range(len(prompts))]
+        self._next += len(prompts)
         return out
+
+    def suggest(self, spec: RewardSpec, thetas: Sequence, stats: Sequence[dict],
+                context: dict | None = None) -> list[tuple[Suggestion | None, dict]]:
+        """See `Advisor.suggest`; the answers are the scripted texts (logged)."""
+        return advise(self.generate, self._sink, spec, thetas, stats, context)
+
+
+def make_advisor(cfg: RefineConfig, ranker: Ranker | None = None,
+                 log_path: str | None = None) -> Advisor:
+    """Build the refinement LLM, sharing the judge's loaded model when it is the same model.
+
+    Host-only. Shared when `ranker` is an `LLMRanker` with the same `model` and, if
+    `cfg.gguf_file` is set, the same `gguf_file` (the judge's device and dtype then); otherwise
+    the model named by `cfg` is loaded. `log_path`: the advisor's JSONL file, or None.
+
+    Raises:
+      ImportError, ValueError: as `hf_backend.load_model`, when a model is loaded.
+    """
+    same = (isinstance(ranker, LLMRanker) and ranker.config.model == cfg.model
+            and (cfg.gguf_file is None or ranker.config.gguf_file == cfg.gguf_file))
+    return LLMAdvisor(cfg, backend=ranker.backend if same else None, log_path=log_path)

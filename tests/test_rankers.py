@@ -3,6 +3,7 @@ and the LLM judge on a tiny offline model (plus one `slow` test on the embedded 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import subprocess
@@ -27,7 +28,6 @@ from sailor_jax.rankers import (
     parse_ranking,
     trajectory_text,
 )
-from sailor_jax.rankers.base import to_json_line
 from sailor_jax.rankers.text import MIN_CHARS, fit_trajectory_text
 from sailor_jax.types import TrajectoryBatch
 
@@ -105,11 +105,6 @@ def test_oracle_and_scripted_errors():
         LinearOracleRanker([1.0, 2.0]).rank(synthetic_batch(3, 2))
     with pytest.raises(ValueError, match="entries"):
         ScriptedRanker([1, 0]).rank(synthetic_batch(3, 2))
-
-
-def test_log_lines_are_strict_json():
-    line = to_json_line({"a": float("nan"), "b": [1.0, float("-inf")], "c": {"d": np.float64(2)}})
-    assert line == '{"a": null, "b": [1.0, null], "c": {"d": 2.0}}'
 
 
 def test_scripted_ranker_fixed_and_callable():
@@ -333,6 +328,18 @@ def test_pairwise_probabilities_do_not_depend_on_batching(tiny_llm_dir, tiny_pai
     single = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=1024, batch_size=1))
     np.testing.assert_allclose(
         single.rank(batch).pairwise_prob, tiny_pairwise.rank(batch).pairwise_prob, atol=1e-5
+    )
+
+
+def test_ranker_on_a_shared_backend_judges_as_one_that_loaded_it(tiny_pairwise):
+    shared = LLMRanker(
+        dataclasses.replace(tiny_pairwise.config, log_path=None), backend=tiny_pairwise.backend
+    )
+    assert shared.backend is tiny_pairwise.backend and shared.model is tiny_pairwise.model
+    assert shared.device == "cpu" and str(shared.backend.dtype) == "torch.float32"
+    batch = random_games(3, 100, seed=5)
+    np.testing.assert_array_equal(
+        shared.rank(batch).pairwise_prob, tiny_pairwise.rank(batch).pairwise_prob
     )
 
 

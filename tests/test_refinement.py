@@ -21,6 +21,8 @@ from sailor_jax.config import (
     RefineConfig,
     SailorConfig,
 )
+from sailor_jax.rankers import ScriptedRanker, hf_backend
+from sailor_jax.rankers.llm import LLMRanker, LLMRankerConfig
 from sailor_jax.refinement import Suggestion
 from sailor_jax.reward import RewardSpec
 from sailor_jax.types import Ranking
@@ -154,7 +156,7 @@ def test_loop_refines_when_rankings_agree_and_score_stalls(tmp_path):
     advisor = refinement.ScriptedAdvisor(["lower the smoothness weight", "no idea"],
                                          log_path=os.path.join(out, "refine.jsonl"))
     os.makedirs(out)
-    results = loop.run(TINY, out, advisor=advisor)
+    results = loop.run(TINY, out, advisor=advisor).to_json()
     k = NAMES.index("smoothness")
     history = np.asarray(results["theta_history"])
     seeds0 = results["iterations"][0]["seeds"]
@@ -193,7 +195,7 @@ def test_fixed_reward_run_builds_no_judge_and_keeps_theta(tmp_path, monkeypatch)
     theta0 = (1.0,) + (0.0,) * 7
     cfg = dataclasses.replace(TINY, iterations=2, self_align=False, theta0=theta0,
                               ranker=RankerConfig(kind="llm"))
-    results = loop.run(cfg, str(tmp_path / "fixed"))
+    results = loop.run(cfg, str(tmp_path / "fixed")).to_json()
     history = np.asarray(results["theta_history"])
     np.testing.assert_array_equal(history, np.broadcast_to(np.float32(theta0), history.shape))
     assert all(len(r["train_score"]) == 2 for r in results["iterations"])
@@ -223,3 +225,37 @@ def test_refine_theta_at_the_bound_says_so_and_keeps_theta():
                                      RefineConfig(), rng=0)
     assert not result.accepted and "cannot raise score_gain" in result.message
     np.testing.assert_array_equal(result.theta, theta)
+
+
+def test_scripted_advisor_records_keep_the_refine_jsonl_format(tmp_path):
+    log = tmp_path / "refine.jsonl"
+    advisor = refinement.ScriptedAdvisor(["raise empty cells", "?", "lower game_over"],
+                                         log_path=str(log))
+    assert isinstance(advisor, refinement.Advisor)
+    theta = np.asarray(SPEC.theta0)
+    out = advisor.suggest(SPEC, [theta, theta], [{"x": [1.0]}] * 2, context={"iteration": 4})
+    out += advisor.suggest(SPEC, [theta, theta], [{"x": [2.0]}] * 2)  # the answers cycle
+    assert [s and (s.feature, s.direction) for s, _ in out] == [
+        ("empty_cells", 1), None, ("game_over", -1), ("empty_cells", 1)]
+    keys = ["prompt", "answer", "suggestion", "invalid_reason", "seconds"]
+    assert list(out[0][1]) == ["iteration", *keys] and list(out[2][1]) == keys
+    assert out[0][1]["suggestion"] == {"feature": "empty_cells", "index": 1, "direction": 1}
+    assert out[1][1]["invalid_reason"] == "no 'raise/lower <feature>' found"
+    lines = [json.loads(x) for x in open(log)]
+    assert lines == [r for _, r in out] == advisor.records
+
+
+def test_make_advisor_shares_the_judges_model_only_when_it_is_the_same(tiny_llm_dir,
+                                                                          monkeypatch):
+    judge = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=1024))
+    advisor = refinement.make_advisor(RefineConfig(model=tiny_llm_dir), judge)
+    assert isinstance(advisor, refinement.LLMAdvisor) and isinstance(advisor, refinement.Advisor)
+    assert advisor.backend is judge.backend
+    loaded = []
+    monkeypatch.setattr(hf_backend, "load_model", lambda *a: loaded.append(a) or judge.backend)
+    refinement.make_advisor(RefineConfig(model=tiny_llm_dir, gguf_file="x.gguf"), judge)
+    refinement.make_advisor(RefineConfig(), judge)  # the embedded model: not the judge's
+    refinement.make_advisor(RefineConfig(model=tiny_llm_dir, dtype="float16"), ScriptedRanker([0]))
+    refinement.make_advisor(RefineConfig(model=tiny_llm_dir))
+    assert loaded == [(tiny_llm_dir, "x.gguf", "auto", "auto"), (None, None, "auto", "auto"),
+                      (tiny_llm_dir, None, "float16", "auto"), (tiny_llm_dir, None, "auto", "auto")]

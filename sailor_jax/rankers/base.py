@@ -7,10 +7,8 @@ it could not judge (for example an unparsable LLM answer): a judge never invents
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -60,21 +58,6 @@ class Ranker(Protocol):
 def group_size(batch: TrajectoryBatch) -> int:
     """Return `M`, the number of trajectories in a host batch. Host-only."""
     return int(np.shape(batch.lengths)[0])
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
-def to_json_line(record: dict[str, Any]) -> str:
-    """Serialise a log record as strict JSON (NaN and infinities become null). Host-only."""
-    return json.dumps(_finite(record), allow_nan=False)
 
 
 def to_ranking(result: ScriptResult, m: int) -> Ranking | None:

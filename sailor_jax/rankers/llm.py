@@ -14,8 +14,9 @@ all groups in one `rank_groups` call go through batched forward passes.
 * listwise: one chain-of-thought prompt per group, greedy generation, `parse_ranking`; an
   unparsable answer gives None for that group.
 
-Every prompt, output (or label log-probabilities), parse result and timing is logged: to
-`log_path` as JSONL when set, and always to the bounded in-memory list `records`.
+Every prompt, output (or label log-probabilities), parse result and timing is logged through a
+`logging.JsonlSink`: to `log_path` as JSONL when set, and always to the bounded in-memory list
+`records`.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from typing import Any
 import numpy as np
 
 from sailor_jax.config import LLMRankerConfig
+from sailor_jax.logging import JsonlSink
 from sailor_jax.rankers import bradley_terry, hf_backend, prompts
-from sailor_jax.rankers.base import Ranker, group_size, to_json_line
+from sailor_jax.rankers.base import Ranker, group_size
+from sailor_jax.rankers.hf_backend import LLMBackend
 from sailor_jax.rankers.parsing import parse_ranking, parse_ranking_verbose
 from sailor_jax.rankers.text import fit_trajectory_text
 from sailor_jax.types import Ranking, TrajectoryBatch
@@ -46,10 +49,17 @@ _POSITIVE_FIELDS += ("max_records",)
 class LLMRanker(Ranker):
     """Rank trajectories with a causal LM (pairwise or listwise; see the module docstring).
 
-    Host-only. Construction loads the model (seconds).
+    Host-only. Construction loads the model (seconds) unless `backend` is given.
+
+    Args:
+      config: model, mode, budgets and logging of the judge.
+      backend: an already loaded model to use (e.g. shared with the refinement advisor);
+        None loads the one `config` names (`hf_backend.load_model`).
 
     Attributes:
+      backend: the loaded `LLMBackend` (also exposed as `tokenizer`, `model`, `device`).
       records: bounded list of log records (dicts), newest last.
+      load_seconds: time spent loading the model (about 0 when `backend` was given).
       last_label_mass: pairwise: mean `pA + pB` over the prompts of the last call (NaN before).
       last_seconds_per_prompt: mean model seconds per prompt in the last call.
       max_prompt_tokens: resolved prompt token budget.
@@ -59,20 +69,38 @@ class LLMRanker(Ranker):
       ValueError: `max_prompt_tokens` (+ `max_new_tokens`) exceeds the model's context.
     """
 
-    def __init__(self, config: LLMRankerConfig) -> None:
+    def __init__(self, config: LLMRankerConfig, backend: LLMBackend | None = None) -> None:
         self.config = config
         self.name = f"llm-{config.mode}"
         t0 = time.perf_counter()
-        self.tokenizer, self.model, self.device = hf_backend.load_model(
-            config.model, config.gguf_file, config.dtype, config.device
-        )
+        if backend is None:
+            backend = hf_backend.load_model(
+                config.model, config.gguf_file, config.dtype, config.device
+            )
+        self.backend = backend
         self.load_seconds = time.perf_counter() - t0
         self.max_prompt_tokens = self._resolve_budget()
-        self.records: list[dict[str, Any]] = []
+        self._sink = JsonlSink(config.log_path, keep=config.max_records)
         self.last_label_mass = float("nan")
         self.last_seconds_per_prompt = float("nan")
         self._rng = np.random.default_rng(config.seed)
         self._label_ids = self._find_label_ids()
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.backend.tokenizer
+
+    @property
+    def model(self) -> Any:
+        return self.backend.model
+
+    @property
+    def device(self) -> str:
+        return self.backend.device
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return self._sink.records
 
     def _resolve_budget(self) -> int:
         cfg = self.config
@@ -92,25 +120,17 @@ class LLMRanker(Ranker):
             prompts.pairwise_user_message("x", "y"), prompts.PAIRWISE_ANSWER_PREFIX
         )
         ids = tuple(
-            hf_backend.label_token_id(self.tokenizer, prompt, " " + label)
-            for label in prompts.PAIRWISE_LABELS
+            self.backend.label_token_id(prompt, " " + label) for label in prompts.PAIRWISE_LABELS
         )
         if ids[0] == ids[1]:
             raise ValueError(f"labels {prompts.PAIRWISE_LABELS} map to the same token {ids[0]}")
         return ids[0], ids[1]
 
     def _render(self, user: str, answer_prefix: str = "") -> str:
-        return hf_backend.render_chat(self.tokenizer, prompts.SYSTEM_PROMPT, user, answer_prefix)
+        return self.backend.render_chat(prompts.SYSTEM_PROMPT, user, answer_prefix)
 
     def _count(self, text: str) -> int:
-        return hf_backend.count_tokens(self.tokenizer, text)
-
-    def _log(self, record: dict[str, Any]) -> None:
-        self.records.append(record)
-        del self.records[: -self.config.max_records]
-        if self.config.log_path is not None:
-            with open(self.config.log_path, "a", encoding="utf-8") as f:
-                f.write(to_json_line(record) + "\n")
+        return self.backend.count_tokens(text)
 
     def _fit(
         self, build: Callable[[list[str]], str], batch: TrajectoryBatch, n_shown: int
@@ -170,13 +190,8 @@ class LLMRanker(Ranker):
                 for first, second in ((a, b), (b, a)):
                     jobs.append((g, first, second))
                     prompt_texts.append(self._pair_prompt(texts[first], texts[second]))
-        logp, seconds = hf_backend.next_token_logprobs(
-            self.tokenizer,
-            self.model,
-            prompt_texts,
-            self._label_ids,
-            self.config.batch_size,
-            self.device,
+        logp, seconds = self.backend.next_token_logprobs(
+            prompt_texts, self._label_ids, self.config.batch_size
         )
         mass = np.exp(logp).sum(axis=1)
         p_first = 1.0 / (1.0 + np.exp(logp[:, 1] - logp[:, 0]))  # pA / (pA + pB)
@@ -185,7 +200,7 @@ class LLMRanker(Ranker):
             record |= {"prompt": prompt_texts[k], "prompt_tokens": self._count(prompt_texts[k])}
             record |= {"logp_A": float(logp[k, 0]), "logp_B": float(logp[k, 1])}
             record |= {"label_mass": float(mass[k]), "p_first": float(p_first[k])}
-            self._log(record | {"seconds": float(seconds[k])})
+            self._sink.write(record | {"seconds": float(seconds[k])})
         self.last_label_mass = float(np.mean(mass)) if len(jobs) else float("nan")
         self.last_seconds_per_prompt = float(np.mean(seconds)) if len(jobs) else float("nan")
         out, offset = [], 0
@@ -214,7 +229,7 @@ class LLMRanker(Ranker):
         record["label_mass_mean"] = float(np.mean(mass)) if len(mass) else None
         record["order"] = None if ranking is None else ranking.order.tolist()
         record["scores"] = None if ranking is None else ranking.scores.tolist()
-        self._log(record)
+        self._sink.write(record)
         return ranking
 
     def _rank_listwise(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
@@ -227,13 +242,8 @@ class LLMRanker(Ranker):
                 )
                 prompt_texts.append(self._render(prompts.listwise_user_message(texts)))
                 todo.append(g)
-        answers, seconds = hf_backend.generate(
-            self.tokenizer,
-            self.model,
-            prompt_texts,
-            self.config.max_new_tokens,
-            self.config.batch_size,
-            self.device,
+        answers, seconds = self.backend.generate(
+            prompt_texts, self.config.max_new_tokens, self.config.batch_size
         )
         self.last_seconds_per_prompt = float(np.mean(seconds)) if todo else float("nan")
         out: list[Ranking | None] = [
@@ -245,6 +255,6 @@ class LLMRanker(Ranker):
             record |= {"prompt": prompt_texts[k], "prompt_tokens": self._count(prompt_texts[k])}
             record |= {"output": answers[k], "order": None if order is None else order.tolist()}
             record |= {"parsed": order is not None, "parse_strategy": strategy}
-            self._log(record | {"seconds": float(seconds[k])})
+            self._sink.write(record | {"seconds": float(seconds[k])})
             out[g] = None if order is None else Ranking(order=order)
         return out
