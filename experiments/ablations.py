@@ -5,7 +5,7 @@
     python experiments/ablations.py --preset gpu --out runs/ablations_gpu       # one GPU
     python experiments/ablations.py --preset cpu --variants baseline sailor_bo_outcome
 
-Every variant is a `loop.SailorConfig` derived from the preset's base config: the same PPO
+Every variant is a `SailorConfig` derived from the preset's base config: the same PPO
 segments, env-step budget, seeds (vmapped in one compiled program per variant) and evaluation
 protocol; only the reward learning differs. Variants share the root seed, so seed s of every
 variant starts from the same initial network and environments (common random numbers: two
@@ -32,7 +32,6 @@ variant killed mid-way continues from its last checkpoint. Plot with
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import json
@@ -42,11 +41,10 @@ import sys
 # JAX must not take the GPU memory the LLM needs: set before JAX initialises.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
-import tyro  # noqa: E402
 from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 
 from sailor_jax import loop, report  # noqa: E402
+from sailor_jax.cli import parse_with_presets, progress_bar  # noqa: E402
 from sailor_jax.config import (  # noqa: E402
     AlignmentConfig,
     EvalConfig,
@@ -57,6 +55,9 @@ from sailor_jax.config import (  # noqa: E402
 )
 from sailor_jax.features import FEATURE_NAMES  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
+from sailor_jax.rankers.factory import judge_name  # noqa: E402
+from sailor_jax.results import SailorResults  # noqa: E402
+from sailor_jax.runner import config_json  # noqa: E402
 
 FIXED_VARIANTS = ("baseline", "score_only")
 SAILOR_VARIANTS = ("sailor_bo", "sailor_bo_constrained", "sailor_bo_weighted_confidence",
@@ -148,36 +149,34 @@ def variant_config(name: str, base: SailorConfig,
 
 def judge_label(cfg: SailorConfig) -> str:
     """Short judge name for the table: "-" (fixed reward), "outcome", "llm:<model>"."""
-    if not cfg.self_align:
-        return "-"
-    desc = loop.ranker_description(cfg.ranker)
-    if desc["kind"] != "llm":
-        return desc["kind"]
-    model = desc["model"].split(" ")[0].rstrip("/").split("/")[-1]
-    return f"llm:{model}"
+    return judge_name(cfg.ranker) if cfg.self_align else "-"
+
+
+PRESET_HELP = {"smoke": "about 2 minutes on a 2-core CPU",
+               "cpu": "under 30 minutes on a 2-core CPU", "gpu": "one GPU, every variant"}
 
 
 def parse(argv: list[str]) -> tuple[str, Args]:
-    """Split off `--preset NAME`, then let tyro parse the rest over that preset's defaults."""
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--preset", choices=sorted(PRESETS), default="smoke")
-    known, rest = pre.parse_known_args(argv)
-    args = tyro.cli(Args, default=PRESETS[known.preset], args=rest,
-                    description=f"SAILOR ablations (preset: {known.preset}; choose with "
-                                f"--preset {{{','.join(sorted(PRESETS))}}})")
+    """`--preset NAME` (default smoke), then any field over that preset's defaults (tyro).
+
+    Raises:
+      ValueError: an unknown or repeated variant name (before any work is done).
+    """
+    preset, args = parse_with_presets({n: (PRESET_HELP[n], a) for n, a in PRESETS.items()},
+                                      argv, "SAILOR ablations")
     for name in args.variants:
         variant_config(name, args.base, args.constrained_tunable)  # fail before any work
     if len(set(args.variants)) != len(args.variants):
         raise ValueError(f"variants repeat a name: {list(args.variants)}")
-    return known.preset, args
+    return preset, args
 
 
 def _config_dict(cfg: SailorConfig) -> dict:
-    return json.loads(json.dumps(to_jsonable(dataclasses.asdict(cfg)), sort_keys=True))
+    return json.loads(config_json(cfg))
 
 
 def run_variant(name: str, cfg: SailorConfig, folder: str, console: Console,
-                progress=None) -> dict:
+                progress=None) -> SailorResults:
     """Run one variant, or read it back when finished; resume it when it was interrupted.
 
     Raises:
@@ -185,9 +184,8 @@ def run_variant(name: str, cfg: SailorConfig, folder: str, console: Console,
     """
     results_path = os.path.join(folder, "results.json")
     if os.path.exists(results_path):
-        with open(results_path, encoding="utf-8") as f:
-            results = json.load(f)
-        if results["config"] != _config_dict(cfg):
+        results = SailorResults.load(results_path)
+        if results.config != _config_dict(cfg):
             raise ValueError(f"{folder} holds variant {name!r} run with a different "
                              "configuration; choose another --out")
         console.print(f"variant {name}: finished earlier, read {results_path}", markup=False)
@@ -198,13 +196,13 @@ def run_variant(name: str, cfg: SailorConfig, folder: str, console: Console,
     return loop.run(cfg, folder, resume=resume, progress=progress)
 
 
-def theta_rows(name: str, results: dict) -> list[dict]:
+def theta_rows(name: str, results: SailorResults) -> list[dict]:
     """Long-format rows (variant, seed, iteration, one column per feature) of theta_history."""
     rows = []
-    for t, per_seed in enumerate(results["theta_history"]):
+    for t, per_seed in enumerate(results.theta_history):
         for s, theta in enumerate(per_seed):
             rows.append({"variant": name, "seed": s, "iteration": t,
-                         **dict(zip(results["feature_names"], theta, strict=True))})
+                         **dict(zip(results.feature_names, theta, strict=True))})
     return rows
 
 
@@ -217,17 +215,15 @@ def main(argv: list[str] | None = None) -> list[dict]:
                    "constrained_tunable": list(args.constrained_tunable),
                    "base_config": to_jsonable(dataclasses.asdict(args.base))}, f, indent=2)
     rows, thetas = [], []
-    columns = (TextColumn("{task.description}"), BarColumn(),
-               TextColumn("iteration {task.completed}/{task.total}"), TimeElapsedColumn())
-    with Progress(*columns, console=console) as progress:
+    with progress_bar(console, "iterations") as progress:
         for name in args.variants:
             cfg = variant_config(name, args.base, args.constrained_tunable)
             results = run_variant(name, cfg, os.path.join(args.out, "variants", name), console,
                                   progress)
             rows.append(report.summary_row(
-                name, results["evaluation"], judge=judge_label(cfg),
-                env_steps_per_seed=results["env_steps_per_seed"],
-                wall_clock_s=sum(results["timings"].values())))
+                name, results.evaluation, judge=judge_label(cfg),
+                env_steps_per_seed=results.env_steps_per_seed,
+                wall_clock_s=sum(results.timings.values())))
             thetas.extend(theta_rows(name, results))
     csv_path, md_path = report.write_tables(rows, args.out, "ablations")
     with open(os.path.join(args.out, "theta_trajectories.csv"), "w", newline="",

@@ -18,7 +18,7 @@ confidence intervals over seeds, see `sailor_jax.report.mean_ci`):
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import json
 import math
 import os
@@ -30,24 +30,26 @@ matplotlib.use("Agg")  # files only; no display needed
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import tyro  # noqa: E402
 
 from sailor_jax import report  # noqa: E402
+from sailor_jax.results import SailorResults  # noqa: E402
 
 FIGURES = ("learning_curves", "final_performance", "theta_trajectories",
            "max_tile_distribution", "agreement", "max_tile_position")
 
 
-def load_runs(results_dir: str) -> dict[str, dict]:
-    """`{variant: results.json dict}` of an ablation folder (in `ablation.json` order) or of a
+def load_runs(results_dir: str) -> dict[str, SailorResults]:
+    """`{variant: SailorResults}` of an ablation folder (in `ablation.json` order) or of a
     single run folder (one entry named after the folder).
 
     Raises:
       FileNotFoundError: no results.json found.
+      ValueError: a results.json that is not a SAILOR run's.
     """
     single = os.path.join(results_dir, "results.json")
     if os.path.exists(single):
-        with open(single, encoding="utf-8") as f:
-            return {os.path.basename(os.path.normpath(results_dir)): json.load(f)}
+        return {os.path.basename(os.path.normpath(results_dir)): SailorResults.load(single)}
     variants_dir = os.path.join(results_dir, "variants")
     names = sorted(os.listdir(variants_dir)) if os.path.isdir(variants_dir) else []
     meta = os.path.join(results_dir, "ablation.json")
@@ -59,8 +61,7 @@ def load_runs(results_dir: str) -> dict[str, dict]:
     for name in names:
         path = os.path.join(variants_dir, name, "results.json")
         if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                runs[name] = json.load(f)
+            runs[name] = SailorResults.load(path)
     if not runs:
         raise FileNotFoundError(f"no results.json in {results_dir} or {variants_dir}/*/ "
                                 "(is the run finished?)")
@@ -77,27 +78,23 @@ def _band(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return mean, lo, hi
 
 
-def _is_sailor(run: dict) -> bool:
-    return run["config"].get("self_align", True)
-
-
-def _seed_scores(run: dict) -> tuple[np.ndarray, np.ndarray]:
+def _seed_scores(run: SailorResults) -> tuple[np.ndarray, np.ndarray]:
     """Env steps `[T]` and per-seed segment game scores `[S, T]` (NaN where none ended)."""
-    its = run["iterations"]
-    steps = np.asarray([r["env_steps"] for r in its], np.float64)
-    scores = np.asarray([[np.nan if v is None else v for v in r.get("train_score") or []]
+    its = run.iterations
+    steps = np.asarray([r.env_steps for r in its], np.float64)
+    scores = np.asarray([[np.nan if v is None else v for v in r.train_score or []]
                          for r in its], np.float64)
     return steps, scores.T if scores.size else np.empty((0, len(its)))
 
 
-def _eval_curve(run: dict) -> tuple[np.ndarray, np.ndarray] | None:
+def _eval_curve(run: SailorResults) -> tuple[np.ndarray, np.ndarray] | None:
     """Env steps and per-seed greedy scores `[S, K]` of the evaluations (incl. the final)."""
-    points = [(r["env_steps"], [e["score_mean"] for e in r["evaluation"]["per_seed"]])
-              for r in run["iterations"] if r.get("evaluation")]
+    points = [(r.env_steps, [e["score_mean"] for e in r.evaluation["per_seed"]])
+              for r in run.iterations if r.evaluation]
     if not points:
         return None
-    points.append((run["env_steps_per_seed"],
-                   [e["score_mean"] for e in run["evaluation"]["per_seed"]]))
+    points.append((run.env_steps_per_seed,
+                   [e["score_mean"] for e in run.evaluation["per_seed"]]))
     return (np.asarray([p[0] for p in points], np.float64),
             np.asarray([p[1] for p in points], np.float64).T)
 
@@ -114,7 +111,7 @@ def _line(ax, x, samples, label, band=True, **kw):
         ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
 
 
-def plot_learning_curves(runs: dict[str, dict]):
+def plot_learning_curves(runs: dict[str, SailorResults]):
     evals = {n: _eval_curve(r) for n, r in runs.items()}
     with_eval = any(v is not None for v in evals.values())
     colors = _colors(runs)
@@ -138,8 +135,8 @@ def plot_learning_curves(runs: dict[str, dict]):
     return fig
 
 
-def plot_final_performance(runs: dict[str, dict]):
-    rows = [report.summary_row(n, r["evaluation"]) for n, r in runs.items()]
+def plot_final_performance(runs: dict[str, SailorResults]):
+    rows = [report.summary_row(n, r.evaluation) for n, r in runs.items()]
     names = [r["variant"] for r in rows]
     fig, (ax_score, ax_tiles) = plt.subplots(1, 2, figsize=(13, 4.5))
     x = np.arange(len(rows))
@@ -171,13 +168,13 @@ def plot_final_performance(runs: dict[str, dict]):
     return fig
 
 
-def plot_theta_trajectories(runs: dict[str, dict]):
-    names = next(iter(runs.values()))["feature_names"]
+def plot_theta_trajectories(runs: dict[str, SailorResults]):
+    names = next(iter(runs.values())).feature_names
     fig, axes = plt.subplots(2, math.ceil(len(names) / 2), figsize=(16, 7), sharex=True)
     for i, (variant, run) in enumerate(runs.items()):
-        history = np.asarray(run["theta_history"], np.float64)  # [T+1, S, F]
+        history = np.asarray(run.theta_history, np.float64)  # [T+1, S, F]
         its = np.arange(history.shape[0])
-        style = {} if _is_sailor(run) else {"ls": "--", "lw": 1}
+        style = {} if run.self_align else {"ls": "--", "lw": 1}
         for k, ax in enumerate(axes.ravel()[:len(names)]):
             _line(ax, its, history[:, :, k].T, variant, color=f"C{i}", **style)
             ax.plot(its, history[:, :, k], color=f"C{i}", lw=0.6, alpha=0.35)  # each seed
@@ -194,9 +191,9 @@ def plot_theta_trajectories(runs: dict[str, dict]):
     return fig
 
 
-def plot_max_tile_distribution(runs: dict[str, dict]):
-    counts = {n: {int(k): v for k, v in r["evaluation"]["max_tile_counts"].items()}
-              for n, r in runs.items() if "max_tile_counts" in r["evaluation"]}
+def plot_max_tile_distribution(runs: dict[str, SailorResults]):
+    counts = {n: {int(k): v for k, v in r.evaluation["max_tile_counts"].items()}
+              for n, r in runs.items() if "max_tile_counts" in r.evaluation}
     tiles = sorted({t for c in counts.values() for t in c})
     fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(tiles)), 4.5))
     if not counts:
@@ -215,14 +212,14 @@ def plot_max_tile_distribution(runs: dict[str, dict]):
     return fig
 
 
-def plot_agreement(runs: dict[str, dict]):
-    sailor = {n: r for n, r in runs.items() if _is_sailor(r) and r.get("agreement")}
+def plot_agreement(runs: dict[str, SailorResults]):
+    sailor = {n: r for n, r in runs.items() if r.self_align and r.iterations}
     colors = _colors(runs)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for name, run in sailor.items():
         for key, style in (("kendall_tau_before", "-"), ("kendall_tau_after", ":")):
             values = np.asarray([[np.nan if v is None else v for v in a[key]]
-                                 for a in run["agreement"]], np.float64)  # [T, S]
+                                 for a in run.agreement], np.float64)  # [T, S]
             label = f"{name} ({key.removeprefix('kendall_tau_')} update)"
             _line(ax, np.arange(values.shape[0]), values.T, label, band=style == "-",
                   color=colors[name], ls=style)
@@ -239,15 +236,15 @@ def plot_agreement(runs: dict[str, dict]):
     return fig
 
 
-def plot_max_tile_position(runs: dict[str, dict]):
-    with_pos = {n: r for n, r in runs.items() if "max_tile_position" in r["evaluation"]}
+def plot_max_tile_position(runs: dict[str, SailorResults]):
+    with_pos = {n: r for n, r in runs.items() if "max_tile_position" in r.evaluation}
     n = max(1, len(with_pos))
     cols = min(n, 4)
     fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(3.2 * cols,
                                                                   3.2 * math.ceil(n / cols)),
                              squeeze=False)
     for ax, (name, run) in zip(axes.ravel(), with_pos.items(), strict=False):
-        grid = np.asarray(run["evaluation"]["max_tile_position"], np.float64)
+        grid = np.asarray(run.evaluation["max_tile_position"], np.float64)
         ax.imshow(grid, vmin=0, vmax=1, cmap="viridis")
         for (r, c), v in np.ndenumerate(grid):
             ax.text(c, r, f"{v:.2f}", ha="center", va="center",
@@ -280,11 +277,18 @@ def make_figures(results_dir: str, out_dir: str | None = None) -> list[str]:
     return paths
 
 
+@dataclasses.dataclass(frozen=True)
+class Args:
+    """Figures of an ablation run (or of one SAILOR run)."""
+
+    results_dir: tyro.conf.Positional[str]
+    """Ablation folder (or one SAILOR run folder)."""
+    out: str | None = None
+    """Figure folder (default RESULTS_DIR/figures)."""
+
+
 def main(argv: list[str] | None = None) -> list[str]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("results_dir", help="ablation folder (or one SAILOR run folder)")
-    parser.add_argument("--out", default=None, help="figure folder (default RESULTS_DIR/figures)")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    args = tyro.cli(Args, args=sys.argv[1:] if argv is None else argv)
     paths = make_figures(args.results_dir, args.out)
     print("\n".join(paths))
     return paths

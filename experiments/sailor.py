@@ -3,17 +3,17 @@
     python experiments/sailor.py --preset smoke --out runs/sailor_smoke     # ~1 min on CPU
     python experiments/sailor.py --preset cpu --out runs/sailor_cpu         # <= ~30 min on CPU
     python experiments/sailor.py --preset gpu --out runs/sailor_gpu \\
-        --ranker.llm.model Qwen/Qwen2.5-1.5B-Instruct                      # one GPU
+        --sailor.ranker.llm.model Qwen/Qwen2.5-1.5B-Instruct               # one GPU
 
 Any field of `SailorConfig` can be overridden after the preset (see --help). With no
-`--ranker.llm.model` the judge is the embedded SmolLM2-135M-Instruct (a pipeline demo, not a
-strong judge). Results go to `--out`: results.json, metrics.jsonl, llm.jsonl, checkpoints/.
-A killed run continues with `--resume` (same --out, same config).
+`--sailor.ranker.llm.model` the judge is the embedded SmolLM2-135M-Instruct (a pipeline demo,
+not a strong judge). Results go to `--out` (default `runs/{preset}__{judge}__{seed}__{time}`):
+results.json, metrics.jsonl, llm.jsonl, tb/, checkpoints/. A killed run continues with
+`--resume` (same --out, same config).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import sys
@@ -22,12 +22,11 @@ import sys
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import numpy as np  # noqa: E402
-import tyro  # noqa: E402
 from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from sailor_jax import loop  # noqa: E402
+from sailor_jax.cli import default_run_name, parse_with_presets, progress_bar  # noqa: E402
 from sailor_jax.config import (  # noqa: E402
     AlignmentConfig,
     EvalConfig,
@@ -36,6 +35,8 @@ from sailor_jax.config import (  # noqa: E402
     RankerConfig,
     SailorConfig,
 )
+from sailor_jax.rankers.factory import judge_name, ranker_description  # noqa: E402
+from sailor_jax.results import SailorResults  # noqa: E402
 
 PRESETS: dict[str, SailorConfig] = {
     "smoke": SailorConfig(
@@ -68,28 +69,26 @@ class Args:
 
     sailor: SailorConfig
     """The run (preset values, overridable field by field)."""
-    out: str = "runs/sailor"
-    """Output folder."""
+    out: str | None = None
+    """Output folder; default `runs/{preset}__{judge}__{seed}__{unix time}`."""
     resume: bool = False
     """Continue the run in --out from its latest checkpoint."""
 
 
+PRESET_HELP = {"smoke": "about 1 minute on a 2-core CPU, tiny budgets, the real LLM judge",
+               "cpu": "about 17 minutes on a 2-core CPU",
+               "gpu": "one GPU: thousands of envs, a Qwen-class judge"}
+
+
 def parse(argv: list[str]) -> tuple[str, Args]:
-    """Split off `--preset NAME`, then let tyro parse the rest over that preset's defaults."""
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--preset", choices=sorted(PRESETS), default="smoke")
-    known, rest = pre.parse_known_args(argv)
-    default = Args(sailor=PRESETS[known.preset])
-    args = tyro.cli(Args, default=default, args=rest,
-                    description=f"SAILOR main job (preset: {known.preset}; "
-                                f"choose with --preset {{{','.join(sorted(PRESETS))}}})")
-    return known.preset, args
+    """`--preset NAME` (default smoke), then any field over that preset's defaults (tyro)."""
+    presets = {name: (PRESET_HELP[name], Args(sailor=cfg)) for name, cfg in PRESETS.items()}
+    return parse_with_presets(presets, argv, "SAILOR main job")
 
 
-def summary(results: dict, console: Console) -> None:
+def summary(results: SailorResults, console: Console) -> None:
     """Print the theta history, preference counts, evaluation and wall-clock tables."""
-    names = results["feature_names"]
-    history = results["theta_history"]
+    names, history = results.feature_names, results.theta_history
     theta = Table(title="theta history (mean over seeds) and preference pairs per iteration")
     theta.add_column("feature")
     for t in range(len(history)):
@@ -97,16 +96,16 @@ def summary(results: dict, console: Console) -> None:
     for k, n in enumerate(names):
         theta.add_row(n, *[f"{np.mean(np.asarray(h)[:, k]):+.2f}" for h in history])
     for key, label in (("num_discordant", "|D_neg|"), ("num_concordant", "|D_pos|")):
-        theta.add_row(label, "", *[str(sum(p[key])) for p in results["preferences"]])
+        theta.add_row(label, "", *[str(sum(p[key])) for p in results.preferences])
     console.print(theta)
-    ev = Table(title=f"final agents, {results['env_steps_per_seed']:,} env steps per seed "
+    ev = Table(title=f"final agents, {results.env_steps_per_seed:,} env steps per seed "
                      f"(greedy policy, native game score)")
     for col in ("agent", "episodes", "score mean", "score std", "max tile mean", "512", "1024",
                 "2048 (win)"):
         ev.add_column(col, justify="right")
-    rows = [("SAILOR", results["evaluation"])]
-    if results.get("baseline_evaluation"):
-        rows.append(("baseline reward", results["baseline_evaluation"]))
+    rows = [("SAILOR", results.evaluation)]
+    if results.baseline_evaluation:
+        rows.append(("baseline reward", results.baseline_evaluation))
     for name, e in rows:
         r = e["max_tile_rates"]
         ev.add_row(name, str(e["episodes"]), f"{e['score_mean']:.0f}", f"{e['score_std']:.0f}",
@@ -114,23 +113,22 @@ def summary(results: dict, console: Console) -> None:
                    f"{e['win_rate']:.2f}")
     console.print(ev)
     clock = Table(title="wall-clock (s)")
-    for k in results["timings"]:
+    for k in results.timings:
         clock.add_column(k, justify="right")
-    clock.add_row(*[f"{v:.1f}" for v in results["timings"].values()])
+    clock.add_row(*[f"{v:.1f}" for v in results.timings.values()])
     console.print(clock)
 
 
-def main(argv: list[str] | None = None) -> dict:
+def main(argv: list[str] | None = None) -> SailorResults:
     preset, args = parse(sys.argv[1:] if argv is None else argv)
+    cfg = args.sailor
+    out = args.out or default_run_name(preset, judge_name(cfg.ranker), cfg.seed)
     console = Console()
-    console.print(f"SAILOR preset={preset} ranker={loop.ranker_description(args.sailor.ranker)} "
-                  f"out={args.out}")
-    columns = (TextColumn("{task.description}"), BarColumn(),
-               TextColumn("iteration {task.completed}/{task.total}"), TimeElapsedColumn())
-    with Progress(*columns, console=console) as progress:
-        results = loop.run(args.sailor, args.out, resume=args.resume, progress=progress)
+    console.print(f"SAILOR preset={preset} ranker={ranker_description(cfg.ranker)} out={out}")
+    with progress_bar(console, "iterations") as progress:
+        results = loop.run(cfg, out, resume=args.resume, progress=progress)
     summary(results, console)
-    console.print(f"results: {os.path.join(args.out, 'results.json')}")
+    console.print(f"results: {os.path.join(out, 'results.json')}")
     return results
 
 

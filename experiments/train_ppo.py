@@ -1,9 +1,11 @@
 """Train PPO on a fixed reward (the seed plan's baseline by default) over vmapped seeds.
 
-    python experiments/train_ppo.py --total-timesteps 2000000 --num-seeds 2 --out runs/ppo
+    python experiments/train_ppo.py --train.total-timesteps 2000000 --train.num-seeds 2 \\
+        --out runs/ppo
 
-Writes `metrics.jsonl`, TensorBoard events (`tb/`), checkpoints and `results.json` (final
-evaluation in native game score, next to a uniformly random legal-move policy) under `--out`.
+Writes `config.json`, `metrics.jsonl`, TensorBoard events (`tb/`), checkpoints and
+`results.json` (final evaluation in native game score, next to a uniformly random legal-move
+policy) under `--out`; `--resume` continues a killed run there.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ import os
 
 import tyro
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from sailor_jax.cli import progress_bar
 from sailor_jax.config import TrainConfig
-from sailor_jax.trainer import train
+from sailor_jax.runner import train_fixed
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -34,10 +36,8 @@ class Args:
 
 def main(args: Args) -> dict:
     console = Console()
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/"
-               "{task.total} segments"), TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console) as progress:
-        results = train(args.train, args.out, resume=args.resume, progress=progress)
+    with progress_bar(console, "segments", remaining=True) as progress:
+        results = train_fixed(args.train, args.out, resume=args.resume, progress=progress)
     table = Table(title=f"PPO on 2048, {results['env_steps_per_seed']:,} steps per seed")
     for col in ("policy", "episodes", "score mean", "score std", "max tile mean", "win rate"):
         table.add_column(col)

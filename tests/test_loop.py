@@ -79,9 +79,9 @@ def test_run_with_tiny_llm_writes_results(tmp_path, tiny_llm_dir):
     assert RESULT_KEYS <= set(on_disk)
     assert EVAL_KEYS <= set(on_disk["evaluation"]) and EVAL_KEYS <= set(
         on_disk["baseline_evaluation"])
-    history = np.asarray(results["theta_history"])
+    history = np.asarray(results.theta_history)
     assert history.shape == (cfg.iterations + 1, cfg.num_seeds, 8)
-    fixed = [k for k, n in enumerate(results["feature_names"]) if n not in cfg.tunable]
+    fixed = [k for k, n in enumerate(results.feature_names) if n not in cfg.tunable]
     fixed_history = history[:, :, fixed]
     np.testing.assert_array_equal(fixed_history,
                                   np.broadcast_to(fixed_history[:1], fixed_history.shape))
@@ -119,10 +119,10 @@ def test_resume_matches_uninterrupted_run(tmp_path):
     with pytest.raises(ValueError, match="config differs"):
         loop.run(dataclasses.replace(cfg, seed=1), out, resume=True)
     resumed = loop.run(cfg, out, resume=True)
-    np.testing.assert_array_equal(np.asarray(resumed["theta_history"]),
-                                  np.asarray(full["theta_history"]))
-    assert resumed["preferences"] == full["preferences"]
-    assert resumed["evaluation"]["score_mean"] == full["evaluation"]["score_mean"]
+    np.testing.assert_array_equal(np.asarray(resumed.theta_history),
+                                  np.asarray(full.theta_history))
+    assert resumed.preferences == full.preferences
+    assert resumed.evaluation["score_mean"] == full.evaluation["score_mean"]
 
 
 def test_judge_failure_leaves_theta_unchanged(tmp_path):
@@ -132,7 +132,7 @@ def test_judge_failure_leaves_theta_unchanged(tmp_path):
 
     results = loop.run(dataclasses.replace(TINY, iterations=1, baseline=False),
                        str(tmp_path / "r"), ranker=Fails())
-    history = np.asarray(results["theta_history"])
+    history = np.asarray(results.theta_history)
     np.testing.assert_array_equal(history[1], history[0])
-    assert results["baseline_evaluation"] is None
-    assert all(s["judge_failed"] for s in results["iterations"][0]["seeds"])
+    assert results.baseline_evaluation is None
+    assert all(s.judge_failed for s in results.iterations[0].seeds)

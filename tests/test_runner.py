@@ -1,0 +1,162 @@
+"""Tests for `sailor_jax.runner`: out-dir guard, the segment loop, resume, logs, train_fixed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sailor_jax import ppo, runner
+from sailor_jax.config import EvalConfig, NetworkConfig, PPOConfig, TrainConfig
+from sailor_jax.logging import MetricLogger
+from sailor_jax.reward import RewardSpec
+from sailor_jax.types import SegmentMetrics
+
+
+@dataclasses.dataclass(frozen=True)
+class _Cfg:
+    a: int = 1
+    b: tuple[float, ...] = (0.5, float("nan"))
+
+
+def test_prepare_out_dir_refuses_to_mix_runs(tmp_path):
+    out = str(tmp_path / "run")
+    config = runner.prepare_out_dir(out, _Cfg(), resume=False)
+    assert config == {"a": 1, "b": [0.5, None]}  # NaN is not JSON: written as null
+    assert json.load(open(os.path.join(out, "config.json"))) == config
+    with pytest.raises(ValueError, match="already holds a run"):
+        runner.prepare_out_dir(out, _Cfg(), resume=False)
+    with pytest.raises(ValueError, match="config differs"):
+        runner.prepare_out_dir(out, _Cfg(a=2), resume=True)
+    assert runner.prepare_out_dir(out, _Cfg(), resume=True) == config
+
+
+@jax.jit
+def _toy_segment(state, thetas):
+    """A stand-in for a compiled segment: state [R] accumulates a function of theta."""
+    new = state * 1.5 + thetas.sum(-1)
+    return new, {"value": new}
+
+
+class _Hooks:
+    """Theta depends on everything seen so far, like SAILOR's; can die after a segment."""
+
+    def __init__(self, num_segments: int, die_after: int | None = None):
+        self.num_segments, self.die_after = num_segments, die_after
+        self.timings: dict[str, float] = {}
+        self.history: list[list[float]] = []
+        self.segments_seen: list[int] = []
+
+    def thetas(self):
+        last = self.history[-1] if self.history else [0.0, 0.0]
+        return np.asarray([[v / 10.0, 1.0] for v in last], np.float32)
+
+    def after_segment(self, segment, runner_state, metrics, seconds, logger):
+        assert isinstance(metrics["value"], np.ndarray)  # device_get before the hooks
+        assert seconds > 0
+        self.segments_seen.append(segment)
+        self.history.append(metrics["value"].tolist())
+        logger.log(segment, {"value": float(metrics["value"][0])})
+        if self.die_after is not None and segment + 1 == self.die_after:
+            raise KeyboardInterrupt("simulated kill")
+        return f"segment {segment}"
+
+    def to_json(self):
+        return {"history": self.history, "timings": self.timings}
+
+    def load_json(self, state):
+        self.history, self.timings = state["history"], state["timings"]
+
+
+def _run(out, hooks, resume=False):
+    return runner.run_segments(out, jnp.zeros(2, jnp.float32), _toy_segment, hooks,
+                               resume=resume, tensorboard=False)
+
+
+def test_run_segments_resume_matches_uninterrupted(tmp_path):
+    full_hooks = _Hooks(4)
+    full = _run(str(tmp_path / "full"), full_hooks)
+    assert full_hooks.segments_seen == [0, 1, 2, 3]
+    assert set(full_hooks.timings) == {"compile", "train", "checkpoint"}
+    # The same recurrence, computed by hand.
+    state, thetas_sum = np.zeros(2, np.float32), np.ones(2, np.float32)
+    for _ in range(4):
+        state = state * np.float32(1.5) + thetas_sum
+        thetas_sum = (state / np.float32(10.0) + np.float32(1.0)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(full), state, rtol=1e-6)
+
+    out = str(tmp_path / "killed")
+    with pytest.raises(KeyboardInterrupt):
+        _run(out, _Hooks(4, die_after=3))
+    steps = sorted(int(d) for d in os.listdir(os.path.join(out, "checkpoints")) if d.isdigit())
+    assert steps == [1, 2]  # segment 3 died before its checkpoint; max_to_keep=2
+    resumed_hooks = _Hooks(4)
+    resumed = _run(out, resumed_hooks, resume=True)
+    assert resumed_hooks.segments_seen == [2, 3]  # only the segments left
+    np.testing.assert_array_equal(np.asarray(resumed), np.asarray(full))
+    assert resumed_hooks.history == full_hooks.history
+    logged = [json.loads(line)["step"] for line in open(os.path.join(out, "metrics.jsonl"))]
+    assert logged == [0, 1, 2, 2, 3]  # the killed segment's record, then the redone one
+
+
+def _metrics(score, lr):
+    u = np.shape(score)[-1]
+    zeros = np.zeros(np.shape(score), np.float32)
+    return SegmentMetrics(
+        episode_score=np.asarray(score, np.float32), episode_length=zeros + 3,
+        episode_max_tile=zeros + 64, episodes=np.ones(np.shape(score), np.int32),
+        max_tile=np.full(np.shape(score), 128, np.int32) + np.arange(u, dtype=np.int32),
+        reward_mean=zeros, policy_loss=zeros, value_loss=zeros, entropy=zeros,
+        approx_kl=zeros, clip_fraction=zeros, explained_variance=zeros,
+        lr=np.asarray(lr, np.float32))
+
+
+def test_log_updates_averages_seeds_nan_aware(tmp_path):
+    metrics = _metrics([[10.0, np.nan, np.nan], [30.0, 5.0, np.nan]],
+                       [[1e-3, 2e-3, 3e-3]] * 2)
+    with MetricLogger(str(tmp_path), tensorboard=False) as logger:
+        runner.log_updates(logger, metrics, env_steps_start=1000, batch_size=64)
+    records = [json.loads(line) for line in open(tmp_path / "metrics.jsonl")]
+    assert [r["step"] for r in records] == [1064, 1128, 1192]
+    assert [r["charts/episodic_return"] for r in records] == [20.0, 5.0, None]  # NaN -> null
+    assert [r["charts/max_tile"] for r in records] == [128, 129, 130]
+    assert [r["charts/episodes"] for r in records] == [2, 2, 2]
+    assert records[1]["charts/learning_rate"] == pytest.approx(2e-3)
+
+
+TINY_PPO = PPOConfig(num_envs=8, num_steps=8, updates_per_segment=1,
+                     network=NetworkConfig(hidden_sizes=(16,)))
+TINY_EVAL = EvalConfig(episodes=3, max_len=200)
+
+
+def test_train_fixed_equals_the_bare_compiled_program(tmp_path):
+    theta = (1.0, 0.1, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0)
+    cfg = TrainConfig(total_timesteps=128, num_seeds=2, seed=3, theta=theta, ppo=TINY_PPO,
+                      eval=TINY_EVAL, evaluate_random=False, tensorboard=False)
+    results = runner.train_fixed(cfg, str(tmp_path / "run"))
+    assert cfg.num_segments == 2 and results["env_steps_per_seed"] == 128
+    assert set(results["timings"]) == {"compile_s", "train_s", "checkpoint_s", "eval_s"}
+    # Independently: the compiled program and the evaluation, without the runner.
+    init, segment = ppo.make_train(TINY_PPO, num_seeds=2)
+    key_init, key_eval, _ = jax.random.split(jax.random.PRNGKey(3), 3)
+    state = init(key_init)
+    thetas = jnp.tile(jnp.asarray(RewardSpec().validate(theta)), (2, 1))
+    for _ in range(2):
+        state, _ = segment(state, thetas)
+    expected = runner.evaluate_rows(state.params, TINY_PPO.network, TINY_EVAL, key_eval, 2)
+    assert results["evaluation"]["score_mean"] == expected["score_mean"]
+    assert [s["score_mean"] for s in results["evaluation"]["per_seed"]] == \
+        [s["score_mean"] for s in expected["per_seed"]]
+    assert expected["episodes"] == 2 * TINY_EVAL.episodes and len(expected["per_seed"]) == 2
+
+
+def test_rows_slices_the_leading_axis():
+    tree = {"a": np.arange(6).reshape(6, 1), "b": np.arange(6)}
+    got = runner.rows(tree, 2, 3)
+    np.testing.assert_array_equal(got["b"], [2, 3, 4])
+    assert got["a"].shape == (3, 1)
