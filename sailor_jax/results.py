@@ -57,7 +57,12 @@ class SeedUpdate:
 
     @classmethod
     def from_json(cls, d: dict) -> SeedUpdate:
-        return _from_fields(cls, d)
+        # A present null was a NaN (e.g. the error of an update without pairs): keep it present.
+        return _from_fields(cls, {k: float("nan") if v is None and k in _NAN_FIELDS else v
+                                  for k, v in d.items()})
+
+
+_NAN_FIELDS = ("kendall_tau_before", "kendall_tau_after", "error_before", "error_after")
 
 
 @dataclasses.dataclass
