@@ -1,14 +1,9 @@
 """Theta updates from preference pairs: Bayesian optimisation or Bradley-Terry MCMC.
 
-Host-only NumPy (and scikit-optimize). A trajectory's return is `R_theta = theta . Phi`, so
-every objective evaluation is a matrix product over the pairs' feature differences
-`dPhi = Phi[i] - Phi[j]`; nothing is re-simulated.
-
-Bradley-Terry scale. `Phi` sums features over 100-2000 moves, so return differences are large.
-The likelihood uses `sigmoid(beta * (R_i - R_j) / scale)` with one positive scalar
-`scale = bt_scale(Phi, prefs)`: the mean L2 norm of `dPhi` over the pairs (1 if that is 0).
-Then `|R_i - R_j| / scale <= ||theta|| * ||dPhi|| / scale` is O(||theta||), and a single
-scalar leaves the order induced by every theta unchanged.
+Host-only NumPy (and scikit-optimize). Both rules minimise the pair objectives of
+`sailor_jax.pair_objectives` (weighted pair error, Bradley-Terry NLL with one scale
+`bt_scale`) over a box of the tunable entries of theta; nothing is re-simulated. `pair_error`,
+`bt_nll` and `bt_scale` are re-exported here.
 """
 
 from __future__ import annotations
@@ -21,17 +16,22 @@ import skopt
 import threadpoolctl
 
 from sailor_jax.config import AlignmentConfig
+from sailor_jax.config.judge import ACQ_FUNCS, METHODS, OBJECTIVES
+from sailor_jax.pair_objectives import (
+    bt_nll,
+    bt_scale,
+    check_phi,
+    diff_scale,
+    pair_diffs,
+    pair_error,
+    weighted_error,
+    weighted_nll,
+)
 from sailor_jax.reward import RewardSpec
 from sailor_jax.types import Preferences
 
-METHODS = ("bo", "bt_mcmc")
-OBJECTIVES = ("error", "bt_nll")
-ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB")
-
-
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
+__all__ = ["ACQ_FUNCS", "METHODS", "OBJECTIVES", "AlignmentConfig", "UpdateResult", "bt_nll",
+           "bt_scale", "pair_error", "update_theta"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,9 +40,6 @@ class UpdateResult:
 
     `objective_*` (`cfg.objective`) and `error_*` (weighted pair error) are of the input and
     the returned theta (NaN when the preferences carry no weight); `message` says what happened.
-
-    `history_x` lists the evaluated points in tunable coordinates (`spec.tunable_index`
-    order; for bt_mcmc: the current theta and the posterior mean), `history_y` their objective.
     """
 
     theta: np.ndarray  # float32[F], the returned theta
@@ -53,126 +50,6 @@ class UpdateResult:
     error_after: float
     num_evaluations: int
     message: str
-    history_x: list[list[float]] = dataclasses.field(default_factory=list)
-    history_y: list[float] = dataclasses.field(default_factory=list)
-
-
-def _check_phi(Phi, num_features: int | None = None) -> np.ndarray:
-    phi = np.asarray(Phi, dtype=np.float64)
-    num_features = phi.shape[-1] if num_features is None and phi.ndim else num_features
-    if phi.ndim != 2 or phi.shape[1] != num_features or phi.shape[0] == 0:
-        raise ValueError(f"Phi must have shape [M, {num_features}] with M >= 1, got {phi.shape}")
-    rows = np.flatnonzero(~np.all(np.isfinite(phi), axis=-1))
-    if rows.size:
-        raise ValueError(f"Phi has non-finite entries in rows {rows}")
-    return phi
-
-
-def _pair_diffs(phi: np.ndarray, prefs: Preferences) -> tuple[np.ndarray, np.ndarray]:
-    """Validate `prefs` against `M = len(phi)`; return `dPhi float64[P, F]` and `w float64[P]`."""
-    i, j, w = (np.asarray(a) for a in (prefs.i, prefs.j, prefs.w))
-    p = len(prefs)
-    if i.shape != (p,) or j.shape != (p,) or w.shape != (p,) or np.shape(prefs.discordant) != (p,):
-        raise ValueError(f"Preferences fields must all have shape ({p},)")
-    if p and not (np.issubdtype(i.dtype, np.integer) and np.issubdtype(j.dtype, np.integer)):
-        raise ValueError(f"pair indices must be integers, got {i.dtype} and {j.dtype}")
-    m = phi.shape[0]
-    bad = np.flatnonzero((i < 0) | (i >= m) | (j < 0) | (j >= m) | (i == j))
-    if bad.size:
-        raise ValueError(f"pair indices must be distinct and in [0, {m}); bad pairs at {bad}")
-    w = w.astype(np.float64)
-    ok = np.isfinite(w) & (w >= 0)
-    if not np.all(ok):
-        raise ValueError(f"pair weights must be finite and >= 0, got {w[~ok]}")
-    return phi[i] - phi[j], w
-
-
-def _batched(thetas, num_features: int) -> tuple[np.ndarray, bool]:
-    arr = np.asarray(thetas, dtype=np.float64)
-    if arr.ndim not in (1, 2) or arr.shape[-1] != num_features:
-        raise ValueError(
-            f"thetas must have shape [F] or [K, F] with F = {num_features}, got {arr.shape}"
-        )
-    return np.atleast_2d(arr), arr.ndim == 1
-
-
-def _error(thetas: np.ndarray, dphi: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """`float64[K]` weighted fraction of pairs ordered wrongly (ties 1/2); NaN if no weight."""
-    margin = thetas @ dphi.T
-    wrong = (margin < 0) + 0.5 * (margin == 0)
-    return wrong @ w / w.sum() if w.sum() > 0 else np.full(len(thetas), np.nan)
-
-
-def _nll(thetas: np.ndarray, dphi: np.ndarray, w: np.ndarray, beta: float, scale: float):
-    """`float64[K]` weighted mean of `-log sigmoid(beta * margin / scale)`; NaN if no weight.
-
-    Uses the stable softplus form `max(-z, 0) + log1p(exp(-|z|))`, equal to
-    `np.logaddexp(0, -z)` but several times faster (it runs at every MCMC step).
-    """
-    z = (thetas * (beta / scale)) @ dphi.T
-    loss = np.maximum(-z, 0.0) + np.log1p(np.exp(-np.abs(z)))
-    return loss @ w / w.sum() if w.sum() > 0 else np.full(len(thetas), np.nan)
-
-
-def pair_error(thetas, Phi, prefs: Preferences):
-    """Weighted fraction of preference pairs that `R_theta` orders wrongly.
-
-    Host-only; vectorised over thetas. A pair counts 1 if `R_i < R_j`, 1/2 if `R_i == R_j`.
-
-    Args:
-      thetas: `float[K, F]` candidate weights (or `float[F]` for one).
-      Phi: `float[M, F]` per-trajectory feature sums.
-      prefs: Pairs over the `M` trajectories, `i` preferred.
-
-    Returns:
-      `float64[K]` errors in [0, 1] (a float for `[F]` input); NaN if the total weight is 0.
-
-    Raises:
-      ValueError: bad shapes, non-finite `Phi`, or pair indices out of range.
-    """
-    phi = _check_phi(Phi)
-    batch, single = _batched(thetas, phi.shape[1])
-    out = _error(batch, *_pair_diffs(phi, prefs))
-    return float(out[0]) if single else out
-
-
-def bt_scale(Phi, prefs: Preferences) -> float:
-    """Return the Bradley-Terry scale: mean L2 norm of `Phi[i] - Phi[j]` over pairs, or 1.
-
-    Host-only. Raises ValueError like `pair_error`.
-    """
-    dphi, _ = _pair_diffs(_check_phi(Phi), prefs)
-    return _scale(dphi)
-
-
-def _scale(dphi: np.ndarray) -> float:
-    scale = float(np.mean(np.linalg.norm(dphi, axis=1))) if len(dphi) else 0.0
-    return scale if scale > 0 else 1.0
-
-
-def bt_nll(thetas, Phi, prefs: Preferences, beta: float, scale: float):
-    """Weighted mean Bradley-Terry negative log-likelihood of the pairs.
-
-    Host-only; vectorised over thetas; numerically stable for any margin.
-
-    Args:
-      thetas: `float[K, F]` candidate weights (or `float[F]` for one).
-      Phi: `float[M, F]` per-trajectory feature sums.
-      prefs: Pairs over the `M` trajectories, `i` preferred.
-      beta: Boltzmann rationality (> 0).
-      scale: Positive return scale, e.g. `bt_scale(Phi, prefs)`.
-
-    Returns:
-      `float64[K]` of `sum_p w_p * -log sigmoid(beta * (R_i - R_j) / scale) / sum_p w_p`
-      (a float for `[F]` input); NaN if the total weight is 0.
-
-    Raises:
-      ValueError: bad shapes, non-finite `Phi`, or pair indices out of range.
-    """
-    phi = _check_phi(Phi)
-    batch, single = _batched(thetas, phi.shape[1])
-    out = _nll(batch, *_pair_diffs(phi, prefs), beta, scale)
-    return float(out[0]) if single else out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,10 +76,11 @@ class _Problem:
         return out
 
     def objective(self, x: np.ndarray, name: str | None = None) -> np.ndarray:
+        """`float64[K]` objective `name` (default `cfg.objective`) of the points `x [K, D]`."""
         name = name or self.cfg.objective
         if name == "error":
-            return _error(self.thetas(x), self.dphi, self.w)
-        return _nll(self.thetas(x), self.dphi, self.w, self.cfg.beta, self.scale)
+            return weighted_error(self.thetas(x), self.dphi, self.w)
+        return weighted_nll(self.thetas(x), self.dphi, self.w, self.cfg.beta, self.scale)
 
     def log_lik(self, x: np.ndarray) -> np.ndarray:
         """`float64[K]` weighted Bradley-Terry log-likelihood `sum_p w_p log sigmoid(...)`."""
@@ -223,9 +101,10 @@ def _snap(x, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _make_problem(theta, Phi, prefs, spec: RewardSpec, cfg: AlignmentConfig, half_width,
-                  box=None):
+                  box=None) -> _Problem:
+    """Validate the inputs; box = bounds ∩ trust regions ∩ `box`. Raises ValueError."""
     theta = spec.validate(theta)
-    dphi, w = _pair_diffs(_check_phi(Phi, spec.num_features), prefs)
+    dphi, w = pair_diffs(check_phi(Phi, spec.num_features), prefs)
     index = spec.tunable_index
     lo, hi = np.asarray(spec.lower)[index], np.asarray(spec.upper)[index]
     # float32 rounding can put a bound-valued weight one ulp outside its bound: pull it in.
@@ -240,10 +119,11 @@ def _make_problem(theta, Phi, prefs, spec: RewardSpec, cfg: AlignmentConfig, hal
         if np.any(np.isnan(box_lo)) or np.any(np.isnan(box_hi)):
             raise ValueError(f"box bounds must not be NaN, got {box_lo}, {box_hi}")
         lo, hi = np.maximum(lo, box_lo[index]), np.minimum(hi, box_hi[index])
-    return _Problem(theta, index, lo, hi, dphi, w, _scale(dphi), cfg)
+    return _Problem(theta, index, lo, hi, dphi, w, diff_scale(dphi), cfg)
 
 
-def _run_bo(problem: _Problem, rng: np.random.Generator):
+def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, int, str]:
+    """`skopt.gp_minimize` from the current theta: `(best point [D], evaluations, note)`."""
     cfg, free = problem.cfg, problem.free
     x0 = problem.theta[problem.index[free]].astype(np.float64)
     y0 = float(problem.objective(x0[None])[0])
@@ -264,10 +144,11 @@ def _run_bo(problem: _Problem, rng: np.random.Generator):
             random_state=int(rng.integers(2**31 - 1)),
         )
     points, values = np.asarray(res.x_iters, dtype=np.float64), np.asarray(res.func_vals)
-    return points[int(np.argmin(values))], points, values, len(values), ""
+    return points[int(np.argmin(values))], len(values), ""
 
 
-def _run_mcmc(problem: _Problem, rng: np.random.Generator):
+def _run_mcmc(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, int, str]:
+    """Metropolis-Hastings on the Bradley-Terry posterior: `(posterior mean [D], evals, note)`."""
     cfg, free = problem.cfg, problem.free
     lo, hi = problem.lo[free], problem.hi[free]
     # Chains start at the current theta, or at its nearest point of a box that excludes it.
@@ -287,9 +168,8 @@ def _run_mcmc(problem: _Problem, rng: np.random.Generator):
         if step >= cfg.mcmc_burn_in:
             running_sum += x.sum(axis=0)
     mean = np.clip(running_sum / (cfg.mcmc_chains * (cfg.mcmc_samples - cfg.mcmc_burn_in)), lo, hi)
-    points = np.stack([x0, mean])
     note = f"MH acceptance rate {moves / (cfg.mcmc_chains * cfg.mcmc_samples):.2f}; "
-    return mean, points, problem.objective(points), x.shape[0] * (1 + cfg.mcmc_samples), note
+    return mean, x.shape[0] * (1 + cfg.mcmc_samples), note
 
 
 def _values(problem: _Problem, theta: np.ndarray) -> tuple[float, float]:
@@ -299,6 +179,7 @@ def _values(problem: _Problem, theta: np.ndarray) -> tuple[float, float]:
 
 
 def _skip_reason(problem: _Problem, num_pairs: int) -> str:
+    """Why no optimiser can run (empty string if one can)."""
     if num_pairs == 0:
         return "no preference data (rankings agree); theta unchanged"
     if problem.w.sum() <= 0:
@@ -308,17 +189,30 @@ def _skip_reason(problem: _Problem, num_pairs: int) -> str:
     return ""
 
 
-def update_theta(
-    theta,
-    Phi,
-    prefs: Preferences,
-    spec: RewardSpec,
-    cfg: AlignmentConfig,
-    rng: np.random.Generator | int,
-    *,
-    box: tuple | None = None,
-    accept_ties: bool = False,
-) -> UpdateResult:
+def _decide(problem: _Problem, candidate: np.ndarray, before: tuple[float, float],
+            evaluations: int, note: str, accept_ties: bool) -> UpdateResult:
+    """Accept `candidate` (float32[F]) if it beats the current theta, whose values are `before`.
+
+    bo compares the objective, bt_mcmc the weighted pair error; `accept_ties` accepts equality.
+    """
+    (obj, err), (obj_new, err_new) = before, _values(problem, candidate)
+    mcmc = problem.cfg.method == "bt_mcmc"
+    what = "weighted pair error" if mcmc else f"objective ({problem.cfg.objective})"
+    old, new = (err, err_new) if mcmc else (obj, obj_new)
+    accepted = new <= old if accept_ties else new < old
+    message = f"{note}accepted: {what} {old:.6g} -> {new:.6g}"
+    if not accepted:
+        relation = "is above" if accept_ties else "is not below"
+        message = f"{note}rejected: {what} {new:.6g} {relation} {old:.6g}; theta unchanged"
+        candidate, obj_new, err_new = problem.theta, obj, err
+    return UpdateResult(theta=candidate, accepted=accepted, objective_before=obj,
+                        objective_after=obj_new, error_before=err, error_after=err_new,
+                        num_evaluations=evaluations, message=message)
+
+
+def update_theta(theta, Phi, prefs: Preferences, spec: RewardSpec, cfg: AlignmentConfig,
+                 rng: np.random.Generator | int, *, box: tuple | None = None,
+                 accept_ties: bool = False) -> UpdateResult:
     """Update the tunable entries of theta to agree better with the preference pairs.
 
     Host-only. "bo" runs `skopt.gp_minimize` on `cfg.objective` over the box
@@ -362,28 +256,5 @@ def update_theta(
     # Small GP fits and [K, 8] x [8, P] products: BLAS threads only add contention (10x slower
     # on a busy 2-core host), so run single-threaded.
     with threadpoolctl.threadpool_limits(limits=1):
-        x_best, points, values, evaluations, note = run(problem, np.random.default_rng(rng))
-    candidate = problem.to_theta(x_best)
-    obj_new, err_new = _values(problem, candidate)
-    what = "weighted pair error" if mcmc else f"objective ({cfg.objective})"
-    before, after = (err, err_new) if mcmc else (obj, obj_new)
-    accepted = after <= before if accept_ties else after < before
-    message = f"{note}accepted: {what} {before:.6g} -> {after:.6g}"
-    if not accepted:
-        relation = "is above" if accept_ties else "is not below"
-        message = f"{note}rejected: {what} {after:.6g} {relation} {before:.6g}; theta unchanged"
-        candidate, obj_new, err_new = problem.theta, obj, err
-    history_x = np.tile(problem.theta[problem.index].astype(np.float64), (len(points), 1))
-    history_x[:, problem.free] = points
-    return UpdateResult(
-        theta=candidate,
-        accepted=accepted,
-        objective_before=obj,
-        objective_after=obj_new,
-        error_before=err,
-        error_after=err_new,
-        num_evaluations=evaluations,
-        message=message,
-        history_x=history_x.tolist(),
-        history_y=np.asarray(values, dtype=np.float64).tolist(),
-    )
+        x_best, evaluations, note = run(problem, np.random.default_rng(rng))
+    return _decide(problem, problem.to_theta(x_best), (obj, err), evaluations, note, accept_ties)

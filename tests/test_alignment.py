@@ -126,14 +126,9 @@ def test_update_reduces_pair_error(cfg):
     SPEC.validate(result.theta)
 
 
-def test_bo_history_is_plain_lists():
+def test_bo_counts_evaluations():
     result = cached_update(BO)
-    assert isinstance(result.history_x, list) and isinstance(result.history_y, list)
-    assert len(result.history_x) == len(result.history_y) == result.num_evaluations
     assert result.num_evaluations == 1 + BO.bo_calls  # x0 (passed as y0) + the calls
-    assert result.history_x[0] == pytest.approx(THETA0.tolist())  # starts at current theta
-    assert min(result.history_y) == pytest.approx(result.objective_after)
-    assert all(isinstance(v, float) for v in result.history_y)
 
 
 def test_mcmc_rejects_a_candidate_that_is_not_better():
@@ -162,14 +157,13 @@ def test_fixed_entries_bounds_and_trust_region(cfg):
     )
     theta = THETA0.copy()
     theta[3] = np.float32(0.25)  # at its upper bound
-    result = update_theta(theta, PHI, PREFS, spec, cfg, rng=1)
     fixed = ~np.asarray(spec.tunable)
-    np.testing.assert_array_equal(result.theta[fixed], theta[fixed])  # bit-for-bit
-    spec.validate(result.theta)
-    change = np.abs(result.theta.astype(np.float64) - theta.astype(np.float64))
-    assert np.all(change <= cfg.trust_region + 1e-7)
-    for x in result.history_x:  # every evaluated point respects the box too
-        assert np.all(np.abs(np.asarray(x) - theta[spec.tunable_index]) <= cfg.trust_region + 1e-7)
+    for seed in (1, 2, 3):  # several optimiser runs, each must respect the box
+        result = update_theta(theta, PHI, PREFS, spec, cfg, rng=seed)
+        np.testing.assert_array_equal(result.theta[fixed], theta[fixed])  # bit-for-bit
+        spec.validate(result.theta)
+        change = np.abs(result.theta.astype(np.float64) - theta.astype(np.float64))
+        assert np.all(change <= cfg.trust_region + 1e-7), (seed, change)
 
 
 def test_float32_rounding_never_leaves_the_bounds():
@@ -218,7 +212,7 @@ def test_empty_preferences_return_unchanged():
         assert not result.accepted
         assert result.message == "no preference data (rankings agree); theta unchanged"
         np.testing.assert_array_equal(result.theta, THETA0)
-        assert result.num_evaluations == 0 and result.history_x == []
+        assert result.num_evaluations == 0
 
 
 def test_zero_total_weight_returns_unchanged():
@@ -280,5 +274,6 @@ def test_deterministic_given_the_seed(cfg):
     a = update_theta(THETA0, PHI, PREFS, spec, cfg, rng=np.random.default_rng(7))
     b = update_theta(THETA0, PHI, PREFS, spec, cfg, rng=7)
     np.testing.assert_array_equal(a.theta, b.theta)
-    assert a.history_x == b.history_x and a.history_y == b.history_y
+    assert (a.accepted, a.objective_after, a.error_after, a.num_evaluations) == (
+        b.accepted, b.objective_after, b.error_after, b.num_evaluations)
     assert a.message == b.message
