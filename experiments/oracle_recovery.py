@@ -35,7 +35,6 @@ import json
 import math
 import time
 
-import jax
 import numpy as np
 import tyro
 from rich.console import Console
@@ -44,12 +43,11 @@ from rich.table import Table
 from sailor_jax.alignment import update_theta
 from sailor_jax.config import AlignmentConfig, NetworkConfig, PreferenceConfig
 from sailor_jax.features import FEATURE_NAMES
-from sailor_jax.networks import make_network
 from sailor_jax.preferences import build_preferences, pair_agreement
 from sailor_jax.rankers import LinearOracleRanker
+from sailor_jax.recovery import PairStore, phi_batch, sample_phi, tunable_cosine
 from sailor_jax.reward import RewardSpec
-from sailor_jax.rollout import make_collect
-from sailor_jax.types import Preferences, Ranking, TrajectoryBatch
+from sailor_jax.types import Ranking
 
 DEFAULT_THETA_STAR = "0.5,0.3,0.4,0.2,0.1,0,0.3,-0.5"
 """score_gain 0.5, empty_cells 0.3, max_tile_in_corner 0.4, monotonicity 0.2, merges_available
@@ -156,80 +154,6 @@ class Args:
                                mcmc_trust_region=self.mcmc_trust_region, beta=self.beta)
 
 
-def make_sample_pool(args: Args):
-    """Build the compiled `sample(key) -> TrajectoryBatch` of `args.trajectories` games.
-
-    Each call initialises a fresh random policy from `key` (orthogonal init, 0.01 policy head:
-    near-uniform over legal moves) and plays `args.trajectories` games with it.
-    """
-    net = NetworkConfig(hidden_sizes=(args.hidden, args.hidden))
-    init_params, _ = make_network(net)
-    collect = make_collect(net, args.trajectories, args.max_len)
-
-    def sample(key: jax.Array) -> TrajectoryBatch:
-        key_params, key_collect = jax.random.split(key)
-        return collect(init_params(key_params), key_collect)
-
-    return jax.jit(sample)
-
-
-def sample_phi(args: Args) -> tuple[list[np.ndarray], np.ndarray, dict]:
-    """Sample the per-iteration pools and the held-out pool; return their `Phi`. Host-only.
-
-    Returns:
-      `(pools, heldout, info)`: `iterations` arrays `float64[M, F]`, `float64[H, F]`, and
-      sampling statistics (compile and sampling seconds, game lengths, truncations).
-    """
-    sample = make_sample_pool(args)
-    key_pools, key_heldout = jax.random.split(jax.random.PRNGKey(args.seed))
-    t0 = time.perf_counter()
-    sample = sample.lower(key_pools).compile()
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    chunks = -(-args.heldout // args.trajectories)
-    keys = ([jax.random.fold_in(key_pools, t) for t in range(args.iterations)]
-            + [jax.random.fold_in(key_heldout, c) for c in range(chunks)])
-    batches = [jax.device_get(sample(k)) for k in keys]
-    lengths = np.concatenate([b.lengths for b in batches])
-    info = {"compile_s": compile_s, "sample_s": time.perf_counter() - t0,
-            "length_mean": float(lengths.mean()), "length_min": int(lengths.min()),
-            "length_max": int(lengths.max()),
-            "truncated": int(sum(int(np.sum(b.truncated)) for b in batches))}
-    phis = [np.asarray(b.Phi, dtype=np.float64) for b in batches]
-    heldout = np.concatenate(phis[args.iterations:])[: args.heldout]
-    return phis[: args.iterations], heldout, info
-
-
-def _phi_batch(phi: np.ndarray) -> TrajectoryBatch:
-    """A host batch carrying only `Phi`: all a linear oracle looks at."""
-    return TrajectoryBatch(boards=None, actions=None, score_gains=None, lengths=None,
-                           truncated=None, score=None, max_tile=None, Phi=phi)
-
-
-def tunable_cosine(theta, theta_star, spec: RewardSpec) -> float:
-    """Cosine similarity of two weight vectors on `spec`'s tunable entries (NaN if one is 0)."""
-    a = np.asarray(theta, np.float64)[spec.tunable_index]
-    b = np.asarray(theta_star, np.float64)[spec.tunable_index]
-    norm = np.linalg.norm(a) * np.linalg.norm(b)
-    return float(a @ b / norm) if norm > 0 else float("nan")
-
-
-class _PairStore:
-    """Preference pairs of several pools, with their `Phi`, as one pool (for --accumulate)."""
-
-    def __init__(self) -> None:
-        self.phis: list[np.ndarray] = []
-        self.prefs: list[Preferences] = []
-
-    def add(self, phi: np.ndarray, prefs: Preferences) -> tuple[np.ndarray, Preferences]:
-        offset = sum(len(p) for p in self.phis)
-        self.phis.append(phi)
-        self.prefs.append(dataclasses.replace(prefs, i=prefs.i + offset, j=prefs.j + offset))
-        union = Preferences(*(np.concatenate([getattr(p, f) for p in self.prefs])
-                              for f in ("i", "j", "w", "discordant")))
-        return np.concatenate(self.phis), union
-
-
 def recover(method: str, pools: list[np.ndarray], heldout: np.ndarray, args: Args,
             rule_index: int = 0) -> dict:
     """Run `len(pools)` alignment iterations of one update rule against the linear oracle.
@@ -251,8 +175,8 @@ def recover(method: str, pools: list[np.ndarray], heldout: np.ndarray, args: Arg
     pref_cfg = PreferenceConfig(concordant_ratio=args.concordant_ratio)
     theta_star = parse_vector(args.theta_star, "--theta-star")
     oracle = LinearOracleRanker(theta_star)
-    heldout_ranking = oracle.rank(_phi_batch(heldout))
-    theta, store = spec.validate(spec.theta0), _PairStore()
+    heldout_ranking = oracle.rank(phi_batch(heldout))
+    theta, store = spec.validate(spec.theta0), PairStore()
 
     def row(t: int, **extra) -> dict:
         return {"iteration": t, "cosine": tunable_cosine(theta, theta_star, spec),
@@ -262,7 +186,7 @@ def recover(method: str, pools: list[np.ndarray], heldout: np.ndarray, args: Arg
     for t, phi in enumerate(pools, start=1):
         t0 = time.perf_counter()
         rng = np.random.default_rng([args.seed, rule_index, t])
-        ranking: Ranking = oracle.rank(_phi_batch(phi))
+        ranking: Ranking = oracle.rank(phi_batch(phi))
         prefs = build_preferences(phi @ theta, ranking, rng, pref_cfg)
         phi_used, prefs_used = store.add(phi, prefs) if args.accumulate else (phi, prefs)
         result = update_theta(theta, phi_used, prefs_used, spec, cfg, rng)
@@ -290,7 +214,9 @@ def run_recovery(args: Args, pools: tuple[list[np.ndarray], np.ndarray] | None =
     """
     info: dict = {"synthetic": True}
     if pools is None:
-        *pools, info = sample_phi(args)
+        net = NetworkConfig(hidden_sizes=(args.hidden, args.hidden))
+        *pools, info = sample_phi(net, args.trajectories, args.max_len, seed=args.seed,
+                                  iterations=args.iterations, heldout=args.heldout)
     results = []
     for k, method in enumerate(args.update_rules):
         t0 = time.perf_counter()

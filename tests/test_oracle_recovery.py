@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sailor_jax.recovery import PairStore, tunable_cosine
 from sailor_jax.types import Preferences
 
 _PATH = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "oracle_recovery.py"
@@ -96,7 +97,7 @@ def test_run_recovery_accepts_given_pools():
 
 
 def test_pair_store_offsets_indices():
-    store = orc._PairStore()
+    store = PairStore()
     prefs = Preferences(i=np.array([0], np.int32), j=np.array([1], np.int32),
                         w=np.ones(1, np.float32), discordant=np.array([True]))
     store.add(np.zeros((2, 8)), prefs)
@@ -110,8 +111,8 @@ def test_tunable_cosine_is_scale_invariant_and_masked():
     spec = orc.Args(tunable=THREE).spec()
     a = np.array([1.0, 2.0, 3.0, 9.0, 9.0, 9.0, 9.0, 9.0])
     b = np.array([2.0, 4.0, 6.0, -9.0, 0.0, 0.0, 0.0, 0.0])
-    assert orc.tunable_cosine(a, b, spec) == pytest.approx(1.0)
-    assert math.isnan(orc.tunable_cosine(np.zeros(8), b, spec))
+    assert tunable_cosine(a, b, spec) == pytest.approx(1.0)
+    assert math.isnan(tunable_cosine(np.zeros(8), b, spec))
 
 
 @pytest.mark.parametrize("kwargs, match", [
