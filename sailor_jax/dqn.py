@@ -28,8 +28,9 @@ from flax import struct
 from sailor_jax import evaluation
 from sailor_jax.config import DQNConfig, NetworkConfig
 from sailor_jax.features import NUM_FEATURES
-from sailor_jax.networks import MASKED_LOGIT, make_q_network
-from sailor_jax.ppo import GAME_2048, EnvFns, jit_seeds
+from sailor_jax.networks import MASKED_LOGIT, make_network
+from sailor_jax.policy import GAME_2048, EnvFns, episode_metrics, policy_step
+from sailor_jax.ppo import jit_seeds
 from sailor_jax.reward import reward
 
 MASKED_Q: float = MASKED_LOGIT
@@ -195,109 +196,116 @@ def make_train(cfg: DQNConfig, num_seeds: int | None = None, env_fns: EnvFns = G
 
 
 def _make_pure(cfg: DQNConfig, fns: EnvFns):
-    """Return the unjitted single-seed `(init, segment)` closures over the static config."""
-    init_params, apply = make_q_network(cfg.network)
+    """Return the unjitted single-seed `(init, segment)` functions over the static config."""
+    init_params, apply = make_network(cfg.network, head="q")
     optimizer = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr))
-    n = cfg.num_envs
+    return (functools.partial(init_dqn, cfg, fns, init_params, optimizer),
+            functools.partial(train_segment, cfg, fns, apply, optimizer))
+
+
+def init_dqn(cfg: DQNConfig, fns: EnvFns, init_params, optimizer, key: jax.Array) -> DQNState:
+    """Fresh networks (target = online), optimiser, empty buffer and `num_envs` games."""
+    key_params, key_env, key_run = jax.random.split(key, 3)
+    params, n = init_params(key_params), cfg.num_envs
     empty = DQNTransition(obs=jnp.zeros((16,), jnp.int8), action=jnp.int32(0),
                           reward=jnp.float32(0), next_obs=jnp.zeros((16,), jnp.int8),
                           next_mask=jnp.zeros((4,), bool), terminated=jnp.bool_(False))
+    return DQNState(
+        params=params, target_params=params, opt_state=optimizer.init(params),
+        env_state=jax.vmap(fns.reset)(jax.random.split(key_env, n)),
+        buffer=init_buffer(empty, cfg.buffer_size), key=key_run,
+        env_steps=jnp.int32(0), update_step=jnp.int32(0),
+        episode_score=jnp.zeros((n,), jnp.float32), episode_length=jnp.zeros((n,), jnp.int32))
 
-    def init(key: jax.Array) -> DQNState:
-        key_params, key_env, key_run = jax.random.split(key, 3)
-        params = init_params(key_params)
-        return DQNState(
-            params=params, target_params=params, opt_state=optimizer.init(params),
-            env_state=jax.vmap(fns.reset)(jax.random.split(key_env, n)),
-            buffer=init_buffer(empty, cfg.buffer_size), key=key_run,
-            env_steps=jnp.int32(0), update_step=jnp.int32(0),
-            episode_score=jnp.zeros((n,), jnp.float32),
-            episode_length=jnp.zeros((n,), jnp.int32))
 
-    def loss_fn(params, batch: DQNTransition, target: jax.Array):
-        q = jnp.take_along_axis(apply(params, batch.obs), batch.action[:, None], -1)[:, 0]
-        return jnp.mean(optax.huber_loss(q, target)), q
+def dqn_loss(apply, params, batch: DQNTransition, target: jax.Array):
+    """Huber TD loss of a minibatch (Mnih et al. 2015); returns `(loss [], Q(s, a) [B])`."""
+    q = jnp.take_along_axis(apply(params, batch.obs), batch.action[:, None], -1)[:, 0]
+    return jnp.mean(optax.huber_loss(q, target)), q
 
-    def sgd_step(s: DQNState, _):
-        key, key_sample = jax.random.split(s.key)
-        batch = buffer_sample(s.buffer, key_sample, cfg.batch_size)
-        target = td_target(batch.reward, batch.terminated, apply(s.params, batch.next_obs),
-                           apply(s.target_params, batch.next_obs), batch.next_mask,
-                           cfg.gamma, cfg.double_dqn)
-        (loss, q), grads = jax.value_and_grad(loss_fn, has_aux=True)(s.params, batch, target)
-        updates, opt_state = optimizer.update(grads, s.opt_state, s.params)
-        params = optax.apply_updates(s.params, updates)
-        step = s.update_step + 1
-        soft = optax.incremental_update(params, s.target_params, cfg.tau)
-        sync = step % cfg.target_update_interval == 0
-        target_params = jax.tree.map(lambda a, b: jnp.where(sync, a, b), soft, s.target_params)
-        s = s.replace(params=params, target_params=target_params, opt_state=opt_state,
-                      key=key, update_step=step)
-        return s, (loss, jnp.mean(q))
 
-    def train_round(s: DQNState):
-        s, (loss, q) = jax.lax.scan(sgd_step, s, length=cfg.gradient_steps)
-        return s, jnp.mean(loss), jnp.mean(q)
+def sgd_step(cfg: DQNConfig, apply, optimizer, s: DQNState) -> tuple[DQNState, tuple]:
+    """One TD update on a uniform replay minibatch, then the (soft or hard) target update."""
+    key, key_sample = jax.random.split(s.key)
+    batch = buffer_sample(s.buffer, key_sample, cfg.batch_size)
+    target = td_target(batch.reward, batch.terminated, apply(s.params, batch.next_obs),
+                       apply(s.target_params, batch.next_obs), batch.next_mask,
+                       cfg.gamma, cfg.double_dqn)
+    (loss, q), grads = jax.value_and_grad(functools.partial(dqn_loss, apply), has_aux=True)(
+        s.params, batch, target)
+    updates, opt_state = optimizer.update(grads, s.opt_state, s.params)
+    params = optax.apply_updates(s.params, updates)
+    step = s.update_step + 1
+    soft = optax.incremental_update(params, s.target_params, cfg.tau)
+    sync = step % cfg.target_update_interval == 0
+    target_params = jax.tree.map(lambda a, b: jnp.where(sync, a, b), soft, s.target_params)
+    s = s.replace(params=params, target_params=target_params, opt_state=opt_state,
+                  key=key, update_step=step)
+    return s, (loss, jnp.mean(q))
 
-    def env_step(carry, _):
-        s, theta = carry
-        key, key_action, key_step = jax.random.split(s.key, 3)
-        board = jax.vmap(fns.board)(s.env_state)
-        mask = jax.vmap(fns.legal_action_mask)(s.env_state)
-        epsilon = epsilon_at(cfg, s.env_steps)
-        action = epsilon_greedy(key_action, apply(s.params, board), mask, epsilon)
-        env_state, res = jax.vmap(fns.step)(s.env_state, action, jax.random.split(key_step, n))
-        r_shaped = reward(theta, fns.phi(res.board, res.next_board, res.score_gain,
-                                         res.terminated))
-        item = DQNTransition(obs=board, action=action, reward=r_shaped,
-                             next_obs=jax.vmap(fns.board)(env_state),
-                             next_mask=jax.vmap(fns.legal_action_mask)(env_state),
-                             terminated=res.terminated)
-        score, length, done = s.episode_score + res.score_gain, s.episode_length + 1, res.terminated
-        s = s.replace(env_state=env_state, key=key, env_steps=s.env_steps + n,
-                      buffer=buffer_add(s.buffer, item),
-                      episode_score=jnp.where(done, 0.0, score),
-                      episode_length=jnp.where(done, 0, length))
-        ready = ((s.env_steps >= cfg.learning_starts) & (s.buffer.size >= cfg.batch_size)
-                 & ((s.env_steps // n) % cfg.train_frequency == 0))
-        s, loss, q = jax.lax.cond(ready, train_round,
-                                  lambda s: (s, jnp.float32(0), jnp.float32(0)), s)
-        info = dict(done=done, score=score, length=length, r_shaped=r_shaped, loss=loss, q=q,
-                    ready=ready, max_tile=jnp.max(res.next_board, axis=-1))
-        return (s, theta), info
 
-    def segment(s: DQNState, theta: jax.Array) -> tuple[DQNState, DQNMetrics]:
-        theta = jnp.asarray(theta, jnp.float32)
-        if theta.shape != (NUM_FEATURES,):
-            raise ValueError(f"theta must have shape ({NUM_FEATURES},), got {theta.shape}")
-        (s, _), info = jax.lax.scan(env_step, (s, theta), length=cfg.num_steps)
-        return s, _metrics(info, epsilon_at(cfg, s.env_steps), cfg.gradient_steps)
+def train_round(cfg: DQNConfig, apply, optimizer, s: DQNState):
+    """`cfg.gradient_steps` TD updates; returns the state and their mean loss and Q."""
+    step = functools.partial(sgd_step, cfg, apply, optimizer)
+    s, (loss, q) = jax.lax.scan(lambda st, _: step(st), s, length=cfg.gradient_steps)
+    return s, jnp.mean(loss), jnp.mean(q)
 
-    return init, segment
+
+def _act(apply, params, epsilon, key, board, mask):
+    """The DQN behaviour policy: epsilon-greedy over legal actions."""
+    return epsilon_greedy(key, apply(params, board), mask, epsilon), None
+
+
+def env_step(cfg: DQNConfig, fns: EnvFns, apply, optimizer, theta: jax.Array, s: DQNState):
+    """One move of every env into the buffer, then a training round when it is due."""
+    act = functools.partial(_act, apply, s.params, epsilon_at(cfg, s.env_steps))
+    key, move, _ = policy_step(fns, act, s.env_state, s.key)
+    res, env_state = move.result, move.env_state
+    r_shaped = reward(theta, fns.phi(res.board, res.next_board, res.score_gain, res.terminated))
+    item = DQNTransition(obs=move.board, action=move.action, reward=r_shaped,
+                         next_obs=jax.vmap(fns.board)(env_state),
+                         next_mask=jax.vmap(fns.legal_action_mask)(env_state),
+                         terminated=res.terminated)
+    score, length, done = s.episode_score + res.score_gain, s.episode_length + 1, res.terminated
+    s = s.replace(env_state=env_state, key=key, env_steps=s.env_steps + cfg.num_envs,
+                  buffer=buffer_add(s.buffer, item), episode_score=jnp.where(done, 0.0, score),
+                  episode_length=jnp.where(done, 0, length))
+    ready = ((s.env_steps >= cfg.learning_starts) & (s.buffer.size >= cfg.batch_size)
+             & ((s.env_steps // cfg.num_envs) % cfg.train_frequency == 0))
+    s, loss, q = jax.lax.cond(ready, functools.partial(train_round, cfg, apply, optimizer),
+                              lambda s: (s, jnp.float32(0), jnp.float32(0)), s)
+    info = dict(done=done, score=score, length=length, r_shaped=r_shaped, loss=loss, q=q,
+                ready=ready, max_tile=jnp.max(res.next_board, axis=-1))
+    return s, info
+
+
+def train_segment(cfg: DQNConfig, fns: EnvFns, apply, optimizer, s: DQNState,
+                  theta: jax.Array) -> tuple[DQNState, DQNMetrics]:
+    """`cfg.num_steps` env steps with updates on the reward `theta . phi` (`[F]`, traced).
+
+    Raises:
+      ValueError: theta is not `[NUM_FEATURES]` (at trace time).
+    """
+    theta = jnp.asarray(theta, jnp.float32)
+    if theta.shape != (NUM_FEATURES,):
+        raise ValueError(f"theta must have shape ({NUM_FEATURES},), got {theta.shape}")
+    step = functools.partial(env_step, cfg, fns, apply, optimizer, theta)
+    s, info = jax.lax.scan(lambda st, _: step(st), s, length=cfg.num_steps)
+    return s, _metrics(info, epsilon_at(cfg, s.env_steps), cfg.gradient_steps)
 
 
 def _metrics(info: dict, epsilon: jax.Array, gradient_steps: int) -> DQNMetrics:
     """Summarise one segment's `[T, N]` / `[T]` step records into scalars."""
-    done = info["done"]
-    episodes = jnp.sum(done)
     rounds = jnp.sum(info["ready"])
-
-    def finished_mean(x):
-        total = jnp.sum(jnp.where(done, x.astype(jnp.float32), 0.0))
-        return jnp.where(episodes > 0, total / jnp.maximum(episodes, 1), jnp.nan)
 
     def round_mean(x):
         return jnp.where(rounds > 0, jnp.sum(jnp.where(info["ready"], x, 0.0))
                          / jnp.maximum(rounds, 1), jnp.nan)
 
     return DQNMetrics(
-        episode_score=finished_mean(info["score"]),
-        episode_length=finished_mean(info["length"]),
-        episode_max_tile=finished_mean(2.0 ** info["max_tile"].astype(jnp.float32)),
-        episodes=episodes.astype(jnp.int32),
-        max_tile=(2 ** jnp.max(info["max_tile"])).astype(jnp.int32),
-        reward_mean=jnp.mean(info["r_shaped"]), loss=round_mean(info["loss"]),
-        q_mean=round_mean(info["q"]), epsilon=epsilon,
+        **episode_metrics(info["done"], info["score"], info["length"], info["max_tile"],
+                          info["r_shaped"]),
+        loss=round_mean(info["loss"]), q_mean=round_mean(info["q"]), epsilon=epsilon,
         updates=(rounds * gradient_steps).astype(jnp.int32))
 
 
@@ -310,7 +318,7 @@ def make_evaluate(net: NetworkConfig, num_episodes: int, max_len: int = 50_000,
     Q-values as scores: greedy = argmax over legal actions (sampled = softmax of Q). Static
     and cached like `evaluation.make_evaluate`. Raises ValueError for non-positive sizes.
     """
-    _, apply = make_q_network(net)
+    _, apply = make_network(net, head="q")
     return evaluation.make_policy_evaluate(
         lambda params, board, mask: masked_q(apply(params, board), mask),
         num_episodes, max_len, greedy)

@@ -11,12 +11,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
-from sailor_jax import env
 from sailor_jax.config import NetworkConfig
 from sailor_jax.networks import make_network
+from sailor_jax.policy import GAME_2048, EnvFns, logits_policy, policy_step
 
 TILE_THRESHOLDS: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192)
 WIN_TILE: int = 2048
@@ -52,7 +51,8 @@ def make_evaluate(net: NetworkConfig, num_episodes: int, max_len: int = 50_000,
 
 
 def make_policy_evaluate(apply_fn: Callable[[Any, jax.Array, jax.Array], jax.Array],
-                         num_episodes: int, max_len: int = 50_000, greedy: bool = True):
+                         num_episodes: int, max_len: int = 50_000, greedy: bool = True,
+                         env_fns: EnvFns = GAME_2048):
     """Build the compiled `evaluate(params, key) -> EpisodeStats` for any scoring network.
 
     The protocol of `make_evaluate`, for any policy given as scores per action: PPO logits or
@@ -67,6 +67,7 @@ def make_policy_evaluate(apply_fn: Callable[[Any, jax.Array, jax.Array], jax.Arr
       num_episodes: games `E` played in parallel.
       max_len: move cap per game (games still running then count as truncated).
       greedy: argmax (True) or sample from the softmax of the scores (False).
+      env_fns: the environment (its states need a `terminated` field).
 
     Raises:
       ValueError: `num_episodes` or `max_len` not positive.
@@ -75,85 +76,28 @@ def make_policy_evaluate(apply_fn: Callable[[Any, jax.Array, jax.Array], jax.Arr
         raise ValueError(f"num_episodes and max_len must be positive, got {num_episodes}, "
                          f"{max_len}")
 
-    def evaluate(params, key: jax.Array) -> EpisodeStats:
-        key_reset, key_play = jax.random.split(key)
-        state = jax.vmap(env.reset)(jax.random.split(key_reset, num_episodes))
-        zeros = jnp.zeros((num_episodes,), jnp.int32)
-        carry = (state, jnp.zeros((num_episodes,), jnp.float32), zeros, jnp.int32(0), key_play)
-
-        def cond(c):
-            state, _, _, t, _ = c
-            return (t < max_len) & ~jnp.all(state.terminated)
-
-        def body(c):
-            state, score, length, t, key = c
-            key, key_action, key_step = jax.random.split(key, 3)
-            logits = apply_fn(params, env.board_exponents(state), env.legal_action_mask(state))
-            action = (jnp.argmax(logits, -1) if greedy
-                      else jax.random.categorical(key_action, logits))
-            running = ~state.terminated
-            state, res = jax.vmap(env.play)(state, action,
-                                            jax.random.split(key_step, num_episodes))
-            return (state, score + res.score_gain, length + running, t + 1, key)
-
-        state, score, length, _, _ = jax.lax.while_loop(cond, body, carry)
-        max_tile = 2 ** jnp.max(env.board_exponents(state), axis=-1)
-        return EpisodeStats(score=score, length=length, max_tile=max_tile.astype(jnp.int32),
-                            truncated=~state.terminated,
-                            final_board=env.board_exponents(state).astype(jnp.uint8))
-
-    return jax.jit(evaluate)
+    return jax.jit(functools.partial(_evaluate, env_fns, apply_fn, num_episodes, max_len,
+                                     greedy))
 
 
-def summarize(stats: EpisodeStats) -> dict:
-    """Reduce per-episode results to the report dict. Host-only.
+def _evaluate(fns: EnvFns, apply_fn: Callable, num_episodes: int, max_len: int, greedy: bool,
+              params, key: jax.Array) -> EpisodeStats:
+    """Play `num_episodes` games to the end or `max_len` moves; see `make_policy_evaluate`."""
+    key_reset, key_play = jax.random.split(key)
+    state = jax.vmap(fns.reset)(jax.random.split(key_reset, num_episodes))
+    zeros = jnp.zeros((num_episodes,), jnp.int32)
+    carry = (state, jnp.zeros((num_episodes,), jnp.float32), zeros, jnp.int32(0), key_play)
+    act = functools.partial(logits_policy, apply_fn, params, greedy)
 
-    Args:
-      stats: `EpisodeStats` with `[E]` or `[S, E]` arrays (seeds are pooled).
+    def body(c):
+        state, score, length, t, key = c
+        running = ~state.terminated
+        key, move, _ = policy_step(fns, act, state, key, auto_reset=False)
+        return (move.env_state, score + move.result.score_gain, length + running, t + 1, key)
 
-    Returns:
-      dict with `episodes`, `score_mean`, `score_std`, `score_max`, `length_mean`,
-      `max_tile_mean`, `max_tile_rates` ({tile: fraction of games reaching it} for 256..8192),
-      `win_rate` (fraction reaching 2048), `truncated` (count) and `max_tile_counts`
-      ({tile: games whose largest tile is exactly that value}); plain Python numbers. With
-      `final_board` also `max_tile_position`: `4 x 4` nested list, the fraction of games whose
-      largest tile sits in each cell (row-major board; a game with the largest tile in two
-      cells counts in both, so the cells can sum to more than 1).
-    """
-    stats = jax.device_get(stats)
-    board = stats.final_board
-    s = jax.tree.map(lambda x: np.asarray(x).reshape(-1),
-                     stats.replace(final_board=None))
-    tiles, counts = np.unique(s.max_tile, return_counts=True)
-    out = {
-        "episodes": int(s.score.size),
-        "score_mean": float(np.mean(s.score)),
-        "score_std": float(np.std(s.score)),
-        "score_max": float(np.max(s.score)),
-        "length_mean": float(np.mean(s.length)),
-        "max_tile_mean": float(np.mean(s.max_tile)),
-        "max_tile_rates": {str(t): float(np.mean(s.max_tile >= t)) for t in TILE_THRESHOLDS},
-        "win_rate": float(np.mean(s.max_tile >= WIN_TILE)),
-        "truncated": int(np.sum(s.truncated)),
-        "max_tile_counts": {str(int(t)): int(c) for t, c in zip(tiles, counts, strict=True)},
-    }
-    if board is not None:
-        board = np.asarray(board).reshape(-1, 16)
-        at_max = board == board.max(axis=1, keepdims=True)
-        out["max_tile_position"] = at_max.mean(axis=0).reshape(4, 4).tolist()
-    return out
-
-
-def random_policy_stats(key: jax.Array, num_episodes: int, max_len: int = 50_000
-                        ) -> EpisodeStats:
-    """Play uniformly random legal moves (the reference baseline). Compiled on each call."""
-    return _random_eval(num_episodes, max_len)(key)
-
-
-def _random_eval(num_episodes: int, max_len: int):
-    """A compiled random-legal-move evaluator: zero network weights give uniform logits."""
-    zero_net = NetworkConfig(hidden_sizes=(1,))
-    init, _ = make_network(zero_net)
-    params = jax.tree.map(jnp.zeros_like, init(jax.random.PRNGKey(0)))
-    evaluate = make_evaluate(zero_net, num_episodes, max_len, greedy=False)
-    return lambda key: evaluate(params, key)
+    state, score, length, _, _ = jax.lax.while_loop(
+        lambda c: (c[3] < max_len) & ~jnp.all(c[0].terminated), body, carry)
+    final_board = jax.vmap(fns.board)(state)
+    return EpisodeStats(score=score, length=length,
+                        max_tile=(2 ** jnp.max(final_board, axis=-1)).astype(jnp.int32),
+                        truncated=~state.terminated, final_board=final_board.astype(jnp.uint8))

@@ -1,12 +1,13 @@
 """Actor-critic and Q networks: `nnx.Module`s crossed into functional JAX once with `nnx.split`.
 
-Training code sees only `make_network(cfg) -> (init_params, apply)` (PPO) and
-`make_q_network(cfg) -> (init_params, apply)` (DQN); nothing else in the package touches Flax.
+Training code sees only `make_network(cfg, head) -> (init_params, apply)`, the one factory for
+the PPO actor-critic and the DQN Q-network; nothing else in the package touches Flax.
 Illegal actions are masked in the actor's logits; Q-values come back unmasked.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -35,99 +36,79 @@ def _mlp(sizes: list[int], out: int, out_scale: float, rngs: nnx.Rngs) -> list[n
     return layers
 
 
-class ActorCritic(nnx.Module):
-    """Separate MLP towers: policy logits `[..., 4]` and state value `[...]`.
+HEADS: dict[str, tuple[tuple[str, int, float], ...]] = {
+    "actor_critic": (("actor", NUM_ACTIONS, 0.01), ("critic", 1, 1.0)),
+    "q": (("q", NUM_ACTIONS, 1.0),)}
+"""Per head kind, its towers: (name, outputs, orthogonal scale of the output layer)."""
 
-    Layers are named attributes (`actor_0`, ..., `critic_0`, ...) so that the parameters are
-    a plain nested dict with string keys (friendly to optax and orbax).
+
+class Towers(nnx.Module):
+    """Separate MLP towers over the one-hot board, one per output head.
+
+    Layers are named attributes (`actor_0`, ..., `critic_0`, ..., or `q_0`, ...) so that the
+    parameters are a plain nested dict with string keys (friendly to optax and orbax).
     """
 
-    def __init__(self, cfg: NetworkConfig, rngs: nnx.Rngs):
+    def __init__(self, cfg: NetworkConfig, head: str, rngs: nnx.Rngs):
         sizes = [16 * NUM_TILE_CLASSES, *cfg.hidden_sizes]
-        self.num_layers = len(sizes)
-        self.activation = cfg.activation
-        for tower, out, scale in (("actor", NUM_ACTIONS, 0.01), ("critic", 1, 1.0)):
+        self.num_layers, self.activation = len(sizes), cfg.activation
+        self.towers = tuple(name for name, _, _ in HEADS[head])
+        for tower, out, scale in HEADS[head]:
             for k, layer in enumerate(_mlp(sizes, out, scale, rngs)):
                 setattr(self, f"{tower}_{k}", layer)
 
-    def _tower(self, tower: str, x: jax.Array) -> jax.Array:
+    def __call__(self, x: jax.Array) -> tuple[jax.Array, ...]:
         act = _ACTIVATIONS[self.activation]
-        for k in range(self.num_layers - 1):
-            x = act(getattr(self, f"{tower}_{k}")(x))
-        return getattr(self, f"{tower}_{self.num_layers - 1}")(x)
-
-    def __call__(self, x: jax.Array) -> tuple[jax.Array, jax.Array]:
-        return self._tower("actor", x), self._tower("critic", x)[..., 0]
+        outs = []
+        for tower in self.towers:
+            h = x
+            for k in range(self.num_layers - 1):
+                h = act(getattr(self, f"{tower}_{k}")(h))
+            outs.append(getattr(self, f"{tower}_{self.num_layers - 1}")(h))
+        return tuple(outs)
 
 
 Params = dict
 InitFn = Callable[[jax.Array], Params]
-ApplyFn = Callable[[Params, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
 
 
-def make_network(cfg: NetworkConfig) -> tuple[InitFn, ApplyFn]:
-    """Build `(init_params, apply)` for the actor-critic.
+def make_network(cfg: NetworkConfig, head: str = "actor_critic") -> tuple[InitFn, Callable]:
+    """Build `(init_params, apply)` for the actor-critic (PPO) or the Q-network (DQN).
 
-    `init_params(key) -> params` (a nested dict of float32 arrays; orthogonal sqrt(2) hidden,
-    0.01 policy head, 1.0 value head, zero biases). `apply(params, board, legal_action_mask)
-    -> (logits, value)` takes `[..., 16]` integer exponents and a `[..., 4] bool` mask and
-    returns masked logits `[..., 4] float32` (illegal = `MASKED_LOGIT`) and values `[...]`.
-    Both are pure and compiled-safe.
+    `init_params(key) -> params`: a nested dict of float32 arrays; orthogonal sqrt(2) hidden
+    layers, zero biases, output layers at scale 0.01 (policy), 1.0 (value, Q). Inputs are
+    `[..., 16]` integer exponents (one-hot encoded inside). Both functions are pure and
+    compiled-safe.
+
+    - head "actor_critic": `apply(params, board, legal_action_mask [..., 4] bool) ->
+      (logits [..., 4] float32, illegal = MASKED_LOGIT; value [...] float32)`.
+    - head "q": `apply(params, board) -> q [..., 4] float32` for every action, legal or not
+      (the DQN policy and target mask them).
+
+    Raises:
+      ValueError: unknown head.
     """
-    graphdef, abstract_state = nnx.split(nnx.eval_shape(lambda: ActorCritic(cfg, nnx.Rngs(0))))
+    if head not in HEADS:
+        raise ValueError(f"unknown network head {head!r}; known: {', '.join(HEADS)}")
+    graphdef, abstract_state = nnx.split(nnx.eval_shape(lambda: Towers(cfg, head, nnx.Rngs(0))))
 
     def init_params(key: jax.Array) -> Params:
-        return nnx.to_pure_dict(nnx.state(ActorCritic(cfg, nnx.Rngs(params=key)), nnx.Param))
+        return nnx.to_pure_dict(nnx.state(Towers(cfg, head, nnx.Rngs(params=key)), nnx.Param))
 
-    def apply(params: Params, board: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def forward(params: Params, board: jax.Array) -> tuple[jax.Array, ...]:
         state = jax.tree.map(lambda x: x, abstract_state)  # a fresh copy to fill in
-        nnx.replace_by_pure_dict(state, params)
-        model = nnx.merge(graphdef, state)
-        logits, value = model(obs_one_hot(board))
-        return jnp.where(mask, logits, MASKED_LOGIT), value
-
-    return init_params, apply
-
-
-class QNetwork(nnx.Module):
-    """One MLP from the one-hot board to `[..., 4]` action values (layers `q_0`, `q_1`, ...)."""
-
-    def __init__(self, cfg: NetworkConfig, rngs: nnx.Rngs):
-        sizes = [16 * NUM_TILE_CLASSES, *cfg.hidden_sizes]
-        self.num_layers = len(sizes)
-        self.activation = cfg.activation
-        for k, layer in enumerate(_mlp(sizes, NUM_ACTIONS, 1.0, rngs)):
-            setattr(self, f"q_{k}", layer)
-
-    def __call__(self, x: jax.Array) -> jax.Array:
-        act = _ACTIVATIONS[self.activation]
-        for k in range(self.num_layers - 1):
-            x = act(getattr(self, f"q_{k}")(x))
-        return getattr(self, f"q_{self.num_layers - 1}")(x)
-
-
-QApplyFn = Callable[[Params, jax.Array], jax.Array]
-
-
-def make_q_network(cfg: NetworkConfig) -> tuple[InitFn, QApplyFn]:
-    """Build `(init_params, apply)` for the DQN action-value network.
-
-    `init_params(key) -> params` (nested dict of float32 arrays; orthogonal sqrt(2) hidden,
-    1.0 output layer, zero biases). `apply(params, board) -> q` takes `[..., 16]` integer
-    exponents and returns `[..., 4] float32` Q-values for every action, legal or not (the DQN
-    policy and target mask them). Both are pure and compiled-safe.
-    """
-    graphdef, abstract_state = nnx.split(nnx.eval_shape(lambda: QNetwork(cfg, nnx.Rngs(0))))
-
-    def init_params(key: jax.Array) -> Params:
-        return nnx.to_pure_dict(nnx.state(QNetwork(cfg, nnx.Rngs(params=key)), nnx.Param))
-
-    def apply(params: Params, board: jax.Array) -> jax.Array:
-        state = jax.tree.map(lambda x: x, abstract_state)
         nnx.replace_by_pure_dict(state, params)
         return nnx.merge(graphdef, state)(obs_one_hot(board))
 
-    return init_params, apply
+    if head == "q":
+        return init_params, lambda params, board: forward(params, board)[0]
+    return init_params, functools.partial(_actor_critic, forward)
+
+
+def _actor_critic(forward: Callable, params: Params, board: jax.Array, mask: jax.Array
+                  ) -> tuple[jax.Array, jax.Array]:
+    logits, value = forward(params, board)
+    return jnp.where(mask, logits, MASKED_LOGIT), value[..., 0]
 
 
 def masked_log_prob_entropy(logits: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:

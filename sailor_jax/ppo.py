@@ -12,39 +12,23 @@ eq. 16); Lu et al. 2022 (PureJaxRL).
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from sailor_jax import env
 from sailor_jax.config import PPOConfig
-from sailor_jax.features import NUM_FEATURES, phi
+from sailor_jax.features import NUM_FEATURES
 from sailor_jax.networks import make_network, masked_log_prob_entropy
+from sailor_jax.policy import GAME_2048, EnvFns, episode_metrics, policy_step
 from sailor_jax.reward import reward
 from sailor_jax.types import RunnerState, RunningStats, SegmentMetrics, Transition
 
-
-@dataclasses.dataclass(frozen=True)
-class EnvFns:
-    """The environment as pure single-game functions (static; the default is pgx 2048).
-
-    Tests swap in tiny probe environments with the same signatures: `reset(key) -> state`,
-    `step(state, action, key) -> (state, env.StepResult)` with auto-reset, `board(state) ->
-    [16] int`, `legal_action_mask(state) -> [4] bool`, and `phi(board, next_board, score_gain,
-    terminated) -> [F] float32`.
-    """
-
-    reset: Callable = env.reset
-    step: Callable = env.step
-    board: Callable = env.board_exponents
-    legal_action_mask: Callable = env.legal_action_mask
-    phi: Callable = phi
-
-
-GAME_2048 = EnvFns()
+__all__ = ["GAME_2048", "EnvFns", "gae", "jit_seeds", "lr_schedule", "make_optimizer",
+           "make_train", "ppo_loss", "rollout_step", "update_epoch"]
 
 
 def gae(traj: Transition, last_value: jax.Array, gamma: float, gae_lambda: float
@@ -88,13 +72,20 @@ def make_optimizer(cfg: PPOConfig) -> optax.GradientTransformation:
                        optax.adam(learning_rate=lr_schedule(cfg), eps=1e-5))
 
 
-def lr_schedule(cfg: PPOConfig) -> Callable[[jax.Array], jax.Array]:
-    """Map the optimiser step count (minibatch steps) to the learning rate."""
+def lr_schedule(cfg: PPOConfig) -> optax.Schedule:
+    """Map the optimiser step count (minibatch steps) to the learning rate (an optax schedule).
+
+    "constant": `cfg.lr`; "linear": from `cfg.lr` to 0 over `cfg.lr_decay_updates` PPO
+    updates, constant within an update (`update_epochs * num_minibatches` optimiser steps),
+    then exactly 0 (`optax.linear_schedule` alone ends at +-1e-11 under XLA's fused
+    multiply-add, a negative learning rate; the joined constant keeps it at 0).
+    """
     steps_per_update = cfg.update_epochs * cfg.num_minibatches
     if cfg.lr_schedule == "constant":
-        return lambda count: jnp.float32(cfg.lr) + 0.0 * count
-    return lambda count: cfg.lr * jnp.clip(
-        1.0 - (count // steps_per_update) / cfg.lr_decay_updates, 0.0, 1.0)
+        return optax.constant_schedule(cfg.lr)
+    linear = optax.join_schedules([optax.linear_schedule(cfg.lr, 0.0, cfg.lr_decay_updates),
+                                   optax.constant_schedule(0.0)], [cfg.lr_decay_updates])
+    return lambda count: linear(count // steps_per_update)
 
 
 def make_train(cfg: PPOConfig, num_seeds: int | None = None, env_fns: EnvFns = GAME_2048):
@@ -143,128 +134,144 @@ def jit_seeds(init, segment, num_seeds: int | None):
 
 
 def _make_pure(cfg: PPOConfig, fns: EnvFns):
-    """Return the unjitted single-seed `(init, segment)` closures over the static config."""
+    """Return the unjitted single-seed `(init, segment)` functions over the static config."""
     init_params, apply = make_network(cfg.network)
     optimizer = make_optimizer(cfg)
-    schedule = lr_schedule(cfg)
+    init = functools.partial(init_runner, cfg, fns, init_params, optimizer)
+    update = functools.partial(ppo_update, cfg, fns, apply, optimizer, lr_schedule(cfg))
+    return init, functools.partial(train_segment, cfg, update)
+
+
+def init_runner(cfg: PPOConfig, fns: EnvFns, init_params: Callable, optimizer, key: jax.Array
+                ) -> RunnerState:
+    """Fresh params, optimiser state and `cfg.num_envs` games from `key`."""
+    key_params, key_env, key_run = jax.random.split(key, 3)
+    params = init_params(key_params)
     n = cfg.num_envs
-
-    def init(key: jax.Array) -> RunnerState:
-        key_params, key_env, key_run = jax.random.split(key, 3)
-        params = init_params(key_params)
-        zeros = jnp.zeros((n,), jnp.float32)
-        return RunnerState(
-            params=params, opt_state=optimizer.init(params),
-            env_state=jax.vmap(fns.reset)(jax.random.split(key_env, n)),
-            key=key_run, update_step=jnp.int32(0), env_steps=jnp.int32(0),
-            episode_score=zeros, episode_length=jnp.zeros((n,), jnp.int32),
-            discounted_return=zeros,
-            return_stats=RunningStats(mean=jnp.float32(0), var=jnp.float32(1),
-                                      count=jnp.float32(1e-4)))
-
-    def env_step(carry, _):
-        rs, theta = carry
-        key, key_action, key_step = jax.random.split(rs.key, 3)
-        board = jax.vmap(fns.board)(rs.env_state)
-        mask = jax.vmap(fns.legal_action_mask)(rs.env_state)
-        logits, value = apply(rs.params, board, mask)
-        action = jax.random.categorical(key_action, logits)
-        log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], -1)[:, 0]
-        env_state, res = jax.vmap(fns.step)(rs.env_state, action, jax.random.split(key_step, n))
-        features = fns.phi(res.board, res.next_board, res.score_gain, res.terminated)
-        r_shaped = reward(theta, features)
-        ret = rs.discounted_return * cfg.gamma + r_shaped
-        stats = _update_stats(rs.return_stats, ret) if cfg.normalize_rewards else rs.return_stats
-        r_train = r_shaped / jnp.sqrt(stats.var + 1e-8) if cfg.normalize_rewards else r_shaped
-        score = rs.episode_score + res.score_gain
-        length = rs.episode_length + 1
-        done = res.terminated
-        info = dict(done=done, score=score, length=length, r_shaped=r_shaped,
-                    max_tile=jnp.max(res.next_board, axis=-1))
-        rs = rs.replace(
-            env_state=env_state, key=key, env_steps=rs.env_steps + n,
-            episode_score=jnp.where(done, 0.0, score), episode_length=jnp.where(done, 0, length),
-            discounted_return=jnp.where(done, 0.0, ret), return_stats=stats)
-        t = Transition(obs=board.astype(jnp.int8), legal_action_mask=mask, action=action,
-                       log_prob=log_prob, value=value, reward=r_train, done=done)
-        return (rs, theta), (t, info)
-
-    def loss_fn(params, mb: Transition, advantage, target):
-        logits, value = apply(params, mb.obs, mb.legal_action_mask)
-        log_p, entropy = masked_log_prob_entropy(logits, mb.legal_action_mask)
-        new_log_prob = jnp.take_along_axis(log_p, mb.action[:, None], -1)[:, 0]
-        log_ratio = new_log_prob - mb.log_prob
-        ratio = jnp.exp(log_ratio)
-        adv = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
-        policy_loss = -jnp.mean(jnp.minimum(
-            ratio * adv, jnp.clip(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps) * adv))
-        value_clipped = mb.value + jnp.clip(value - mb.value, -cfg.clip_eps, cfg.clip_eps)
-        value_loss = 0.5 * jnp.mean(jnp.maximum((value - target) ** 2,
-                                                (value_clipped - target) ** 2))
-        ent = jnp.mean(entropy)
-        loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * ent
-        aux = dict(policy_loss=policy_loss, value_loss=value_loss, entropy=ent,
-                   approx_kl=jnp.mean((ratio - 1) - log_ratio),
-                   clip_fraction=jnp.mean(jnp.abs(ratio - 1) > cfg.clip_eps))
-        return loss, aux
-
-    def minibatch_step(carry, mb):
-        params, opt_state = carry
-        grads, aux = jax.grad(loss_fn, has_aux=True)(params, *mb)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), aux
-
-    def epoch(carry, key):
-        batch = carry[2]
-        perm = jax.random.permutation(key, cfg.batch_size)
-        shuffled = jax.tree.map(
-            lambda x: x[perm].reshape((cfg.num_minibatches, -1) + x.shape[1:]), batch)
-        (params, opt_state), aux = jax.lax.scan(minibatch_step, carry[:2], shuffled)
-        return (params, opt_state, batch), aux
-
-    def update(rs: RunnerState, theta: jax.Array) -> tuple[RunnerState, SegmentMetrics]:
-        lr = schedule(rs.update_step * cfg.update_epochs * cfg.num_minibatches)
-        (rs, _), (traj, info) = jax.lax.scan(env_step, (rs, theta), length=cfg.num_steps)
-        _, last_value = apply(rs.params, jax.vmap(fns.board)(rs.env_state),
-                              jax.vmap(fns.legal_action_mask)(rs.env_state))
-        advantage, target = gae(traj, last_value, cfg.gamma, cfg.gae_lambda)
-        flat = jax.tree.map(lambda x: x.reshape((cfg.batch_size,) + x.shape[2:]),
-                            (traj, advantage, target))
-        key, key_epochs = jax.random.split(rs.key)
-        (params, opt_state, _), aux = jax.lax.scan(
-            epoch, (rs.params, rs.opt_state, flat), jax.random.split(key_epochs, cfg.update_epochs))
-        rs = rs.replace(params=params, opt_state=opt_state, key=key,
-                        update_step=rs.update_step + 1)
-        return rs, _metrics(traj, info, target, lr, aux)
-
-    def segment(rs: RunnerState, theta: jax.Array) -> tuple[RunnerState, SegmentMetrics]:
-        theta = jnp.asarray(theta, jnp.float32)
-        if theta.shape != (NUM_FEATURES,):
-            raise ValueError(f"theta must have shape ({NUM_FEATURES},), got {theta.shape}")
-        return jax.lax.scan(lambda s, _: update(s, theta), rs, length=cfg.updates_per_segment)
-
-    return init, segment
+    zeros = jnp.zeros((n,), jnp.float32)
+    return RunnerState(
+        params=params, opt_state=optimizer.init(params),
+        env_state=jax.vmap(fns.reset)(jax.random.split(key_env, n)),
+        key=key_run, update_step=jnp.int32(0), env_steps=jnp.int32(0),
+        episode_score=zeros, episode_length=jnp.zeros((n,), jnp.int32),
+        discounted_return=zeros,
+        return_stats=RunningStats(mean=jnp.float32(0), var=jnp.float32(1),
+                                  count=jnp.float32(1e-4)))
 
 
-def _metrics(traj: Transition, info: dict, target, lr, aux: dict) -> SegmentMetrics:
-    """Summarise one update's rollout and optimisation statistics (all scalars)."""
-    done = info["done"]
-    episodes = jnp.sum(done)
-    denom = jnp.where(episodes > 0, episodes, 1)
+def _act(apply: Callable, params: Any, key: jax.Array, board: jax.Array, mask: jax.Array):
+    """The PPO behaviour policy: a categorical sample of the masked logits."""
+    logits, value = apply(params, board, mask)
+    return jax.random.categorical(key, logits), (logits, value)
 
-    def finished_mean(x):
-        return jnp.where(episodes > 0, jnp.sum(jnp.where(done, x, 0)) / denom, jnp.nan)
 
+def rollout_step(cfg: PPOConfig, fns: EnvFns, apply: Callable, theta: jax.Array,
+                 rs: RunnerState) -> tuple[RunnerState, tuple[Transition, dict]]:
+    """One move of every env with the shaped reward `theta . phi` (optionally normalised).
+
+    Returns the runner state after the move and `(Transition [N], move info [N])`.
+    """
+    key, move, (logits, value) = policy_step(fns, functools.partial(_act, apply, rs.params),
+                                             rs.env_state, rs.key)
+    res, action = move.result, move.action
+    log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], -1)[:, 0]
+    r_shaped = reward(theta, fns.phi(res.board, res.next_board, res.score_gain, res.terminated))
+    ret = rs.discounted_return * cfg.gamma + r_shaped
+    stats = _update_stats(rs.return_stats, ret) if cfg.normalize_rewards else rs.return_stats
+    r_train = r_shaped / jnp.sqrt(stats.var + 1e-8) if cfg.normalize_rewards else r_shaped
+    score, length, done = rs.episode_score + res.score_gain, rs.episode_length + 1, res.terminated
+    info = dict(done=done, score=score, length=length, r_shaped=r_shaped,
+                max_tile=jnp.max(res.next_board, axis=-1))
+    rs = rs.replace(
+        env_state=move.env_state, key=key, env_steps=rs.env_steps + cfg.num_envs,
+        episode_score=jnp.where(done, 0.0, score), episode_length=jnp.where(done, 0, length),
+        discounted_return=jnp.where(done, 0.0, ret), return_stats=stats)
+    t = Transition(obs=move.board.astype(jnp.int8), legal_action_mask=move.legal_action_mask,
+                   action=action, log_prob=log_prob, value=value, reward=r_train, done=done)
+    return rs, (t, info)
+
+
+def ppo_loss(cfg: PPOConfig, apply: Callable, params: Any, mb: Transition,
+             advantage: jax.Array, target: jax.Array) -> tuple[jax.Array, dict]:
+    """Clipped-surrogate PPO loss of a minibatch (Schulman et al. 2017, eq. 7 and 9).
+
+    Advantages are normalised per minibatch; the value loss is clipped like the policy
+    ratio (CleanRL). Returns `(loss [], aux)`: policy/value loss, entropy, approx KL and the
+    clip fraction (scalars).
+    """
+    logits, value = apply(params, mb.obs, mb.legal_action_mask)
+    log_p, entropy = masked_log_prob_entropy(logits, mb.legal_action_mask)
+    new_log_prob = jnp.take_along_axis(log_p, mb.action[:, None], -1)[:, 0]
+    log_ratio = new_log_prob - mb.log_prob
+    ratio = jnp.exp(log_ratio)
+    adv = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+    policy_loss = -jnp.mean(jnp.minimum(
+        ratio * adv, jnp.clip(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps) * adv))
+    value_clipped = mb.value + jnp.clip(value - mb.value, -cfg.clip_eps, cfg.clip_eps)
+    value_loss = 0.5 * jnp.mean(jnp.maximum((value - target) ** 2,
+                                            (value_clipped - target) ** 2))
+    ent = jnp.mean(entropy)
+    loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * ent
+    aux = dict(policy_loss=policy_loss, value_loss=value_loss, entropy=ent,
+               approx_kl=jnp.mean((ratio - 1) - log_ratio),
+               clip_fraction=jnp.mean(jnp.abs(ratio - 1) > cfg.clip_eps))
+    return loss, aux
+
+
+def update_epoch(cfg: PPOConfig, apply: Callable, optimizer, carry: tuple, key: jax.Array
+                 ) -> tuple[tuple, dict]:
+    """One epoch: shuffle the `[B]` batch into `num_minibatches` and take one Adam step each.
+
+    `carry` is `(params, opt_state, (transitions, advantage, target))`; returns the updated
+    carry and the per-minibatch loss statistics.
+    """
+    params, opt_state, batch = carry
+    perm = jax.random.permutation(key, cfg.batch_size)
+    shuffled = jax.tree.map(
+        lambda x: x[perm].reshape((cfg.num_minibatches, -1) + x.shape[1:]), batch)
+
+    def minibatch_step(state, mb):
+        grads, aux = jax.grad(functools.partial(ppo_loss, cfg, apply), has_aux=True)(
+            state[0], *mb)
+        updates, new_opt_state = optimizer.update(grads, state[1], state[0])
+        return (optax.apply_updates(state[0], updates), new_opt_state), aux
+
+    (params, opt_state), aux = jax.lax.scan(minibatch_step, (params, opt_state), shuffled)
+    return (params, opt_state, batch), aux
+
+
+def ppo_update(cfg: PPOConfig, fns: EnvFns, apply: Callable, optimizer, schedule: Callable,
+               theta: jax.Array, rs: RunnerState) -> tuple[RunnerState, SegmentMetrics]:
+    """One PPO update: rollout of `num_steps` moves, GAE, `update_epochs` epochs, metrics."""
+    lr = schedule(rs.update_step * cfg.update_epochs * cfg.num_minibatches)
+    step = functools.partial(rollout_step, cfg, fns, apply, theta)
+    rs, (traj, info) = jax.lax.scan(lambda r, _: step(r), rs, length=cfg.num_steps)
+    _, last_value = apply(rs.params, jax.vmap(fns.board)(rs.env_state),
+                          jax.vmap(fns.legal_action_mask)(rs.env_state))
+    advantage, target = gae(traj, last_value, cfg.gamma, cfg.gae_lambda)
+    flat = jax.tree.map(lambda x: x.reshape((cfg.batch_size,) + x.shape[2:]),
+                        (traj, advantage, target))
+    key, key_epochs = jax.random.split(rs.key)
+    (params, opt_state, _), aux = jax.lax.scan(
+        functools.partial(update_epoch, cfg, apply, optimizer), (rs.params, rs.opt_state, flat),
+        jax.random.split(key_epochs, cfg.update_epochs))
+    rs = rs.replace(params=params, opt_state=opt_state, key=key, update_step=rs.update_step + 1)
     residual = target - traj.value
-    explained_variance = 1.0 - jnp.var(residual) / (jnp.var(target) + 1e-8)
-    return SegmentMetrics(
-        episode_score=finished_mean(info["score"]),
-        episode_length=finished_mean(info["length"].astype(jnp.float32)),
-        episode_max_tile=finished_mean(2.0 ** info["max_tile"].astype(jnp.float32)),
-        episodes=episodes.astype(jnp.int32),
-        max_tile=(2 ** jnp.max(info["max_tile"])).astype(jnp.int32),
-        reward_mean=jnp.mean(info["r_shaped"]),
-        explained_variance=explained_variance,
-        lr=jnp.asarray(lr, jnp.float32),
-        **{k: jnp.mean(v) for k, v in aux.items()},
-    )
+    return rs, SegmentMetrics(
+        **episode_metrics(info["done"], info["score"], info["length"], info["max_tile"],
+                          info["r_shaped"]),
+        explained_variance=1.0 - jnp.var(residual) / (jnp.var(target) + 1e-8),
+        lr=jnp.asarray(lr, jnp.float32), **{k: jnp.mean(v) for k, v in aux.items()})
+
+
+def train_segment(cfg: PPOConfig, update: Callable, rs: RunnerState, theta: jax.Array
+                  ) -> tuple[RunnerState, SegmentMetrics]:
+    """`cfg.updates_per_segment` PPO updates on the reward `theta . phi` (`[F]`, traced).
+
+    Raises:
+      ValueError: theta is not `[NUM_FEATURES]` (at trace time).
+    """
+    theta = jnp.asarray(theta, jnp.float32)
+    if theta.shape != (NUM_FEATURES,):
+        raise ValueError(f"theta must have shape ({NUM_FEATURES},), got {theta.shape}")
+    return jax.lax.scan(lambda s, _: update(theta, s), rs, length=cfg.updates_per_segment)

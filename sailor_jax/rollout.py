@@ -7,22 +7,24 @@ are matrix-vector products over `Phi`, with no re-simulation.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
-from sailor_jax import env
 from sailor_jax.config import NetworkConfig
-from sailor_jax.features import phi
 from sailor_jax.networks import make_network
+from sailor_jax.policy import GAME_2048, EnvFns, logits_policy, policy_step
 from sailor_jax.types import TrajectoryBatch
 
 
-def make_collect(net: NetworkConfig, num: int, max_len: int = 2000):
+def make_collect(net: NetworkConfig, num: int, max_len: int = 2000, env_fns: EnvFns = GAME_2048):
     """Build the compiled `collect(params, key) -> TrajectoryBatch`.
 
     Plays `num` games from reset with actions sampled from the policy (illegal moves masked)
     for at most `max_len` moves each; games still running then are flagged `truncated`.
-    Static: `net`, `num`, `max_len`. Vmap it over a leading seed axis of params and keys.
+    Static: `net`, `num`, `max_len`, `env_fns` (the environment; its states need a
+    `terminated` field). Vmap it over a leading seed axis of params and keys.
 
     The returned batch has boards `[num, max_len + 1, 16] int8`, actions `[num, max_len] int8`
     (-1 after the game ended), score gains `[num, max_len] float32`, and `Phi [num, F]`.
@@ -33,37 +35,39 @@ def make_collect(net: NetworkConfig, num: int, max_len: int = 2000):
     if num <= 0 or max_len <= 0:
         raise ValueError(f"num and max_len must be positive, got {num}, {max_len}")
     _, apply = make_network(net)
+    return jax.jit(functools.partial(_collect, env_fns, apply, num, max_len))
 
-    def collect(params, key: jax.Array) -> TrajectoryBatch:
-        def step(carry, _):
-            state, key = carry
-            key, key_action, key_step = jax.random.split(key, 3)
-            board = env.board_exponents(state)
-            logits, _ = apply(params, board, env.legal_action_mask(state))
-            action = jax.random.categorical(key_action, logits)
-            running = ~state.terminated
-            state, res = jax.vmap(env.play)(state, action, jax.random.split(key_step, num))
-            feats = phi(res.board, res.next_board, res.score_gain, res.terminated)
-            out = (board.astype(jnp.int8), jnp.where(running, action, -1).astype(jnp.int8),
-                   jnp.where(running, res.score_gain, 0.0),
-                   jnp.where(running[:, None], feats, 0.0), running)
-            return (state, key), out
 
-        key_reset, key_play = jax.random.split(key)
-        state = jax.vmap(env.reset)(jax.random.split(key_reset, num))
-        (state, _), (boards, actions, gains, feats, running) = jax.lax.scan(
-            step, (state, key_play), length=max_len)
-        final = env.board_exponents(state).astype(jnp.int8)
-        boards = jnp.concatenate([jnp.swapaxes(boards, 0, 1), final[:, None]], axis=1)
-        return TrajectoryBatch(
-            boards=boards,
-            actions=jnp.swapaxes(actions, 0, 1),
-            score_gains=jnp.swapaxes(gains, 0, 1),
-            lengths=jnp.sum(running, axis=0).astype(jnp.int32),
-            truncated=~state.terminated,
-            score=jnp.sum(gains, axis=0),
-            max_tile=(2 ** jnp.max(final.astype(jnp.int32), axis=-1)).astype(jnp.int32),
-            Phi=jnp.sum(feats, axis=0),
-        )
+def _collect(fns: EnvFns, apply, num: int, max_len: int, params, key: jax.Array
+             ) -> TrajectoryBatch:
+    """Play `num` games for `max_len` moves (finished games idle); see `make_collect`."""
+    act = functools.partial(logits_policy, lambda p, b, m: apply(p, b, m)[0], params, False)
 
-    return jax.jit(collect)
+    def step(carry, _):
+        state, key = carry
+        running = ~state.terminated
+        key, move, _ = policy_step(fns, act, state, key, auto_reset=False)
+        res = move.result
+        feats = fns.phi(res.board, res.next_board, res.score_gain, res.terminated)
+        out = (move.board.astype(jnp.int8),
+               jnp.where(running, move.action, -1).astype(jnp.int8),
+               jnp.where(running, res.score_gain, 0.0),
+               jnp.where(running[:, None], feats, 0.0), running)
+        return (move.env_state, key), out
+
+    key_reset, key_play = jax.random.split(key)
+    state = jax.vmap(fns.reset)(jax.random.split(key_reset, num))
+    (state, _), (boards, actions, gains, feats, running) = jax.lax.scan(
+        step, (state, key_play), length=max_len)
+    final = jax.vmap(fns.board)(state).astype(jnp.int8)
+    boards = jnp.concatenate([jnp.swapaxes(boards, 0, 1), final[:, None]], axis=1)
+    return TrajectoryBatch(
+        boards=boards,
+        actions=jnp.swapaxes(actions, 0, 1),
+        score_gains=jnp.swapaxes(gains, 0, 1),
+        lengths=jnp.sum(running, axis=0).astype(jnp.int32),
+        truncated=~state.terminated,
+        score=jnp.sum(gains, axis=0),
+        max_tile=(2 ** jnp.max(final.astype(jnp.int32), axis=-1)).astype(jnp.int32),
+        Phi=jnp.sum(feats, axis=0),
+    )

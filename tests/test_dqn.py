@@ -27,7 +27,7 @@ from reference import numpy_2048 as ref
 from sailor_jax import dqn, report
 from sailor_jax.config import DQNConfig, NetworkConfig
 from sailor_jax.features import FEATURE_NAMES, NUM_FEATURES
-from sailor_jax.networks import make_q_network
+from sailor_jax.networks import make_network
 from sailor_jax.reward import RewardSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -294,7 +294,7 @@ PROBE_CFG = DQNConfig(num_envs=16, num_steps=150, buffer_size=2_000, batch_size=
                           target_update_interval=10, epsilon_decay_steps=1_000,
                           epsilon_end=0.1, network=NetworkConfig(hidden_sizes=(32,)))
 ONE_STEP, TWO_STEP, OBS_ACTION, MASKED = range(4)
-_, Q_APPLY = make_q_network(PROBE_CFG.network)
+_, Q_APPLY = make_network(PROBE_CFG.network, head="q")
 
 
 @pytest.fixture(scope="module")

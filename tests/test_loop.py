@@ -6,11 +6,10 @@ import dataclasses
 import json
 import os
 
-import jax
 import numpy as np
 import pytest
 
-from sailor_jax import loop, rollout
+from sailor_jax import loop
 from sailor_jax.config import (
     AlignmentConfig,
     EvalConfig,
@@ -20,8 +19,6 @@ from sailor_jax.config import (
     RankerConfig,
     SailorConfig,
 )
-from sailor_jax.features import phi
-from sailor_jax.networks import make_network
 from sailor_jax.rankers import OutcomeRanker
 
 TINY = SailorConfig(
@@ -35,23 +32,6 @@ TINY = SailorConfig(
 RESULT_KEYS = {"config", "ranker", "theta_history", "feature_names", "preferences",
                "evaluation", "baseline_evaluation", "timings"}
 EVAL_KEYS = {"score_mean", "score_std", "max_tile_rates", "win_rate", "episodes"}
-
-
-def test_collect_phi_matches_recomputed_features():
-    net = NetworkConfig(hidden_sizes=(8,))
-    params = make_network(net)[0](jax.random.PRNGKey(0))
-    batch = jax.device_get(rollout.make_collect(net, 6, 400)(params, jax.random.PRNGKey(1)))
-    assert batch.boards.shape == (6, 401, 16) and batch.Phi.shape == (6, 8)
-    for i in range(6):
-        n = int(batch.lengths[i])
-        terminated = np.zeros(n, bool)
-        terminated[-1] = not batch.truncated[i]
-        expected = np.asarray(phi(batch.boards[i, :n], batch.boards[i, 1:n + 1],
-                                  batch.score_gains[i, :n], terminated)).sum(0)
-        np.testing.assert_allclose(batch.Phi[i], expected, rtol=1e-5, atol=1e-4)
-        assert batch.score[i] == pytest.approx(batch.score_gains[i].sum())
-        assert (batch.actions[i, n:] == -1).all() and (batch.actions[i, :n] >= 0).all()
-        assert batch.max_tile[i] == 2 ** int(batch.boards[i, n].max())
 
 
 def test_config_validation():

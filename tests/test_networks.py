@@ -1,0 +1,63 @@
+"""Tests for `sailor_jax.networks`: the one factory, both heads, masking, jit/vmap, bad input."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sailor_jax.config import NetworkConfig
+from sailor_jax.env import NUM_TILE_CLASSES
+from sailor_jax.networks import MASKED_LOGIT, make_network, masked_log_prob_entropy
+
+NET = NetworkConfig(hidden_sizes=(32, 16))
+BOARDS = jax.random.randint(jax.random.PRNGKey(1), (5, 16), 0, 12)
+MASK = jnp.asarray([[1, 0, 1, 1], [1, 1, 1, 1], [0, 0, 0, 1], [1, 1, 0, 0], [0, 1, 0, 1]], bool)
+
+
+def test_actor_critic_shapes_masking_and_parameter_names():
+    init, apply = make_network(NET)
+    params = init(jax.random.PRNGKey(0))
+    assert sorted(params) == ["actor_0", "actor_1", "actor_2", "critic_0", "critic_1",
+                              "critic_2"]
+    assert params["actor_0"]["kernel"].shape == (16 * NUM_TILE_CLASSES, 32)
+    logits, value = apply(params, BOARDS, MASK)
+    assert logits.shape == (5, 4) and value.shape == (5,) and logits.dtype == jnp.float32
+    assert np.all(np.asarray(logits)[~np.asarray(MASK)] == MASKED_LOGIT)
+    assert np.all(np.abs(np.asarray(logits)[np.asarray(MASK)]) < 10)
+    np.testing.assert_array_equal(params["critic_2"]["bias"], 0.0)
+
+
+def test_q_head_is_unmasked_and_matches_a_manual_forward_pass():
+    init, apply = make_network(NET, head="q")
+    params = init(jax.random.PRNGKey(0))
+    assert sorted(params) == ["q_0", "q_1", "q_2"]
+    q = apply(params, BOARDS)
+    x = jax.nn.one_hot(BOARDS, NUM_TILE_CLASSES).reshape(5, -1)
+    for k in range(2):
+        x = jnp.tanh(x @ params[f"q_{k}"]["kernel"] + params[f"q_{k}"]["bias"])
+    expected = x @ params["q_2"]["kernel"] + params["q_2"]["bias"]
+    np.testing.assert_allclose(q, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_jit_and_vmap_agree_with_the_plain_call():
+    init, apply = make_network(NET)
+    keys = jax.random.split(jax.random.PRNGKey(3), 2)
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *[init(k) for k in keys])
+    logits, value = jax.vmap(apply, in_axes=(0, None, None))(stacked, BOARDS, MASK)
+    one_logits, one_value = jax.jit(apply)(init(keys[1]), BOARDS, MASK)
+    np.testing.assert_allclose(logits[1], one_logits, rtol=1e-6)
+    np.testing.assert_allclose(value[1], one_value, rtol=1e-6)
+
+
+def test_masked_entropy_ignores_illegal_actions():
+    logits = jnp.where(MASK, 0.0, MASKED_LOGIT)  # uniform over the legal actions
+    log_p, entropy = masked_log_prob_entropy(logits, MASK)
+    np.testing.assert_allclose(entropy, np.log(np.sum(MASK, -1)), rtol=1e-6)
+    assert np.all(np.isfinite(log_p))
+
+
+def test_unknown_head_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown network head 'policy'"):
+        make_network(NET, head="policy")
