@@ -31,19 +31,11 @@ from sailor_jax.features import NUM_FEATURES
 from sailor_jax.networks import MASKED_LOGIT, make_network
 from sailor_jax.policy import GAME_2048, EnvFns, episode_metrics, policy_step
 from sailor_jax.ppo import jit_seeds
+from sailor_jax.replay import ReplayBuffer, buffer_add, buffer_sample, init_buffer
 from sailor_jax.reward import reward
 
 MASKED_Q: float = MASKED_LOGIT
 """Q-value given to illegal actions: far below any real value, finite (0 * MASKED_Q = 0)."""
-
-
-@struct.dataclass
-class ReplayBuffer:
-    """Circular buffer of `C` items: `data` leaves are `[C, ...]`, preallocated."""
-
-    data: Any  # pytree of [C, ...] arrays
-    position: jax.Array  # [] int32 next slot to write
-    size: jax.Array  # [] int32 filled slots, <= C
 
 
 @struct.dataclass
@@ -88,42 +80,6 @@ class DQNMetrics:
     q_mean: jax.Array  # float32 mean Q(s, a) of the sampled transitions (NaN if none)
     epsilon: jax.Array  # float32 exploration rate at the end of the segment
     updates: jax.Array  # int32 gradient updates run in the segment
-
-
-def init_buffer(item: Any, capacity: int) -> ReplayBuffer:
-    """Allocate an empty buffer of `capacity` copies of `item`'s structure (zeros)."""
-    data = jax.tree.map(lambda x: jnp.zeros((capacity,) + jnp.shape(x), jnp.asarray(x).dtype),
-                        item)
-    return ReplayBuffer(data=data, position=jnp.int32(0), size=jnp.int32(0))
-
-
-def buffer_add(buffer: ReplayBuffer, items: Any) -> ReplayBuffer:
-    """Write a batch of `N` items at the write position, wrapping around. Compiled-safe.
-
-    Args:
-      buffer: capacity `C`.
-      items: pytree like the buffer's data, leaves `[N, ...]`, `N <= C` (static).
-
-    Raises:
-      ValueError: `N > C` (slots would be written twice in one call).
-    """
-    capacity = jax.tree.leaves(buffer.data)[0].shape[0]
-    n = jax.tree.leaves(items)[0].shape[0]
-    if n > capacity:
-        raise ValueError(f"cannot add {n} items to a replay buffer of capacity {capacity}")
-    index = (buffer.position + jnp.arange(n)) % capacity
-    data = jax.tree.map(lambda d, x: d.at[index].set(x.astype(d.dtype)), buffer.data, items)
-    return ReplayBuffer(data=data, position=(buffer.position + n) % capacity,
-                        size=jnp.minimum(buffer.size + n, capacity))
-
-
-def buffer_sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Any:
-    """Draw `batch_size` (static) items uniformly, with replacement, from the filled slots.
-
-    Compiled-safe. An empty buffer returns copies of slot 0 (callers wait for data).
-    """
-    index = jax.random.randint(key, (batch_size,), 0, jnp.maximum(buffer.size, 1))
-    return jax.tree.map(lambda d: d[index], buffer.data)
 
 
 def masked_q(q: jax.Array, mask: jax.Array) -> jax.Array:
@@ -199,8 +155,11 @@ def _make_pure(cfg: DQNConfig, fns: EnvFns):
     """Return the unjitted single-seed `(init, segment)` functions over the static config."""
     init_params, apply = make_network(cfg.network, head="q")
     optimizer = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr))
-    return (functools.partial(init_dqn, cfg, fns, init_params, optimizer),
-            functools.partial(train_segment, cfg, fns, apply, optimizer))
+
+    def segment(s: DQNState, theta: jax.Array) -> tuple[DQNState, DQNMetrics]:
+        return train_segment(cfg, fns, apply, optimizer, s, theta)  # chex counts its traces
+
+    return functools.partial(init_dqn, cfg, fns, init_params, optimizer), segment
 
 
 def init_dqn(cfg: DQNConfig, fns: EnvFns, init_params, optimizer, key: jax.Array) -> DQNState:

@@ -11,6 +11,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from sailor_jax.config import NetworkConfig
@@ -101,3 +102,57 @@ def _evaluate(fns: EnvFns, apply_fn: Callable, num_episodes: int, max_len: int, 
     return EpisodeStats(score=score, length=length,
                         max_tile=(2 ** jnp.max(final_board, axis=-1)).astype(jnp.int32),
                         truncated=~state.terminated, final_board=final_board.astype(jnp.uint8))
+
+
+def summarize(stats: EpisodeStats) -> dict:
+    """Reduce per-episode results to the report dict. Host-only.
+
+    Args:
+      stats: `EpisodeStats` with `[E]` or `[S, E]` arrays (seeds are pooled).
+
+    Returns:
+      dict with `episodes`, `score_mean`, `score_std`, `score_max`, `length_mean`,
+      `max_tile_mean`, `max_tile_rates` ({tile: fraction of games reaching it} for 256..8192),
+      `win_rate` (fraction reaching 2048), `truncated` (count) and `max_tile_counts`
+      ({tile: games whose largest tile is exactly that value}); plain Python numbers. With
+      `final_board` also `max_tile_position`: `4 x 4` nested list, the fraction of games whose
+      largest tile sits in each cell (row-major board; a game with the largest tile in two
+      cells counts in both, so the cells can sum to more than 1).
+    """
+    stats = jax.device_get(stats)
+    board = stats.final_board
+    s = jax.tree.map(lambda x: np.asarray(x).reshape(-1),
+                     stats.replace(final_board=None))
+    tiles, counts = np.unique(s.max_tile, return_counts=True)
+    out = {
+        "episodes": int(s.score.size),
+        "score_mean": float(np.mean(s.score)),
+        "score_std": float(np.std(s.score)),
+        "score_max": float(np.max(s.score)),
+        "length_mean": float(np.mean(s.length)),
+        "max_tile_mean": float(np.mean(s.max_tile)),
+        "max_tile_rates": {str(t): float(np.mean(s.max_tile >= t)) for t in TILE_THRESHOLDS},
+        "win_rate": float(np.mean(s.max_tile >= WIN_TILE)),
+        "truncated": int(np.sum(s.truncated)),
+        "max_tile_counts": {str(int(t)): int(c) for t, c in zip(tiles, counts, strict=True)},
+    }
+    if board is not None:
+        board = np.asarray(board).reshape(-1, 16)
+        at_max = board == board.max(axis=1, keepdims=True)
+        out["max_tile_position"] = at_max.mean(axis=0).reshape(4, 4).tolist()
+    return out
+
+
+def random_policy_stats(key: jax.Array, num_episodes: int, max_len: int = 50_000
+                        ) -> EpisodeStats:
+    """Play uniformly random legal moves (the reference baseline). Compiled on each call."""
+    return _random_eval(num_episodes, max_len)(key)
+
+
+def _random_eval(num_episodes: int, max_len: int):
+    """A compiled random-legal-move evaluator: zero network weights give uniform logits."""
+    zero_net = NetworkConfig(hidden_sizes=(1,))
+    init, _ = make_network(zero_net)
+    params = jax.tree.map(jnp.zeros_like, init(jax.random.PRNGKey(0)))
+    evaluate = make_evaluate(zero_net, num_episodes, max_len, greedy=False)
+    return lambda key: evaluate(params, key)

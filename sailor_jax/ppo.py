@@ -139,7 +139,11 @@ def _make_pure(cfg: PPOConfig, fns: EnvFns):
     optimizer = make_optimizer(cfg)
     init = functools.partial(init_runner, cfg, fns, init_params, optimizer)
     update = functools.partial(ppo_update, cfg, fns, apply, optimizer, lr_schedule(cfg))
-    return init, functools.partial(train_segment, cfg, update)
+
+    def segment(rs: RunnerState, theta: jax.Array) -> tuple[RunnerState, SegmentMetrics]:
+        return train_segment(cfg, update, rs, theta)  # a function: chex counts its traces
+
+    return init, segment
 
 
 def init_runner(cfg: PPOConfig, fns: EnvFns, init_params: Callable, optimizer, key: jax.Array
