@@ -27,9 +27,10 @@ from flax import struct
 
 from sailor_jax import evaluation
 from sailor_jax.config import DQNConfig, NetworkConfig
+from sailor_jax.env import GAME_2048, EnvFns
 from sailor_jax.features import NUM_FEATURES
 from sailor_jax.networks import MASKED_LOGIT, make_network
-from sailor_jax.policy import GAME_2048, EnvFns, episode_metrics, policy_step
+from sailor_jax.policy import episode_metrics, policy_step
 from sailor_jax.ppo import jit_seeds
 from sailor_jax.replay import ReplayBuffer, buffer_add, buffer_sample, init_buffer
 from sailor_jax.reward import reward
@@ -270,7 +271,7 @@ def _metrics(info: dict, epsilon: jax.Array, gradient_steps: int) -> DQNMetrics:
 
 @functools.lru_cache(maxsize=16)
 def make_evaluate(net: NetworkConfig, num_episodes: int, max_len: int = 50_000,
-                  greedy: bool = True):
+                  greedy: bool = True, env_fns: EnvFns = GAME_2048):
     """Build the compiled `evaluate(params, key) -> evaluation.EpisodeStats` for a Q-network.
 
     The PPO evaluation protocol (`evaluation.make_policy_evaluate`) with legal-masked
@@ -280,4 +281,4 @@ def make_evaluate(net: NetworkConfig, num_episodes: int, max_len: int = 50_000,
     _, apply = make_network(net, head="q")
     return evaluation.make_policy_evaluate(
         lambda params, board, mask: masked_q(apply(params, board), mask),
-        num_episodes, max_len, greedy)
+        num_episodes, max_len, greedy, env_fns)

@@ -1,4 +1,4 @@
-"""pgx 2048 adapter: reset, step with auto-reset, board decoding.
+"""pgx 2048 adapter: reset, step with auto-reset, board decoding, and `EnvFns`, the bundle.
 
 The only module that reads pgx's private board field (`State._board`); tests check it
 against the public one-hot observation. All functions handle one game; `jax.vmap` them
@@ -13,15 +13,24 @@ Board layout (tile exponents, 0 = empty, k = tile 2**k), row 0 on top::
 
 Actions follow pgx: 0 left, 1 up, 2 right, 3 down. pgx ends the game with reward -1 on an
 illegal move, so callers must sample only actions allowed by `legal_action_mask`.
+
+`EnvFns` bundles these single-game functions (plus the transition features `phi`) as the
+static environment argument of PPO, DQN, rollout and evaluation; `GAME_2048` is this game,
+and tests swap in tiny probe environments with the same signatures.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import pgx
 import pgx.play2048
 from flax import struct
+
+from sailor_jax.features import phi
 
 NUM_ACTIONS: int = 4
 ACTION_NAMES: tuple[str, ...] = ("left", "up", "right", "down")
@@ -132,3 +141,26 @@ def state_from_board(board: jax.Array) -> State:
     mask = jnp.where(terminated, True, mask)  # pgx marks every action legal at a terminal state
     state = State(_board=board, legal_action_mask=mask, terminated=terminated)
     return state.replace(observation=_ENV.observe(state))
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvFns:
+    """The environment as pure single-game functions (static and hashable; default: 2048).
+
+    `reset(key) -> state`; `step(state, action, key) -> (state, StepResult)` with auto-reset
+    (training); `play(state, action, key)` the same without auto-reset (a finished game stays
+    finished: rollout and evaluation, which read `state.terminated`); `board(state) -> [16]
+    int`; `legal_action_mask(state) -> [4] bool`; `phi(board, next_board, score_gain,
+    terminated) -> [F] float32` (broadcast over leading axes).
+    """
+
+    reset: Callable = reset
+    step: Callable = step
+    board: Callable = board_exponents
+    legal_action_mask: Callable = legal_action_mask
+    phi: Callable = phi
+    play: Callable = play
+
+
+GAME_2048 = EnvFns()
+"""pgx 2048 with the SAILOR transition features."""

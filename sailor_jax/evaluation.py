@@ -15,8 +15,9 @@ import numpy as np
 from flax import struct
 
 from sailor_jax.config import NetworkConfig
+from sailor_jax.env import GAME_2048, EnvFns
 from sailor_jax.networks import make_network
-from sailor_jax.policy import GAME_2048, EnvFns, logits_policy, policy_step
+from sailor_jax.policy import actor_logits, logits_policy, policy_step
 
 TILE_THRESHOLDS: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192)
 WIN_TILE: int = 2048
@@ -35,20 +36,21 @@ class EpisodeStats:
 
 @functools.lru_cache(maxsize=16)
 def make_evaluate(net: NetworkConfig, num_episodes: int, max_len: int = 50_000,
-                  greedy: bool = True):
+                  greedy: bool = True, env_fns: EnvFns = GAME_2048):
     """Build the compiled `evaluate(params, key) -> EpisodeStats` for the PPO actor-critic.
 
     Plays `num_episodes` games in parallel from reset until every game ends or `max_len`
     moves, with the greedy (argmax of legal logits) or sampled policy. Static: `net`,
-    `num_episodes`, `max_len`, `greedy`. Vmap it over a leading seed axis of params and keys.
+    `num_episodes`, `max_len`, `greedy`, `env_fns` (the environment, default 2048; its states
+    need a `terminated` field). Vmap it over a leading seed axis of params and keys.
     Cached: the same arguments return the same compiled function.
 
     Raises:
       ValueError: `num_episodes` or `max_len` not positive.
     """
     _, apply = make_network(net)
-    return make_policy_evaluate(lambda params, board, mask: apply(params, board, mask)[0],
-                                num_episodes, max_len, greedy)
+    return make_policy_evaluate(functools.partial(actor_logits, apply), num_episodes, max_len,
+                                greedy, env_fns)
 
 
 def make_policy_evaluate(apply_fn: Callable[[Any, jax.Array, jax.Array], jax.Array],

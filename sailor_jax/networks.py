@@ -91,22 +91,34 @@ def make_network(cfg: NetworkConfig, head: str = "actor_critic") -> tuple[InitFn
     if head not in HEADS:
         raise ValueError(f"unknown network head {head!r}; known: {', '.join(HEADS)}")
     graphdef, abstract_state = nnx.split(nnx.eval_shape(lambda: Towers(cfg, head, nnx.Rngs(0))))
-
-    def init_params(key: jax.Array) -> Params:
-        return nnx.to_pure_dict(nnx.state(Towers(cfg, head, nnx.Rngs(params=key)), nnx.Param))
-
-    def forward(params: Params, board: jax.Array) -> tuple[jax.Array, ...]:
-        state = jax.tree.map(lambda x: x, abstract_state)  # a fresh copy to fill in
-        nnx.replace_by_pure_dict(state, params)
-        return nnx.merge(graphdef, state)(obs_one_hot(board))
-
+    forward = functools.partial(_forward, graphdef, abstract_state)
+    init_params = functools.partial(_init_params, cfg, head)
     if head == "q":
-        return init_params, lambda params, board: forward(params, board)[0]
+        return init_params, functools.partial(_q_values, forward)
     return init_params, functools.partial(_actor_critic, forward)
+
+
+def _init_params(cfg: NetworkConfig, head: str, key: jax.Array) -> Params:
+    """Fresh `Towers` parameters as a nested dict of float32 arrays."""
+    return nnx.to_pure_dict(nnx.state(Towers(cfg, head, nnx.Rngs(params=key)), nnx.Param))
+
+
+def _forward(graphdef: nnx.GraphDef, abstract_state: nnx.State, params: Params,
+             board: jax.Array) -> tuple[jax.Array, ...]:
+    """Run the towers on `[..., 16]` exponent boards; one raw output per tower."""
+    state = jax.tree.map(lambda x: x, abstract_state)  # a fresh copy to fill in
+    nnx.replace_by_pure_dict(state, params)
+    return nnx.merge(graphdef, state)(obs_one_hot(board))
+
+
+def _q_values(forward: Callable, params: Params, board: jax.Array) -> jax.Array:
+    """`[..., 4] float32` Q-values for every action (unmasked)."""
+    return forward(params, board)[0]
 
 
 def _actor_critic(forward: Callable, params: Params, board: jax.Array, mask: jax.Array
                   ) -> tuple[jax.Array, jax.Array]:
+    """Masked logits `[..., 4]` (illegal = `MASKED_LOGIT`) and value `[...]`, float32."""
     logits, value = forward(params, board)
     return jnp.where(mask, logits, MASKED_LOGIT), value[..., 0]
 

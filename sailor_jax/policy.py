@@ -1,45 +1,24 @@
 """The agent-environment interface shared by PPO, DQN, rollout and evaluation.
 
-Device code. `EnvFns` is the environment as pure single-game functions (pgx 2048 by default,
-probe environments in tests); `policy_step` is one move of N games (split the key, read the
-boards and legal masks, let the policy choose, step every game), the one copy of that
-sequence; `episode_metrics` summarises the moves of a rollout (games that ended, their score,
-length and max tile).
+Device code. `policy_step` is one move of N games of an `env.EnvFns` environment (split the
+key, read the boards and legal masks, let the policy choose, step every game), the one copy
+of that sequence; `logits_policy` turns per-action scores (PPO logits, DQN Q-values) into an
+argmax or sampled policy; `episode_metrics` summarises the moves of a rollout (games that
+ended, their score, length and max tile). `EnvFns` and `GAME_2048` are re-exported from `env`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from sailor_jax import env
-from sailor_jax.features import phi
+from sailor_jax.env import GAME_2048, EnvFns
 
-
-@dataclasses.dataclass(frozen=True)
-class EnvFns:
-    """The environment as pure single-game functions (static; the default is pgx 2048).
-
-    `reset(key) -> state`; `step(state, action, key) -> (state, env.StepResult)` with
-    auto-reset (training); `play(state, action, key)` the same without auto-reset (a finished
-    game stays finished: rollout and evaluation); `board(state) -> [16] int`;
-    `legal_action_mask(state) -> [4] bool`; `phi(board, next_board, score_gain, terminated)
-    -> [F] float32`. Tests swap in tiny probe environments with the same signatures.
-    """
-
-    reset: Callable = env.reset
-    step: Callable = env.step
-    board: Callable = env.board_exponents
-    legal_action_mask: Callable = env.legal_action_mask
-    phi: Callable = phi
-    play: Callable = env.play
-
-
-GAME_2048 = EnvFns()
+__all__ = ["GAME_2048", "EnvFns", "Move", "actor_logits", "episode_metrics", "logits_policy",
+           "policy_step"]
 
 
 class Move(NamedTuple):
@@ -88,6 +67,12 @@ def logits_policy(logits_fn: Callable, params: Any, greedy: bool, key: jax.Array
     logits = logits_fn(params, board, mask)
     action = jnp.argmax(logits, -1) if greedy else jax.random.categorical(key, logits)
     return action, None
+
+
+def actor_logits(apply: Callable, params: Any, board: jax.Array, mask: jax.Array
+                 ) -> jax.Array:
+    """The masked logits `[N, 4]` of an actor-critic `apply` (a `logits_fn` for PPO networks)."""
+    return apply(params, board, mask)[0]
 
 
 def episode_metrics(done: jax.Array, score: jax.Array, length: jax.Array,

@@ -21,9 +21,10 @@ import jax.numpy as jnp
 import optax
 
 from sailor_jax.config import PPOConfig
+from sailor_jax.env import GAME_2048, EnvFns
 from sailor_jax.features import NUM_FEATURES
 from sailor_jax.networks import make_network, masked_log_prob_entropy
-from sailor_jax.policy import GAME_2048, EnvFns, episode_metrics, policy_step
+from sailor_jax.policy import episode_metrics, policy_step
 from sailor_jax.reward import reward
 from sailor_jax.types import RunnerState, RunningStats, SegmentMetrics, Transition
 

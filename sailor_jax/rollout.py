@@ -13,8 +13,9 @@ import jax
 import jax.numpy as jnp
 
 from sailor_jax.config import NetworkConfig
+from sailor_jax.env import GAME_2048, EnvFns
 from sailor_jax.networks import make_network
-from sailor_jax.policy import GAME_2048, EnvFns, logits_policy, policy_step
+from sailor_jax.policy import actor_logits, logits_policy, policy_step
 from sailor_jax.types import TrajectoryBatch
 
 
@@ -41,7 +42,7 @@ def make_collect(net: NetworkConfig, num: int, max_len: int = 2000, env_fns: Env
 def _collect(fns: EnvFns, apply, num: int, max_len: int, params, key: jax.Array
              ) -> TrajectoryBatch:
     """Play `num` games for `max_len` moves (finished games idle); see `make_collect`."""
-    act = functools.partial(logits_policy, lambda p, b, m: apply(p, b, m)[0], params, False)
+    act = functools.partial(logits_policy, functools.partial(actor_logits, apply), params, False)
 
     def step(carry, _):
         state, key = carry

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import chex
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from reference import numpy_2048 as ref
 
 from sailor_jax import env
+from sailor_jax.features import phi
 
 LEFT, UP, RIGHT, DOWN = 0, 1, 2, 3
 NUM_RANDOM_BOARDS = 2048
@@ -170,28 +172,22 @@ def test_reference_move_rows_left_right():
 
 
 def test_reference_move_columns_up_down():
-    # Column 0 (top to bottom) is [2 2 2 0]; column 3 is [0 8 0 8]; the rest is empty.
-    board = np.array(
-        [1, 0, 0, 0,
-         1, 0, 0, 3,
-         1, 0, 0, 0,
-         0, 0, 0, 3], dtype=np.int32)  # fmt: skip
-    up, up_points = ref.move(board, UP)
-    np.testing.assert_array_equal(
-        up,
-        [2, 0, 0, 4,
-         1, 0, 0, 0,
-         0, 0, 0, 0,
-         0, 0, 0, 0])  # fmt: skip
-    assert up_points == 4 + 16
-    down, down_points = ref.move(board, DOWN)
-    np.testing.assert_array_equal(
-        down,
-        [0, 0, 0, 0,
-         0, 0, 0, 0,
-         1, 0, 0, 0,
-         2, 0, 0, 4])  # fmt: skip
-    assert down_points == 4 + 16
+    grid = np.zeros((4, 4), np.int32)
+    grid[:3, 0] = 1  # column 0 (top to bottom) is [2 2 2 0]
+    grid[[1, 3], 3] = 3  # column 3 is [0 8 0 8]; the rest is empty
+    board = grid.reshape(16)
+    up = [2, 0, 0, 4,
+          1, 0, 0, 0,
+          0, 0, 0, 0,
+          0, 0, 0, 0]  # fmt: skip
+    down = [0, 0, 0, 0,
+            0, 0, 0, 0,
+            1, 0, 0, 0,
+            2, 0, 0, 4]  # fmt: skip
+    for action, expected in ((UP, up), (DOWN, down)):
+        moved, points = ref.move(board, action)
+        np.testing.assert_array_equal(moved, expected)
+        assert points == 4 + 16
 
 
 def test_reference_illegal_move_leaves_board():
@@ -497,3 +493,13 @@ def test_obs_one_hot_shape_and_content():
 def test_constants():
     assert env.NUM_ACTIONS == 4
     assert env.ACTION_NAMES == ("left", "up", "right", "down")
+
+
+def test_game_2048_env_fns_bundle_the_env_functions():
+    fns = env.GAME_2048
+    assert (fns.reset, fns.step, fns.play) == (env.reset, env.step, env.play)
+    assert (fns.board, fns.legal_action_mask, fns.phi) == (
+        env.board_exponents, env.legal_action_mask, phi)
+    assert hash(fns) == hash(env.EnvFns())  # static: usable as a jit / lru_cache argument
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fns.step = env.play

@@ -8,6 +8,7 @@ tile 2**k scores between (k - 2) * 2**k (built from 4s) and (k - 1) * 2**k (buil
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import chex
 import jax
@@ -17,6 +18,7 @@ import pytest
 
 from sailor_jax import env, evaluation
 from sailor_jax.config import NetworkConfig
+from sailor_jax.env import EnvFns, StepResult
 from sailor_jax.evaluation import EpisodeStats
 from sailor_jax.networks import make_network
 
@@ -251,3 +253,38 @@ def test_evaluate_final_board_matches_max_tile():
     assert stats.final_board.shape == (8, 16) and stats.final_board.dtype == np.uint8
     np.testing.assert_array_equal(2 ** stats.final_board.max(axis=1).astype(np.int64),
                                   stats.max_tile)
+
+
+class Moves(NamedTuple):
+    t: jax.Array  # [] int32 moves played
+    terminated: jax.Array  # [] bool
+
+
+def _two_move_play(state: Moves, action, key) -> tuple[Moves, StepResult]:
+    """A probe game: each move scores 4 and the second move ends it (then nothing changes)."""
+    del key
+    t = jnp.minimum(state.t + 1 + 0 * action, 2)
+    board = jnp.zeros(16, jnp.int32).at[0].set(state.t)
+    result = StepResult(board=board, next_board=board.at[0].set(t),
+                        score_gain=jnp.where(state.terminated, 0.0, 4.0),
+                        terminated=~state.terminated & (t == 2))
+    return Moves(t, t == 2), result
+
+
+TWO_MOVES = EnvFns(reset=lambda key: Moves(jnp.int32(0), jnp.bool_(False)),
+                   play=_two_move_play, step=_two_move_play,
+                   board=lambda s: jnp.zeros(16, jnp.int32).at[0].set(s.t),
+                   legal_action_mask=lambda s: jnp.ones(4, bool))
+
+
+def test_make_evaluate_on_a_probe_env_gives_the_known_result():
+    evaluate = evaluation.make_evaluate(NET, 3, 10, True, env_fns=TWO_MOVES)
+    stats = jax.device_get(evaluate(PARAMS, KEY))
+    np.testing.assert_array_equal(stats.score, [8.0] * 3)
+    np.testing.assert_array_equal(stats.length, [2] * 3)
+    np.testing.assert_array_equal(stats.max_tile, [4] * 3)
+    assert not stats.truncated.any() and stats.final_board.dtype == np.uint8
+    short = jax.device_get(evaluation.make_evaluate(NET, 3, 1, True, env_fns=TWO_MOVES)(
+        PARAMS, KEY))
+    np.testing.assert_array_equal(short.truncated, [True] * 3)
+    np.testing.assert_array_equal(short.score, [4.0] * 3)

@@ -2,17 +2,52 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from sailor_jax import rollout
 from sailor_jax.config import NetworkConfig
-from sailor_jax.features import phi
+from sailor_jax.env import EnvFns, StepResult
+from sailor_jax.features import NUM_FEATURES, phi
 from sailor_jax.networks import make_network
 
 NET = NetworkConfig(hidden_sizes=(8,))
 PARAMS = make_network(NET)[0](jax.random.PRNGKey(0))
+LADDER_LEN = 3
+"""Moves of a ladder game: move t (from 0) gains t + 1 points; the game ends after 3 moves."""
+
+
+class Rung(NamedTuple):
+    t: jax.Array  # [] int32 moves played
+    terminated: jax.Array  # [] bool
+
+
+def _ladder_play(state: Rung, action, key) -> tuple[Rung, StepResult]:
+    """Only action 3 is legal; a finished game stays finished with zero gain."""
+    del action, key
+    running = ~state.terminated
+    t = state.t + running.astype(jnp.int32)
+    result = StepResult(board=jnp.zeros(16, jnp.int32).at[0].set(state.t),
+                        next_board=jnp.zeros(16, jnp.int32).at[0].set(t),
+                        score_gain=jnp.where(running, t, 0).astype(jnp.float32),
+                        terminated=running & (t == LADDER_LEN))
+    return Rung(t, state.terminated | result.terminated), result
+
+
+def _ladder_phi(board, next_board, score_gain, terminated) -> jax.Array:
+    """Feature 0 = score gain, feature F - 1 = game over, zeros elsewhere."""
+    del board, next_board
+    return jnp.zeros(score_gain.shape + (NUM_FEATURES,)).at[..., 0].set(score_gain).at[
+        ..., -1].set(terminated.astype(jnp.float32))
+
+
+LADDER = EnvFns(reset=lambda key: Rung(jnp.int32(0), jnp.bool_(False)), step=_ladder_play,
+                play=_ladder_play, board=lambda s: jnp.zeros(16, jnp.int32).at[0].set(s.t),
+                legal_action_mask=lambda s: jnp.arange(4) == 3, phi=_ladder_phi)
 
 
 def test_collect_phi_matches_recomputed_features():
@@ -53,3 +88,29 @@ def test_collect_is_deterministic_per_key_and_vmaps_over_seeds():
 def test_bad_sizes_raise(num, max_len):
     with pytest.raises(ValueError, match="positive"):
         rollout.make_collect(NET, num, max_len)
+
+
+@pytest.mark.parametrize("max_len", [5, 2])
+def test_collect_on_a_probe_env_gives_the_known_trajectories(max_len):
+    batch = jax.device_get(rollout.make_collect(NET, 2, max_len, env_fns=LADDER)(
+        PARAMS, jax.random.PRNGKey(0)))
+    n = min(max_len, LADDER_LEN)
+    done = max_len >= LADDER_LEN
+    np.testing.assert_array_equal(batch.lengths, [n, n])
+    np.testing.assert_array_equal(batch.truncated, [not done] * 2)
+    np.testing.assert_array_equal(batch.actions[0], [3] * n + [-1] * (max_len - n))
+    np.testing.assert_array_equal(batch.boards[0, :, 0], [min(t, n) for t in range(max_len + 1)])
+    np.testing.assert_array_equal(batch.score_gains[1], [1, 2, 3, 0, 0][:max_len])
+    expected_score = n * (n + 1) / 2
+    np.testing.assert_array_equal(batch.score, [expected_score] * 2)
+    np.testing.assert_array_equal(batch.Phi[:, 0], [expected_score] * 2)
+    np.testing.assert_array_equal(batch.Phi[:, -1], [float(done)] * 2)
+    np.testing.assert_array_equal(batch.max_tile, [2**n] * 2)
+    assert batch.Phi.dtype == np.float32 and batch.actions.dtype == np.int8
+
+
+def test_collect_jit_of_the_compiled_function_changes_nothing():
+    collect = rollout.make_collect(NET, 2, 20)
+    a = jax.device_get(collect(PARAMS, jax.random.PRNGKey(4)))
+    b = jax.device_get(jax.jit(collect)(PARAMS, jax.random.PRNGKey(4)))
+    assert all(jax.tree.leaves(jax.tree.map(np.array_equal, a, b)))
