@@ -61,3 +61,40 @@ def test_masked_entropy_ignores_illegal_actions():
 def test_unknown_head_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown network head 'policy'"):
         make_network(NET, head="policy")
+
+
+@pytest.mark.parametrize("head", ["actor_critic", "q"])
+def test_embedding_first_layer_equals_the_one_hot_matmul(head):
+    """Issue 10: the gather-and-sum first layer is the same function, forward and backward."""
+    one_hot = NetworkConfig(hidden_sizes=(64, 32))
+    embedding = NetworkConfig(hidden_sizes=(64, 32), first_layer="embedding")
+    init, apply_a = make_network(one_hot, head)
+    _, apply_b = make_network(embedding, head)
+    params = init(jax.random.PRNGKey(4))
+    # Non-zero biases, so the bias path is checked too.
+    params = jax.tree.map(lambda x: x + 0.01, params)
+    boards = jax.random.randint(jax.random.PRNGKey(5), (32, 16), 0, NUM_TILE_CLASSES)
+    mask = jax.random.bernoulli(jax.random.PRNGKey(6), 0.7, (32, 4)).at[:, 0].set(True)
+    args = (boards, mask) if head == "actor_critic" else (boards,)
+
+    def total(apply, p):
+        return sum(jnp.sum(jnp.where(jnp.abs(x) < 1e8, x, 0.0)) for x in
+                   jax.tree.leaves(apply(p, *args)))
+
+    for a, b in zip(jax.tree.leaves(apply_a(params, *args)),
+                    jax.tree.leaves(apply_b(params, *args)), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    grads_a = jax.grad(lambda p: total(apply_a, p))(params)
+    grads_b = jax.grad(lambda p: total(apply_b, p))(params)
+    for a, b in zip(jax.tree.leaves(grads_a), jax.tree.leaves(grads_b), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    first = "actor_0" if head == "actor_critic" else "q_0"
+    used = np.zeros(16 * NUM_TILE_CLASSES, bool)  # rows no board selects get no gradient
+    used[(np.arange(16) * NUM_TILE_CLASSES + np.asarray(boards)).ravel()] = True
+    assert np.all(np.asarray(grads_b[first]["kernel"])[~used] == 0)
+    assert np.any(np.asarray(grads_b[first]["kernel"])[used] != 0)
+
+
+def test_unknown_first_layer_is_a_clear_error():
+    with pytest.raises(ValueError, match="first_layer must be"):
+        NetworkConfig(first_layer="conv")

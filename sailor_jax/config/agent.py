@@ -22,8 +22,14 @@ class NetworkConfig:
     """Width of each hidden layer (both towers)."""
     activation: str = "tanh"
     """Hidden activation: tanh, relu or gelu."""
+    first_layer: Literal["one_hot", "embedding"] = "one_hot"
+    """How the first layer reads the board: a matmul on the `16 x 18` one-hot encoding, or the
+    same function as a gather of 16 rows of its kernel and a sum (no one-hot, no matmul)."""
 
     def __post_init__(self) -> None:
+        if self.first_layer not in ("one_hot", "embedding"):
+            raise ValueError(f"first_layer must be 'one_hot' or 'embedding', "
+                             f"got {self.first_layer!r}")
         if not self.hidden_sizes or any(int(h) <= 0 for h in self.hidden_sizes):
             raise ValueError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
         if self.activation not in ACTIVATIONS:
