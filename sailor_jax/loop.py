@@ -81,7 +81,7 @@ class SailorHooks:
             self.timings["eval"] += time.perf_counter() - t0
             logger.log(record.env_steps, {"eval/score_mean": record.evaluation["score_mean"]})
         self.state.iterations.append(record)
-        tau = _nanmean(s.kendall_tau_after for s in record.seeds)
+        tau = runner.nanmean(s.kendall_tau_after for s in record.seeds)
         return f"SAILOR  SPS {record.sps:8,.0f}  agreement(tau) {tau:+.2f}"
 
     def to_json(self) -> dict:
@@ -159,21 +159,15 @@ def _scalars(spec: RewardSpec, record: IterationRecord, thetas: np.ndarray) -> d
     return {
         "sailor/num_discordant": np.mean([u.num_discordant for u in seeds]),
         "sailor/num_concordant": np.mean([u.num_concordant for u in seeds]),
-        "sailor/alignment": _nanmean(u.kendall_tau_after for u in seeds),
-        "sailor/alignment_before": _nanmean(u.kendall_tau_before for u in seeds),
+        "sailor/alignment": runner.nanmean(u.kendall_tau_after for u in seeds),
+        "sailor/alignment_before": runner.nanmean(u.kendall_tau_before for u in seeds),
         "sailor/refinements": sum(u.refine is not None for u in seeds),
         "charts/SPS": record.sps,
         "charts/sampled_score": record.sampled_score_mean,
-        "charts/segment_score": _nanmean(record.train_score),
+        "charts/segment_score": runner.nanmean(record.train_score),
         **{f"sailor/theta_{n}": float(np.mean(thetas[:, k])) for k, n in enumerate(spec.names)},
         **{f"time/{k}": v for k, v in record.seconds.items()},
         "time/host_overhead": record.host_overhead_s}
-
-
-def _nanmean(values) -> float:
-    """Mean of the finite values (None/NaN skipped); NaN when there are none."""
-    finite = [float(v) for v in values if v is not None and np.isfinite(v)]
-    return float(np.mean(finite)) if finite else float("nan")
 
 
 def _evaluate(cfg: SailorConfig, runner_state: Any, start: int, key: jax.Array) -> dict:

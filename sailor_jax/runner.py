@@ -152,15 +152,15 @@ def log_updates(logger: MetricLogger, metrics: Any, env_steps_start: int,
     m = jax.tree.map(lambda x: np.asarray(x, np.float64).reshape(-1, np.shape(x)[-1]),
                      jax.device_get(metrics))
     for u in range(m.lr.shape[-1]):
-        record = {tag: _nanmean(getattr(m, field)[:, u]) for tag, field in UPDATE_METRICS.items()}
+        record = {tag: nanmean(getattr(m, field)[:, u]) for tag, field in UPDATE_METRICS.items()}
         record["charts/episodes"] = float(np.sum(m.episodes[:, u]))
         record["charts/max_tile"] = float(np.max(m.max_tile[:, u]))
         logger.log(env_steps_start + (u + 1) * batch_size, record)
 
 
-def _nanmean(values) -> float:
-    """Mean of the finite values; NaN when there are none."""
-    x = np.asarray(values, np.float64)
+def nanmean(values) -> float:
+    """Mean of the finite values (None and NaN skipped); NaN when there are none. Host-only."""
+    x = np.asarray([np.nan if v is None else v for v in values], np.float64)
     return float(np.mean(x[np.isfinite(x)])) if np.isfinite(x).any() else float("nan")
 
 
@@ -215,7 +215,7 @@ class FixedReward:
         sps = len(self.theta_rows) * self.steps_per_segment / seconds
         logger.log((segment + 1) * self.steps_per_segment, {"charts/SPS": sps})
         last = np.asarray(metrics.episode_score, np.float64)[..., -1]
-        return f"train  score {_nanmean(last):7.0f}  SPS {sps:9,.0f}"
+        return f"train  score {nanmean(last):7.0f}  SPS {sps:9,.0f}"
 
     def to_json(self) -> dict:
         return {"timings": dict(self.timings)}
