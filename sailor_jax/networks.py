@@ -25,15 +25,16 @@ _ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "tanh": jnp.tanh, "relu": jax.nn.relu, "gelu": jax.nn.gelu}
 
 
-def _mlp(sizes: list[int], out: int, out_scale: float, rngs: nnx.Rngs) -> list[nnx.Linear]:
-    layers, width = [], sizes[0]
-    for h in sizes[1:]:
-        layers.append(nnx.Linear(width, h, kernel_init=nnx.initializers.orthogonal(np.sqrt(2)),
-                                 bias_init=nnx.initializers.zeros_init(), rngs=rngs))
-        width = h
-    layers.append(nnx.Linear(width, out, kernel_init=nnx.initializers.orthogonal(out_scale),
-                             bias_init=nnx.initializers.zeros_init(), rngs=rngs))
-    return layers
+def _hidden(sizes: list[int], rngs: nnx.Rngs) -> list[nnx.Linear]:
+    """Hidden layers `sizes[0] -> sizes[1] -> ...`: orthogonal sqrt(2), zero bias."""
+    return [nnx.Linear(a, b, kernel_init=nnx.initializers.orthogonal(np.sqrt(2)),
+                       bias_init=nnx.initializers.zeros_init(), rngs=rngs)
+            for a, b in zip(sizes[:-1], sizes[1:], strict=True)]
+
+
+def _output(width: int, out: int, scale: float, rngs: nnx.Rngs) -> nnx.Linear:
+    return nnx.Linear(width, out, kernel_init=nnx.initializers.orthogonal(scale),
+                      bias_init=nnx.initializers.zeros_init(), rngs=rngs)
 
 
 HEADS: dict[str, tuple[tuple[str, int, float], ...]] = {
@@ -43,36 +44,49 @@ HEADS: dict[str, tuple[tuple[str, int, float], ...]] = {
 
 
 class Towers(nnx.Module):
-    """Separate MLP towers over the one-hot board, one per output head.
+    """MLP towers over the board, one per output head (or one shared trunk, `cfg.trunk`).
 
     The first layer reads the board as `cfg.first_layer` says: a matmul on the one-hot
     encoding, or the same function as an embedding gather-and-sum (`embed`).
 
-    Layers are named attributes (`actor_0`, ..., `critic_0`, ..., or `q_0`, ...) so that the
-    parameters are a plain nested dict with string keys (friendly to optax and orbax).
+    Layers are named attributes so that the parameters are a plain nested dict with string
+    keys (friendly to optax and orbax): separate towers `actor_0`, ..., `critic_0`, ... (or
+    `q_0`, ...), the last of each its output layer; a shared trunk `trunk_0`, ... and one
+    output layer per head, `actor_out`, `critic_out` (or `q_out`).
     """
 
     def __init__(self, cfg: NetworkConfig, head: str, rngs: nnx.Rngs):
         sizes = [16 * NUM_TILE_CLASSES, *cfg.hidden_sizes]
-        self.num_layers, self.activation = len(sizes), cfg.activation
-        self.first_layer = cfg.first_layer
-        self.towers = tuple(name for name, _, _ in HEADS[head])
-        for tower, out, scale in HEADS[head]:
-            for k, layer in enumerate(_mlp(sizes, out, scale, rngs)):
+        self.activation, self.first_layer = cfg.activation, cfg.first_layer
+        self.heads = tuple(name for name, _, _ in HEADS[head])
+        self.towers = ("trunk",) if cfg.trunk == "shared" else self.heads
+        self.num_hidden = len(sizes) - 1
+        outputs = {name: (out, scale) for name, out, scale in HEADS[head]}
+        for tower in self.towers:  # creation order fixes the init RNG stream: keep it
+            for k, layer in enumerate(_hidden(sizes, rngs)):
                 setattr(self, f"{tower}_{k}", layer)
+            if tower in outputs:
+                setattr(self, f"{tower}_{self.num_hidden}",
+                        _output(sizes[-1], *outputs[tower], rngs))
+        if cfg.trunk == "shared":
+            for name, (out, scale) in outputs.items():
+                setattr(self, f"{name}_out", _output(sizes[-1], out, scale, rngs))
 
     def __call__(self, board: jax.Array) -> tuple[jax.Array, ...]:
-        """`[..., 16]` integer exponents -> one raw `[..., out]` output per tower."""
+        """`[..., 16]` integer exponents -> one raw `[..., out]` output per head."""
         act = _ACTIVATIONS[self.activation]
         x = obs_one_hot(board) if self.first_layer == "one_hot" else None
-        outs = []
+        features = {}
         for tower in self.towers:
             first = getattr(self, f"{tower}_0")
             h = act(first(x) if x is not None else embed(first, board))
-            for k in range(1, self.num_layers - 1):
+            for k in range(1, self.num_hidden):
                 h = act(getattr(self, f"{tower}_{k}")(h))
-            outs.append(getattr(self, f"{tower}_{self.num_layers - 1}")(h))
-        return tuple(outs)
+            features[tower] = h
+        if self.towers == ("trunk",):
+            return tuple(getattr(self, f"{name}_out")(features["trunk"]) for name in self.heads)
+        return tuple(getattr(self, f"{name}_{self.num_hidden}")(features[name])
+                     for name in self.heads)
 
 
 def embed(layer: nnx.Linear, board: jax.Array) -> jax.Array:

@@ -98,3 +98,32 @@ def test_embedding_first_layer_equals_the_one_hot_matmul(head):
 def test_unknown_first_layer_is_a_clear_error():
     with pytest.raises(ValueError, match="first_layer must be"):
         NetworkConfig(first_layer="conv")
+
+
+@pytest.mark.parametrize("first_layer", ["one_hot", "embedding"])
+def test_shared_trunk_matches_a_numpy_forward(first_layer):
+    """Issue 10: one trunk, a linear output per head; checked against plain NumPy."""
+    cfg = NetworkConfig(hidden_sizes=(32, 16), trunk="shared", first_layer=first_layer)
+    init, apply = make_network(cfg)
+    params = jax.tree.map(lambda x: x + 0.01, init(jax.random.PRNGKey(7)))
+    assert sorted(params) == ["actor_out", "critic_out", "trunk_0", "trunk_1"]
+    boards = np.asarray(jax.random.randint(jax.random.PRNGKey(8), (20, 16), 0, NUM_TILE_CLASSES))
+    mask = np.ones((20, 4), bool)
+    mask[::3, 1] = False
+    logits, value = apply(params, jnp.asarray(boards), jnp.asarray(mask))
+    p = jax.tree.map(np.asarray, params)
+    x = np.eye(NUM_TILE_CLASSES, dtype=np.float32)[boards].reshape(20, -1)
+    h = np.tanh(x @ p["trunk_0"]["kernel"] + p["trunk_0"]["bias"])
+    h = np.tanh(h @ p["trunk_1"]["kernel"] + p["trunk_1"]["bias"])
+    ref_logits = h @ p["actor_out"]["kernel"] + p["actor_out"]["bias"]
+    ref_value = (h @ p["critic_out"]["kernel"] + p["critic_out"]["bias"])[:, 0]
+    np.testing.assert_allclose(np.asarray(logits)[mask], ref_logits[mask], rtol=1e-5, atol=1e-5)
+    assert np.all(np.asarray(logits)[~mask] == MASKED_LOGIT)
+    np.testing.assert_allclose(value, ref_value, rtol=1e-5, atol=1e-5)
+    q_params = make_network(cfg, head="q")[0](jax.random.PRNGKey(0))
+    assert sorted(q_params) == ["q_out", "trunk_0", "trunk_1"]
+
+
+def test_unknown_trunk_is_a_clear_error():
+    with pytest.raises(ValueError, match="trunk must be 'separate' or 'shared'"):
+        NetworkConfig(trunk="tied")

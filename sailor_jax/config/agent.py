@@ -16,17 +16,22 @@ ACTIVATIONS = ("tanh", "relu", "gelu")
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class NetworkConfig:
-    """Sizes of the separate actor and critic MLP towers."""
+    """The actor-critic (or Q) MLP: sizes, activation, how it reads the board, shared or not."""
 
     hidden_sizes: tuple[int, ...] = (256, 256)
-    """Width of each hidden layer (both towers)."""
+    """Width of each hidden layer (of each tower, or of the shared trunk)."""
     activation: str = "tanh"
     """Hidden activation: tanh, relu or gelu."""
     first_layer: Literal["one_hot", "embedding"] = "one_hot"
     """How the first layer reads the board: a matmul on the `16 x 18` one-hot encoding, or the
     same function as a gather of 16 rows of its kernel and a sum (no one-hot, no matmul)."""
+    trunk: Literal["separate", "shared"] = "separate"
+    """separate: one MLP tower per head (actor, critic); shared: one trunk, a linear output
+    layer per head (half the FLOPs; actor and critic gradients meet in the trunk)."""
 
     def __post_init__(self) -> None:
+        if self.trunk not in ("separate", "shared"):
+            raise ValueError(f"trunk must be 'separate' or 'shared', got {self.trunk!r}")
         if self.first_layer not in ("one_hot", "embedding"):
             raise ValueError(f"first_layer must be 'one_hot' or 'embedding', "
                              f"got {self.first_layer!r}")

@@ -1,0 +1,54 @@
+"""Named PPO recipes: `PPOConfig`s chosen (and compared) with `benchmarks/learning.py`.
+
+`recipe(name)` looks one up; `RECIPES` lists them. `v0` is the recipe the project shipped
+before the recipe search (issue 10); `default` is today's `PPOConfig()`. The other entries
+are the trials of the search, kept so that every row of the table in
+`benchmarks/results.md` can be re-run by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sailor_jax.config.agent import NetworkConfig, PPOConfig
+
+V0 = PPOConfig(num_envs=1024, num_steps=128, update_epochs=4, num_minibatches=4,
+               updates_per_segment=10, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01,
+               vf_coef=0.5, max_grad_norm=0.5, lr=3e-4, lr_schedule="constant",
+               normalize_rewards=False,
+               network=NetworkConfig(hidden_sizes=(256, 256), activation="tanh",
+                                     first_layer="one_hot", trunk="separate"))
+"""The shipped recipe before issue 10: 20M steps/seed gave mean score 7,166, 1.3% 2048."""
+
+
+def _v0(**changes) -> PPOConfig:
+    network = changes.pop("network", {})
+    return dataclasses.replace(V0, network=dataclasses.replace(V0.network, **network), **changes)
+
+
+RECIPES: dict[str, PPOConfig] = {
+    "v0": V0,
+    "default": PPOConfig(),
+    "v0_embedding": _v0(network={"first_layer": "embedding"}),
+    # Search round 1 (3M steps/seed, 2 seeds): updates per sample, horizon, network sharing.
+    "r1_short_rollout": _v0(num_steps=32, num_minibatches=8,
+                            network={"first_layer": "embedding"}),
+    "r1_long_horizon": _v0(num_steps=32, num_minibatches=8, gamma=0.997,
+                           normalize_rewards=True, network={"first_layer": "embedding"}),
+    "r1_shared": _v0(num_steps=32, num_minibatches=8, gamma=0.997, normalize_rewards=True,
+                     network={"first_layer": "embedding", "trunk": "shared"}),
+    "r1_low_entropy": _v0(num_steps=32, num_minibatches=8, gamma=0.997, normalize_rewards=True,
+                          ent_coef=0.003, network={"first_layer": "embedding"}),
+}
+"""Recipe name -> `PPOConfig`."""
+
+
+def recipe(name: str) -> PPOConfig:
+    """The `PPOConfig` of a named recipe.
+
+    Raises:
+      ValueError: unknown name (the message lists the known ones).
+    """
+    if name not in RECIPES:
+        raise ValueError(f"unknown recipe {name!r}; known: {', '.join(RECIPES)}")
+    return RECIPES[name]

@@ -1,0 +1,71 @@
+"""The learning benchmark (issue 10): recipes by name, JSON lines, figure, resume."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import pytest
+from test_experiments import _load
+
+from sailor_jax.config import NetworkConfig, PPOConfig, recipes
+
+TINY = PPOConfig(num_envs=8, num_steps=8, num_minibatches=2, updates_per_segment=1,
+                 network=NetworkConfig(hidden_sizes=(16,), first_layer="embedding"))
+
+
+def test_recipes_are_looked_up_by_name():
+    assert recipes.recipe("default") == PPOConfig()
+    v0 = recipes.recipe("v0")
+    assert (v0.gamma, v0.num_envs, v0.num_steps, v0.ent_coef) == (0.99, 1024, 128, 0.01)
+    assert v0.network == NetworkConfig(hidden_sizes=(256, 256), first_layer="one_hot")
+    assert all(isinstance(c, PPOConfig) for c in recipes.RECIPES.values())
+    with pytest.raises(ValueError, match="unknown recipe 'v9'; known: v0, default"):
+        recipes.recipe("v9")
+
+
+@pytest.fixture
+def learning(monkeypatch):
+    monkeypatch.setitem(recipes.RECIPES, "tiny", TINY)
+    monkeypatch.setitem(recipes.RECIPES, "tiny_shared", dataclasses.replace(
+        TINY, network=dataclasses.replace(TINY.network, trunk="shared")))
+    return _load("benchmarks/learning.py")
+
+
+def test_learning_benchmark_writes_a_curve_per_recipe(learning, tmp_path, capsys):
+    args = learning.Args(recipe=("tiny", "tiny_shared"), total_timesteps=300, num_seeds=2,
+                         eval_every=128, eval_episodes=3, eval_max_len=100, out=str(tmp_path),
+                         json=True)
+    curves = learning.main(args)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [p["recipe"] for p in lines] == ["tiny"] * 3 + ["tiny_shared"] * 3
+    # eval_every 128 = 2 updates of 64 steps; 300 steps round up to 3 segments.
+    assert [p["env_steps"] for p in lines[:3]] == [128, 256, 384]
+    for p in lines:
+        assert p["seeds"] == 2 and p["episodes_per_seed"] == 3
+        assert p["score_ci_low"] <= p["score_mean"] <= p["score_ci_high"]
+        assert p["score_mean"] > 0 and p["sps"] > 0 and p["train_s"] > 0
+        rates = [p[f"tile_{t}"] for t in learning.TILES]
+        assert rates == sorted(rates, reverse=True) and 0 <= rates[-1] <= rates[0] <= 1
+        assert p["win_rate_mean"] == pytest.approx(p["tile_2048"])
+        assert 0 < p["length_mean"] <= 100
+        assert p["cpu"] and p["device"]
+    assert lines[0]["train_s"] < lines[1]["train_s"] < lines[2]["train_s"]
+    for name in ("tiny", "tiny_shared"):
+        with open(tmp_path / name / "curve.jsonl", encoding="utf-8") as f:
+            written = [json.loads(line) for line in f]
+        assert written == curves[name]
+    assert os.path.getsize(tmp_path / "learning.png") > 10_000
+    # Resume of a finished run trains nothing and returns the same curve.
+    again = learning.main(dataclasses.replace(args, resume=True, json=False))
+    assert again == curves
+
+
+def test_unknown_recipe_fails_before_any_work(learning, tmp_path):
+    args = learning.Args(recipe=("tiny", "nope"), out=str(tmp_path / "run"))
+    with pytest.raises(ValueError, match="unknown recipe 'nope'"):
+        learning.main(args)
+    assert not os.path.exists(tmp_path / "run")
+    with pytest.raises(ValueError, match="--eval-every must be positive"):
+        learning.main(dataclasses.replace(args, recipe=("tiny",), eval_every=0))
