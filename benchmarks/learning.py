@@ -10,10 +10,11 @@ seed (native game score). Each evaluation is one JSON line (printed with `--json
 written to `{out}/{recipe}/curve.jsonl`): `env_steps` (per seed), `train_s` (training
 seconds so far: compile, evaluation and checkpoints excluded), `sps` (env steps per second
 over all seeds), `score_mean` with `score_ci_low`/`score_ci_high` (95% Student-t interval
-over the seeds' mean scores), `tile_512`..`tile_4096` (fraction of games, pooled), `win_rate_mean`
-(mean over seeds of the fraction reaching 2048) with `win_rate_ci_low/high`, `length_mean`. The figure
-`{out}/learning.png` shows score and 2048-rate against env steps and training seconds, one
-line per recipe. Runs checkpoint every evaluation; `--resume` continues them.
+over the seeds' mean scores), `tile_512`..`tile_4096` (fraction of games, pooled),
+`win_rate_mean` (mean over seeds of the fraction reaching 2048) with `win_rate_ci_low/high`,
+`length_mean`. The figure `{out}/learning.png` shows score and 2048-rate against env steps
+and training seconds, one line per recipe. Runs checkpoint every evaluation; `--resume`
+continues them.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import tyro
 
 from sailor_jax import env
-from sailor_jax.config import NetworkConfig, PPOConfig
+from sailor_jax.config.recipes import recipe
 from sailor_jax.features import phi
 from sailor_jax.ppo import make_train
 from sailor_jax.reward import RewardSpec, reward
@@ -50,8 +50,10 @@ class Args:
     """PPO updates per timed segment."""
     num_seeds: tuple[int, ...] = (1, 4, 8)
     """Seed counts for ppo_train_seeds."""
-    first_layer: tuple[str, ...] = ("one_hot",)
-    """Network first layers to compare in ppo_* (one_hot matmul, embedding gather-and-sum)."""
+    recipe: tuple[str, ...] = ("default",)
+    """PPO recipes (`sailor_jax.config.recipes`) to compare in ppo_*; num_envs and the updates
+    per segment come from --num-envs and --ppo-updates (e.g. `v0 v0_embedding`: the one-hot
+    matmul vs the embedding gather-and-sum first layer, same network function)."""
     repeats: int = 3
     """Timed calls after compilation (the median is reported)."""
     json: bool = False
@@ -102,10 +104,8 @@ def bench_env(name: str, n: int, args: Args) -> dict:
             "sps": n * args.env_steps / sorted(times)[len(times) // 2]}
 
 
-def bench_ppo(n: int, args: Args, num_seeds: int | None = None,
-              first_layer: str = "one_hot") -> dict:
-    cfg = PPOConfig(num_envs=n, updates_per_segment=args.ppo_updates,
-                    network=NetworkConfig(first_layer=first_layer))
+def bench_ppo(n: int, args: Args, num_seeds: int | None = None, name: str = "default") -> dict:
+    cfg = dataclasses.replace(recipe(name), num_envs=n, updates_per_segment=args.ppo_updates)
     init, segment = make_train(cfg, num_seeds=num_seeds)
     runner = init(jax.random.PRNGKey(0))
     theta = jnp.asarray(RewardSpec().theta0)
@@ -123,9 +123,11 @@ def bench_ppo(n: int, args: Args, num_seeds: int | None = None,
         jax.block_until_ready(metrics)
         times.append(time.perf_counter() - t0)
     steps = cfg.steps_per_segment * (num_seeds or 1)
-    return {"num_envs": n, "num_steps": cfg.num_steps, "update_epochs": cfg.update_epochs,
+    return {"recipe": name, "num_envs": n, "num_steps": cfg.num_steps,
+            "update_epochs": cfg.update_epochs,
             "num_minibatches": cfg.num_minibatches,
-            "hidden_sizes": list(cfg.network.hidden_sizes), "first_layer": first_layer,
+            "hidden_sizes": list(cfg.network.hidden_sizes),
+            "first_layer": cfg.network.first_layer, "trunk": cfg.network.trunk,
             "num_seeds": num_seeds or 1,
             "compile_s": compile_s, "sps": steps / sorted(times)[len(times) // 2],
             "segment_s": sorted(times)[len(times) // 2]}
@@ -143,16 +145,16 @@ def main(args: Args) -> None:
             if name.startswith("env"):
                 rows = [bench_env(name, n, args)]
             elif name == "ppo_train":
-                rows = [bench_ppo(n, args, None, f) for f in args.first_layer]
+                rows = [bench_ppo(n, args, None, r) for r in args.recipe]
             else:
-                rows = [bench_ppo(n, args, s, f) for s in args.num_seeds for f in args.first_layer]
+                rows = [bench_ppo(n, args, s, r) for s in args.num_seeds for r in args.recipe]
             for row in rows:
                 row = {"name": name, **row, **meta}
                 if args.json:
                     print(json.dumps(row), flush=True)
                 else:
                     print(f"{name:16s} envs={row['num_envs']:6d} seeds={row.get('num_seeds', 1)} "
-                          f"{row.get('first_layer', ''):9s} "
+                          f"{row.get('recipe', ''):12s} "
                           f"SPS={row['sps']:12,.0f} compile={row['compile_s']:.1f}s", flush=True)
 
 

@@ -95,7 +95,7 @@ PRESETS: dict[str, Args] = {
     "smoke": Args(base=_BASE_SMOKE, variants=("baseline", "sailor_bo_outcome")),
     "cpu": Args(base=SailorConfig(
         iterations=6, num_seeds=3, trajectories=6, max_len=2000, baseline=False,
-        ppo=PPOConfig(num_envs=512, num_steps=64, updates_per_segment=16),
+        ppo=PPOConfig(num_envs=512, num_steps=32, updates_per_segment=32),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             batch_size=2, max_prompt_tokens=1536, snapshot_every=50)),
         alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
@@ -103,7 +103,7 @@ PRESETS: dict[str, Args] = {
         variants=("baseline", "score_only", "sailor_bo_outcome", "sailor_bt_mcmc_outcome")),
     "gpu": Args(base=SailorConfig(
         iterations=20, num_seeds=8, trajectories=16, max_len=2000, baseline=False,
-        ppo=PPOConfig(num_envs=4096, num_steps=128, updates_per_segment=20),
+        ppo=PPOConfig(num_envs=4096, num_steps=32, updates_per_segment=80),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             model="Qwen/Qwen2.5-1.5B-Instruct", batch_size=16, max_pairs_per_group=60)),
         alignment=AlignmentConfig(bo_calls=40, trust_region=0.25),

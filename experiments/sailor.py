@@ -48,14 +48,14 @@ PRESETS: dict[str, SailorConfig] = {
         eval=EvalConfig(episodes=16, max_len=10_000)),
     "cpu": SailorConfig(
         iterations=6, num_seeds=2, trajectories=5, max_len=2000,
-        ppo=PPOConfig(num_envs=512, num_steps=64, updates_per_segment=30),
+        ppo=PPOConfig(num_envs=512, num_steps=32, updates_per_segment=60),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             batch_size=2, max_prompt_tokens=1536, snapshot_every=50)),
         alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
         eval=EvalConfig(episodes=64, max_len=50_000)),
     "gpu": SailorConfig(
         iterations=20, num_seeds=4, trajectories=16, max_len=2000,
-        ppo=PPOConfig(num_envs=4096, num_steps=128, updates_per_segment=20),
+        ppo=PPOConfig(num_envs=4096, num_steps=32, updates_per_segment=80),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             model="Qwen/Qwen2.5-1.5B-Instruct", batch_size=16, max_pairs_per_group=60)),
         alignment=AlignmentConfig(bo_calls=40, trust_region=0.25),

@@ -19,7 +19,8 @@ def test_recipes_are_looked_up_by_name():
     assert recipes.recipe("default") == PPOConfig()
     v0 = recipes.recipe("v0")
     assert (v0.gamma, v0.num_envs, v0.num_steps, v0.ent_coef) == (0.99, 1024, 128, 0.01)
-    assert v0.network == NetworkConfig(hidden_sizes=(256, 256), first_layer="one_hot")
+    assert v0.network == NetworkConfig(hidden_sizes=(256, 256), activation="tanh",
+                                       first_layer="one_hot", trunk="separate")
     assert all(isinstance(c, PPOConfig) for c in recipes.RECIPES.values())
     with pytest.raises(ValueError, match="unknown recipe 'v9'; known: v0, default"):
         recipes.recipe("v9")

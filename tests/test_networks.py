@@ -11,7 +11,7 @@ from sailor_jax.config import NetworkConfig
 from sailor_jax.env import NUM_TILE_CLASSES
 from sailor_jax.networks import MASKED_LOGIT, make_network, masked_log_prob_entropy
 
-NET = NetworkConfig(hidden_sizes=(32, 16))
+NET = NetworkConfig(hidden_sizes=(32, 16), activation="tanh", trunk="separate")  # v0 towers
 BOARDS = jax.random.randint(jax.random.PRNGKey(1), (5, 16), 0, 12)
 MASK = jnp.asarray([[1, 0, 1, 1], [1, 1, 1, 1], [0, 0, 0, 1], [1, 1, 0, 0], [0, 1, 0, 1]], bool)
 
@@ -66,8 +66,8 @@ def test_unknown_head_is_a_clear_error():
 @pytest.mark.parametrize("head", ["actor_critic", "q"])
 def test_embedding_first_layer_equals_the_one_hot_matmul(head):
     """Issue 10: the gather-and-sum first layer is the same function, forward and backward."""
-    one_hot = NetworkConfig(hidden_sizes=(64, 32))
-    embedding = NetworkConfig(hidden_sizes=(64, 32), first_layer="embedding")
+    one_hot = NetworkConfig(hidden_sizes=(64, 32), first_layer="one_hot", trunk="separate")
+    embedding = NetworkConfig(hidden_sizes=(64, 32), first_layer="embedding", trunk="separate")
     init, apply_a = make_network(one_hot, head)
     _, apply_b = make_network(embedding, head)
     params = init(jax.random.PRNGKey(4))
@@ -103,7 +103,8 @@ def test_unknown_first_layer_is_a_clear_error():
 @pytest.mark.parametrize("first_layer", ["one_hot", "embedding"])
 def test_shared_trunk_matches_a_numpy_forward(first_layer):
     """Issue 10: one trunk, a linear output per head; checked against plain NumPy."""
-    cfg = NetworkConfig(hidden_sizes=(32, 16), trunk="shared", first_layer=first_layer)
+    cfg = NetworkConfig(hidden_sizes=(32, 16), activation="tanh", trunk="shared",
+                        first_layer=first_layer)
     init, apply = make_network(cfg)
     params = jax.tree.map(lambda x: x + 0.01, init(jax.random.PRNGKey(7)))
     assert sorted(params) == ["actor_out", "critic_out", "trunk_0", "trunk_1"]

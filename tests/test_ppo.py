@@ -487,7 +487,8 @@ def test_trained_policy_never_plays_an_illegal_move(smoke_run):
 
 PROBE_GAMMA = 0.9
 PROBE_CFG = PPOConfig(num_envs=32, num_steps=8, update_epochs=2, num_minibatches=2,
-                          updates_per_segment=40, gamma=PROBE_GAMMA, lr=3e-3, network=NET)
+                          updates_per_segment=40, gamma=PROBE_GAMMA, lr=3e-3, network=NET,
+                          normalize_rewards=False)  # the probes check raw values
 ONE_STEP, TWO_STEP, OBS_ACTION, MASKED = range(4)
 assert probe_envs.PROBES[OBS_ACTION] is probe_envs.OBS_ACTION
 INIT_PROBES, SEGMENT_PROBES = ppo.make_train(PROBE_CFG, num_seeds=len(probe_envs.PROBES),

@@ -20,12 +20,12 @@ class NetworkConfig:
 
     hidden_sizes: tuple[int, ...] = (256, 256)
     """Width of each hidden layer (of each tower, or of the shared trunk)."""
-    activation: str = "tanh"
+    activation: str = "relu"
     """Hidden activation: tanh, relu or gelu."""
-    first_layer: Literal["one_hot", "embedding"] = "one_hot"
+    first_layer: Literal["one_hot", "embedding"] = "embedding"
     """How the first layer reads the board: a matmul on the `16 x 18` one-hot encoding, or the
     same function as a gather of 16 rows of its kernel and a sum (no one-hot, no matmul)."""
-    trunk: Literal["separate", "shared"] = "separate"
+    trunk: Literal["separate", "shared"] = "shared"
     """separate: one MLP tower per head (actor, critic); shared: one trunk, a linear output
     layer per head (half the FLOPs; actor and critic gradients meet in the trunk)."""
 
@@ -48,15 +48,15 @@ class PPOConfig:
 
     num_envs: int = 1024
     """Parallel 2048 games."""
-    num_steps: int = 128
+    num_steps: int = 32
     """Rollout length T per update."""
     update_epochs: int = 4
     """Passes over each rollout batch."""
-    num_minibatches: int = 4
+    num_minibatches: int = 8
     """Minibatches per epoch; must divide num_envs * num_steps."""
     updates_per_segment: int = 10
     """PPO updates per compiled segment (one SAILOR iteration trains one segment)."""
-    gamma: float = 0.99
+    gamma: float = 0.997
     """Discount factor."""
     gae_lambda: float = 0.95
     """GAE lambda."""
@@ -74,7 +74,7 @@ class PPOConfig:
     """constant, or linear decay to 0 over lr_decay_updates updates."""
     lr_decay_updates: int = 0
     """Updates over which the linear schedule decays (required > 0 for linear)."""
-    normalize_rewards: bool = False
+    normalize_rewards: bool = True
     """Divide rewards by the running std of the discounted return (VecNormalize-style)."""
     network: NetworkConfig = NetworkConfig()
     """Actor-critic sizes."""
@@ -153,7 +153,8 @@ class DQNConfig:
     """Global gradient-norm clip."""
     double_dqn: bool = True
     """Double DQN target: online argmax, target-network value (van Hasselt et al. 2016)."""
-    network: NetworkConfig = NetworkConfig(hidden_sizes=(256, 256), activation="relu")
+    network: NetworkConfig = NetworkConfig(hidden_sizes=(256, 256), activation="relu",
+                                           first_layer="embedding", trunk="separate")
     """Q-network MLP sizes."""
 
     def __post_init__(self) -> None:

@@ -26,6 +26,13 @@ def _v0(**changes) -> PPOConfig:
     return dataclasses.replace(V0, network=dataclasses.replace(V0.network, **network), **changes)
 
 
+def _shared(**changes) -> PPOConfig:
+    """r1_shared (round 1's pick) with `changes`."""
+    network = {"first_layer": "embedding", "trunk": "shared", **changes.pop("network", {})}
+    base = {"num_steps": 32, "num_minibatches": 8, "gamma": 0.997, "normalize_rewards": True}
+    return _v0(network=network, **{**base, **changes})
+
+
 RECIPES: dict[str, PPOConfig] = {
     "v0": V0,
     "default": PPOConfig(),
@@ -39,6 +46,12 @@ RECIPES: dict[str, PPOConfig] = {
                      network={"first_layer": "embedding", "trunk": "shared"}),
     "r1_low_entropy": _v0(num_steps=32, num_minibatches=8, gamma=0.997, normalize_rewards=True,
                           ent_coef=0.003, network={"first_layer": "embedding"}),
+    # Search round 2 (3M steps/seed, 2 seeds): variations of r1_shared.
+    "r2_minibatch32": _shared(num_minibatches=32),
+    "r2_gamma999": _shared(gamma=0.999),
+    "r2_epochs2": _shared(update_epochs=2),
+    "r2_relu": _shared(network={"activation": "relu"}),
+    "r2_lambda09_clip01": _shared(gae_lambda=0.9, clip_eps=0.1),
 }
 """Recipe name -> `PPOConfig`."""
 
