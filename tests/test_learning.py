@@ -17,6 +17,7 @@ TINY = PPOConfig(num_envs=8, num_steps=8, num_minibatches=2, updates_per_segment
 
 def test_recipes_are_looked_up_by_name():
     assert recipes.recipe("default") == PPOConfig()
+    assert recipes.recipe("r2_relu") == PPOConfig()  # the search's pick is the default
     v0 = recipes.recipe("v0")
     assert (v0.gamma, v0.num_envs, v0.num_steps, v0.ent_coef) == (0.99, 1024, 128, 0.01)
     assert v0.network == NetworkConfig(hidden_sizes=(256, 256), activation="tanh",

@@ -51,7 +51,6 @@ RECIPES: dict[str, PPOConfig] = {
     "r2_gamma999": _shared(gamma=0.999),
     "r2_epochs2": _shared(update_epochs=2),
     "r2_relu": _shared(network={"activation": "relu"}),
-    "r2_lambda09_clip01": _shared(gae_lambda=0.9, clip_eps=0.1),
 }
 """Recipe name -> `PPOConfig`."""
 
