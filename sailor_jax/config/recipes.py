@@ -33,6 +33,11 @@ def _shared(**changes) -> PPOConfig:
     return _v0(network=network, **{**base, **changes})
 
 
+def _relu(**changes) -> PPOConfig:
+    """r2_relu (round 2's pick, the default) with `changes`."""
+    return _shared(network={"activation": "relu"}, **changes)
+
+
 RECIPES: dict[str, PPOConfig] = {
     "v0": V0,
     "default": PPOConfig(),
@@ -51,6 +56,13 @@ RECIPES: dict[str, PPOConfig] = {
     "r2_gamma999": _shared(gamma=0.999),
     "r2_epochs2": _shared(update_epochs=2),
     "r2_relu": _shared(network={"activation": "relu"}),
+    # Search round 3 (3M steps/seed, 2 seeds): variations of r2_relu (the default).
+    "r3_lambda09_clip01": _relu(gae_lambda=0.9, clip_eps=0.1),
+    "r3_lr1e-3": _relu(lr=1e-3),
+    "r3_lr1e-4": _relu(lr=1e-4),
+    "r3_lr_linear": _relu(lr=1e-3, lr_schedule="linear", lr_decay_updates=92),
+    "r3_envs2048": _relu(num_envs=2048, num_minibatches=16),
+    "r3_minibatch32": _relu(num_minibatches=32),
 }
 """Recipe name -> `PPOConfig`."""
 
