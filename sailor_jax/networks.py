@@ -47,7 +47,8 @@ class Towers(nnx.Module):
     """MLP towers over the board, one per output head (or one shared trunk, `cfg.trunk`).
 
     The first layer reads the board as `cfg.first_layer` says: a matmul on the one-hot
-    encoding, or the same function as an embedding gather-and-sum (`embed`).
+    encoding, the same function as an embedding gather-and-sum (`embed`), or row and column
+    features (`LineFeatures`, a tower's `{tower}_lines`) feeding the first dense layer.
 
     Layers are named attributes so that the parameters are a plain nested dict with string
     keys (friendly to optax and orbax): separate towers `actor_0`, ..., `critic_0`, ... (or
@@ -56,13 +57,16 @@ class Towers(nnx.Module):
     """
 
     def __init__(self, cfg: NetworkConfig, head: str, rngs: nnx.Rngs):
-        sizes = [16 * NUM_TILE_CLASSES, *cfg.hidden_sizes]
+        lines = cfg.first_layer == "lines"
+        sizes = [8 * cfg.line_features if lines else 16 * NUM_TILE_CLASSES, *cfg.hidden_sizes]
         self.activation, self.first_layer = cfg.activation, cfg.first_layer
         self.heads = tuple(name for name, _, _ in HEADS[head])
         self.towers = ("trunk",) if cfg.trunk == "shared" else self.heads
         self.num_hidden = len(sizes) - 1
         outputs = {name: (out, scale) for name, out, scale in HEADS[head]}
         for tower in self.towers:  # creation order fixes the init RNG stream: keep it
+            if lines:
+                setattr(self, f"{tower}_lines", LineFeatures(cfg.line_features, rngs))
             for k, layer in enumerate(_hidden(sizes, rngs)):
                 setattr(self, f"{tower}_{k}", layer)
             if tower in outputs:
@@ -79,7 +83,10 @@ class Towers(nnx.Module):
         features = {}
         for tower in self.towers:
             first = getattr(self, f"{tower}_0")
-            h = act(first(x) if x is not None else embed(first, board))
+            if self.first_layer == "lines":
+                h = act(first(getattr(self, f"{tower}_lines")(board, act)))
+            else:
+                h = act(first(x) if x is not None else embed(first, board))
             for k in range(1, self.num_hidden):
                 h = act(getattr(self, f"{tower}_{k}")(h))
             features[tower] = h
@@ -113,6 +120,37 @@ def embed(layer: nnx.Linear, board: jax.Array) -> jax.Array:
     for cell in range(16):
         h = h + jnp.take(table[cell], board[..., cell], axis=0)
     return h
+
+
+class LineFeatures(nnx.Module):
+    """Row and column features of the board: a 1x4 and a 4x1 kernel over the one-hot lines.
+
+    Row `r`'s features are `act(sum_j rows[j, board[r, j]] + row_bias)`, one kernel shared by
+    the 4 rows (and `cols` by the 4 columns): a convolution with a 1x4 (4x1) kernel, valid
+    padding, over the `4 x 4 x 18` one-hot board, written as 4 gathers per line direction
+    (flax Conv is slow on XLA:CPU). The structure of tsangwpx/ml2048's 1x4/4x1 kernels.
+
+    Parameters: `rows`, `cols` `[4 positions, 18 exponents, F]` (normal, std 0.5, so a sum of
+    4 has unit variance), `row_bias`, `col_bias` `[F]` (zeros).
+    """
+
+    def __init__(self, features: int, rngs: nnx.Rngs):
+        init = nnx.initializers.normal(0.5)
+        self.rows = nnx.Param(init(rngs.params(), (4, NUM_TILE_CLASSES, features)))
+        self.cols = nnx.Param(init(rngs.params(), (4, NUM_TILE_CLASSES, features)))
+        self.row_bias = nnx.Param(jnp.zeros((features,)))
+        self.col_bias = nnx.Param(jnp.zeros((features,)))
+
+    def __call__(self, board: jax.Array, act: Callable) -> jax.Array:
+        """`[..., 16]` integer exponents (row-major) -> `[..., 8 F]` float32 line features."""
+        grid = board.astype(jnp.int32).reshape(*board.shape[:-1], 4, 4)  # [..., row, col]
+        rows, cols = self.rows.value, self.cols.value
+        h_rows, h_cols = self.row_bias.value, self.col_bias.value
+        for j in range(4):  # position along the line
+            h_rows = h_rows + jnp.take(rows[j], grid[..., :, j], axis=0)  # [..., row, F]
+            h_cols = h_cols + jnp.take(cols[j], grid[..., j, :], axis=0)  # [..., col, F]
+        lines = jnp.concatenate([act(h_rows), act(h_cols)], axis=-2)  # [..., 8, F]
+        return lines.reshape(*board.shape[:-1], -1)
 
 
 Params = dict

@@ -35,7 +35,7 @@ def _shared(**changes) -> PPOConfig:
 
 def _relu(**changes) -> PPOConfig:
     """r2_relu (round 2's pick, the default) with `changes`."""
-    return _shared(network={"activation": "relu"}, **changes)
+    return _shared(network={"activation": "relu", **changes.pop("network", {})}, **changes)
 
 
 RECIPES: dict[str, PPOConfig] = {
@@ -63,6 +63,7 @@ RECIPES: dict[str, PPOConfig] = {
     "r3_lr_linear": _relu(lr=1e-3, lr_schedule="linear", lr_decay_updates=92),
     "r3_envs2048": _relu(num_envs=2048, num_minibatches=16),
     "r3_minibatch32": _relu(num_minibatches=32),
+    "r3_lines": _relu(network={"first_layer": "lines"}),
 }
 """Recipe name -> `PPOConfig`."""
 
