@@ -83,14 +83,37 @@ def make_policy_evaluate(apply_fn: Callable[[Any, jax.Array, jax.Array], jax.Arr
                                      greedy))
 
 
+def make_act_evaluate(act: Callable, num_episodes: int, max_len: int = 50_000,
+                      env_fns: EnvFns = GAME_2048):
+    """Build the compiled `evaluate(key) -> EpisodeStats` for any policy `act`.
+
+    The protocol of `make_policy_evaluate` for a policy that is not a network (e.g. the
+    expert, `expert.expert_act`): `act(key, board [E, 16], legal_action_mask [E, 4]) ->
+    (action [E] int32, extra)`, as `policy.policy_step` takes it. Static: all arguments.
+
+    Raises:
+      ValueError: `num_episodes` or `max_len` not positive.
+    """
+    if num_episodes <= 0 or max_len <= 0:
+        raise ValueError(f"num_episodes and max_len must be positive, got {num_episodes}, "
+                         f"{max_len}")
+    return jax.jit(functools.partial(_play_out, env_fns, act, num_episodes, max_len))
+
+
 def _evaluate(fns: EnvFns, apply_fn: Callable, num_episodes: int, max_len: int, greedy: bool,
               params, key: jax.Array) -> EpisodeStats:
     """Play `num_episodes` games to the end or `max_len` moves; see `make_policy_evaluate`."""
+    act = functools.partial(logits_policy, apply_fn, params, greedy)
+    return _play_out(fns, act, num_episodes, max_len, key)
+
+
+def _play_out(fns: EnvFns, act: Callable, num_episodes: int, max_len: int, key: jax.Array
+              ) -> EpisodeStats:
+    """Play `num_episodes` games with `act` to the end or `max_len` moves."""
     key_reset, key_play = jax.random.split(key)
     state = jax.vmap(fns.reset)(jax.random.split(key_reset, num_episodes))
     zeros = jnp.zeros((num_episodes,), jnp.int32)
     carry = (state, jnp.zeros((num_episodes,), jnp.float32), zeros, jnp.int32(0), key_play)
-    act = functools.partial(logits_policy, apply_fn, params, greedy)
 
     def body(c):
         state, score, length, t, key = c

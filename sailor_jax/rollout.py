@@ -39,10 +39,30 @@ def make_collect(net: NetworkConfig, num: int, max_len: int = 2000, env_fns: Env
     return jax.jit(functools.partial(_collect, env_fns, apply, num, max_len))
 
 
+def make_act_collect(act, num: int, max_len: int = 2000, env_fns: EnvFns = GAME_2048):
+    """Build the compiled `collect(key) -> TrajectoryBatch` for any policy `act`.
+
+    The protocol of `make_collect` for a policy that is not a network (e.g. the expert,
+    `expert.expert_act`): `act(key, board [num, 16], legal_action_mask [num, 4]) -> (action
+    [num] int32, extra)`, as `policy.policy_step` takes it. Static: all arguments.
+
+    Raises:
+      ValueError: `num` or `max_len` not positive.
+    """
+    if num <= 0 or max_len <= 0:
+        raise ValueError(f"num and max_len must be positive, got {num}, {max_len}")
+    return jax.jit(functools.partial(_collect_act, env_fns, act, num, max_len))
+
+
 def _collect(fns: EnvFns, apply, num: int, max_len: int, params, key: jax.Array
              ) -> TrajectoryBatch:
     """Play `num` games for `max_len` moves (finished games idle); see `make_collect`."""
     act = functools.partial(logits_policy, functools.partial(actor_logits, apply), params, False)
+    return _collect_act(fns, act, num, max_len, key)
+
+
+def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> TrajectoryBatch:
+    """Play `num` games with `act` for `max_len` moves; see `make_act_collect`."""
 
     def step(carry, _):
         state, key = carry

@@ -1,0 +1,94 @@
+"""The expert player (issue 11): moves, heuristic and expectimax against a NumPy reference."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference import numpy_expert
+from reference.numpy_2048 import legal_mask, move
+
+from sailor_jax import expert
+from sailor_jax.evaluation import make_act_evaluate
+
+
+def _random_boards(n: int, seed: int, high: int = 12, fill: float = 0.7) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.integers(1, high, (n, 16)) * (rng.random((n, 16)) < fill)).astype(np.int32)
+
+
+def test_afterstates_and_legality_match_the_numpy_rules():
+    boards = _random_boards(64, 0, high=17)  # two 2**17 tiles cannot coexist
+    after, legal = jax.jit(expert.afterstates)(jnp.asarray(boards))
+    for b, board in enumerate(boards):
+        np.testing.assert_array_equal(np.asarray(legal[b]), legal_mask(board))
+        for a in range(4):
+            np.testing.assert_array_equal(np.asarray(after[b, a]), move(board, a)[0])
+
+
+def test_heuristic_matches_the_reference_line_scores():
+    boards = _random_boards(32, 1)
+    got = np.asarray(jax.jit(expert.heuristic)(jnp.asarray(boards)))
+    want = [numpy_expert.board_score(b) for b in boards]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1.0)  # float32 sums of ~1e6
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_action_values_match_the_reference_expectimax(depth):
+    boards = _random_boards(6 if depth == 2 else 24, 2, fill=0.75)
+    got = np.asarray(expert.expert_action_values(jnp.asarray(boards), depth))
+    for b, board in enumerate(boards):
+        want = numpy_expert.action_values(board, depth)
+        assert np.array_equal(np.isinf(got[b]), np.isinf(want))
+        np.testing.assert_allclose(got[b][np.isfinite(want)], want[np.isfinite(want)], rtol=1e-5)
+
+
+def test_hand_made_boards():
+    """An obvious winning merge, an illegal move, a board with one legal move."""
+    # Two 1024s side by side in the top row, the rest a staircase: left/right merge to 2048.
+    win = np.array([10, 10, 3, 2, 1, 4, 2, 1, 2, 1, 3, 2, 1, 3, 1, 2], np.int32)
+    # Tiles packed left and no merges in any line: only right is legal.
+    packed = np.array([5, 4, 0, 0, 3, 2, 0, 0, 1, 5, 0, 0, 2, 1, 0, 0], np.int32)
+    # A full board with one vertical pair in column 0: up and down both merge it; rows
+    # alternate so no horizontal move is legal.
+    one_pair = np.array([1, 2, 1, 2, 1, 3, 4, 3, 2, 1, 2, 1, 3, 2, 3, 2], np.int32)
+    boards = jnp.asarray(np.stack([win, packed, one_pair]))
+    for depth in (1, 2):
+        values = np.asarray(expert.expert_action_values(boards, depth))
+        best = np.asarray(expert.expert_policy(boards, depth))
+        assert 11 in move(win, int(best[0]))[0]  # the chosen move makes the 2048 tile
+        assert np.isinf(values[1]).tolist() == [True, True, False, True]  # only right is legal
+        assert np.isinf(values[2]).tolist() == [True, False, True, False]
+        for b, board in enumerate(np.asarray(boards)):
+            np.testing.assert_allclose(values[b], numpy_expert.action_values(board, depth),
+                                       rtol=1e-5)
+
+
+def test_batch_shape_jit_and_vmap_agree():
+    boards = jnp.asarray(_random_boards(12, 3).reshape(3, 4, 16))
+    flat = np.asarray(expert.expert_action_values(boards.reshape(12, 16), 2))
+    nested = np.asarray(jax.jit(lambda b: expert.expert_action_values(b, 2))(boards))
+    mapped = np.asarray(jax.vmap(lambda b: expert.expert_action_values(b, 2))(boards))
+    assert nested.shape == (3, 4, 4) and nested.dtype == np.float32
+    np.testing.assert_allclose(nested.reshape(12, 4), flat, rtol=1e-6)  # XLA may reorder sums
+    np.testing.assert_allclose(mapped.reshape(12, 4), flat, rtol=1e-6)
+
+
+def test_bad_arguments_are_clear_errors():
+    board = jnp.zeros((16,), jnp.int32)
+    for depth in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="depth must be an int >= 1"):
+            expert.expert_action_values(board, depth)
+    with pytest.raises(ValueError, match=r"board must have shape \[..., 16\]"):
+        expert.expert_action_values(jnp.zeros((4, 4), jnp.int32), 1)
+    with pytest.raises(ValueError, match=r"epsilon must be in \[0, 1\]"):
+        expert.expert_act(2, 1.5)
+
+
+def test_expert_beats_random_and_epsilon_one_is_random_legal_play():
+    games = {eps: jax.device_get(make_act_evaluate(expert.expert_act(1, eps), 8, 3000)(
+        jax.random.key(0))) for eps in (0.0, 1.0)}
+    assert not games[0.0].truncated.any()
+    assert games[0.0].score.mean() > 2 * games[1.0].score.mean()
+    assert games[1.0].length.min() > 0
