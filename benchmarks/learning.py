@@ -23,7 +23,6 @@ import dataclasses
 import json
 import math
 import os
-import platform
 import sys
 import time
 
@@ -207,24 +206,13 @@ def main(args: Args) -> dict[str, list[dict]]:
             print(f"{name}: {cfg}")
         return {}
     runs = [run_config(args, name) for name in args.recipe]  # every error before any work
-    header = {"device": str(jax.devices()[0]), "cpu": _cpu_model(), "jax": jax.__version__}
+    header = report.machine()
     emit = (lambda p: print(json.dumps({**p, **header}), flush=True)) if args.json else \
         (lambda p: print(_readable(p), flush=True))
     curves = {run.recipe: train_recipe(run, os.path.join(args.out, run.recipe), args.resume,
                                        emit) for run in runs}
     plot_curves(curves, os.path.join(args.out, "learning.png"))
     return curves
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 if __name__ == "__main__":

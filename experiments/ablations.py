@@ -4,6 +4,7 @@
     python experiments/ablations.py --preset cpu --out runs/ablations_cpu       # < 30 min on CPU
     python experiments/ablations.py --preset gpu --out runs/ablations_gpu       # one GPU
     python experiments/ablations.py --preset cpu --variants baseline sailor_bo_outcome
+    python experiments/ablations.py --preset expert --out runs/ablations_expert # ~1 h on CPU
 
 Every variant is a `SailorConfig` derived from the preset's base config: the same PPO
 segments, env-step budget, seeds (vmapped in one compiled program per variant) and evaluation
@@ -12,7 +13,9 @@ variant starts from the same initial network and environments (common random num
 variants whose theta never differs produce identical results).
 
 Variants (`VARIANTS`; each SAILOR variant also exists as `<name>_outcome`, judged by the final
-game score instead of the LLM, to separate the method from the judge's quality):
+game score instead of the LLM, and as `<name>_expert`, judged by the expectimax expert's
+verdict on each move (`rankers.expert.ExpertRanker`), to separate the method from the judge's
+quality):
   baseline                       fixed theta0 (the seed plan's baseline reward), no ranking
   score_only                     fixed theta = score gain only
   sailor_bo                      the SAILOR loop, Bayesian-optimisation update
@@ -62,8 +65,11 @@ from sailor_jax.runner import config_json  # noqa: E402
 FIXED_VARIANTS = ("baseline", "score_only")
 SAILOR_VARIANTS = ("sailor_bo", "sailor_bo_constrained", "sailor_bo_weighted_confidence",
                    "sailor_bo_weighted_discrepancy", "sailor_bt_mcmc", "sailor_bo_refine")
+JUDGE_SUFFIXES = {"_outcome": "outcome", "_expert": "expert"}
+"""Variant-name suffix -> the judge that replaces the LLM."""
 VARIANTS: tuple[str, ...] = (FIXED_VARIANTS + SAILOR_VARIANTS
-                             + tuple(f"{v}_outcome" for v in SAILOR_VARIANTS))
+                             + tuple(f"{v}{suffix}" for suffix in JUDGE_SUFFIXES
+                                     for v in SAILOR_VARIANTS))
 CONSTRAINED_TUNABLE: tuple[str, ...] = tuple(n for n in FEATURE_NAMES if n != "score_gain")
 """Default tunable subset of `sailor_bo_constrained`: the score weight stays fixed."""
 
@@ -109,6 +115,13 @@ PRESETS: dict[str, Args] = {
         alignment=AlignmentConfig(bo_calls=40, trust_region=0.25),
         eval=EvalConfig(episodes=512, max_len=50_000), eval_every=2),
         variants=VARIANTS),
+    "expert": Args(base=SailorConfig(
+        iterations=8, num_seeds=5, trajectories=8, max_len=2000, baseline=False,
+        ppo=PPOConfig(num_envs=512, num_steps=32, updates_per_segment=24),
+        ranker=RankerConfig(kind="expert"),
+        alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
+        eval=EvalConfig(episodes=64, max_len=50_000), tensorboard=False),
+        variants=("baseline", "score_only", "sailor_bo_expert", "sailor_bt_mcmc_expert")),
 }
 
 
@@ -128,10 +141,11 @@ def variant_config(name: str, base: SailorConfig,
     if name == "score_only":
         theta0 = tuple(1.0 if n == "score_gain" else 0.0 for n in FEATURE_NAMES)
         return dataclasses.replace(cfg, self_align=False, theta0=theta0, tunable=None)
-    method = name.removesuffix("_outcome")
-    cfg = dataclasses.replace(cfg, self_align=True)
-    if name.endswith("_outcome"):
-        cfg = dataclasses.replace(cfg, ranker=dataclasses.replace(cfg.ranker, kind="outcome"))
+    method, cfg = name, dataclasses.replace(cfg, self_align=True)
+    for suffix, kind in JUDGE_SUFFIXES.items():
+        if name.endswith(suffix):
+            method = name.removesuffix(suffix)
+            cfg = dataclasses.replace(cfg, ranker=dataclasses.replace(cfg.ranker, kind=kind))
     if method == "sailor_bo_constrained":
         cfg = dataclasses.replace(cfg, tunable=tuple(constrained_tunable))
     elif method.startswith("sailor_bo_weighted_"):
@@ -153,7 +167,8 @@ def judge_label(cfg: SailorConfig) -> str:
 
 
 PRESET_HELP = {"smoke": "about 2 minutes on a 2-core CPU",
-               "cpu": "under 30 minutes on a 2-core CPU", "gpu": "one GPU, every variant"}
+               "cpu": "under 30 minutes on a 2-core CPU", "gpu": "one GPU, every variant",
+               "expert": "the expert-judge experiment (issue 11), about an hour on a 2-core CPU"}
 
 
 def parse(argv: list[str]) -> tuple[str, Args]:

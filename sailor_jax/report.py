@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import platform
 from collections.abc import Sequence
 
 import numpy as np
@@ -133,3 +134,18 @@ def write_tables(rows: Sequence[dict], out_dir: str, stem: str,
     with open(md_path, "w", encoding="utf-8") as f:
         f.write(markdown_table(rows, confidence))
     return csv_path, md_path
+
+
+def machine() -> dict[str, str]:
+    """Where a benchmark ran: `device` (JAX's first device), `cpu` (the CPU model name, as
+    `lscpu` prints it) and `jax` (version). Record it with every measured number. Host-only."""
+    import jax
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f
+                        if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"device": str(jax.devices()[0]), "cpu": cpu, "jax": jax.__version__}

@@ -19,7 +19,8 @@ OBJECTIVES = ("error", "bt_nll")
 ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 """Torch dtype names the LLM backend accepts."""
-RANKER_KINDS = ("llm", "outcome", "linear_oracle")
+RANKER_KINDS = ("llm", "outcome", "linear_oracle", "expert")
+EXPERT_VERDICTS = ("regret", "agreement")
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 _POSITIVE_FIELDS = ("batch_size", "snapshot_every", "max_new_tokens", "max_pairs_per_group",
                     "max_records")
@@ -201,19 +202,29 @@ class RefineConfig:
 class RankerConfig:
     """Who judges the sampled trajectories."""
 
-    kind: Literal["llm", "outcome", "linear_oracle"] = "llm"
-    """llm (Hugging Face model), outcome (final game score) or linear_oracle (theta_star)."""
+    kind: Literal["llm", "outcome", "linear_oracle", "expert"] = "llm"
+    """llm (Hugging Face model), outcome (final game score), linear_oracle (theta_star) or
+    expert (the expectimax player's verdict on each move, `rankers.expert.ExpertRanker`)."""
     llm: LLMRankerConfig = LLMRankerConfig()
     """LLM settings (kind=llm)."""
     theta_star: tuple[float, ...] | None = None
     """Hidden reward of the linear oracle (kind=linear_oracle), 8 values."""
     temperature: float = 0.0
     """Linear oracle noise (Boltzmann temperature; 0 = exact)."""
+    expert_depth: int = 2
+    """Expectimax depth of the expert judge (kind=expert; player moves searched)."""
+    expert_verdict: Literal["regret", "agreement"] = "regret"
+    """Per-move verdict of the expert judge: normalised regret or agreement with its move."""
 
     def __post_init__(self) -> None:
-        if self.kind not in ("llm", "outcome", "linear_oracle"):
-            raise ValueError(
-                f"ranker kind must be llm, outcome or linear_oracle, got {self.kind!r}")
+        if self.kind not in RANKER_KINDS:
+            raise ValueError(f"ranker kind must be one of {', '.join(RANKER_KINDS)}, "
+                             f"got {self.kind!r}")
+        if self.expert_verdict not in EXPERT_VERDICTS:
+            raise ValueError(f"expert_verdict must be one of {EXPERT_VERDICTS}, "
+                             f"got {self.expert_verdict!r}")
+        if isinstance(self.expert_depth, bool) or int(self.expert_depth) < 1:
+            raise ValueError(f"expert_depth must be an int >= 1, got {self.expert_depth}")
         if self.kind == "linear_oracle" and self.theta_star is None:
             raise ValueError("ranker kind linear_oracle needs theta_star (8 values)")
 

@@ -6,6 +6,7 @@ import dataclasses
 
 from sailor_jax.config import RankerConfig
 from sailor_jax.rankers.base import Ranker
+from sailor_jax.rankers.expert import ExpertRanker
 from sailor_jax.rankers.llm import LLMRanker
 from sailor_jax.rankers.oracles import LinearOracleRanker, OutcomeRanker
 from sailor_jax.reward import RewardSpec
@@ -22,6 +23,8 @@ def make_ranker(cfg: RankerConfig, log_path: str | None = None) -> Ranker:
     """
     if cfg.kind == "outcome":
         return OutcomeRanker()
+    if cfg.kind == "expert":
+        return ExpertRanker(depth=cfg.expert_depth, verdict=cfg.expert_verdict)
     if cfg.kind == "linear_oracle":
         theta_star = RewardSpec().validate(cfg.theta_star)
         return LinearOracleRanker(theta_star, temperature=cfg.temperature)
@@ -36,6 +39,8 @@ def ranker_description(cfg: RankerConfig) -> dict:
         desc.update(mode=cfg.llm.mode, model=cfg.llm.model or EMBEDDED_MODEL)
     elif cfg.kind == "linear_oracle":
         desc.update(theta_star=list(cfg.theta_star), temperature=cfg.temperature)
+    elif cfg.kind == "expert":
+        desc.update(depth=cfg.expert_depth, verdict=cfg.expert_verdict)
     return desc
 
 

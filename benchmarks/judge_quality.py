@@ -1,0 +1,127 @@
+"""Judge quality: how well does a judge order trajectories of known skill?
+
+    python benchmarks/judge_quality.py --judge expert --json
+    python benchmarks/judge_quality.py --judge outcome --json
+    python benchmarks/judge_quality.py --judge linear_oracle --json          # theta0 as theta_star
+    python benchmarks/judge_quality.py --judge llm --json                    # embedded SmolLM2
+    python benchmarks/judge_quality.py --judge llm --llm.model Qwen/Qwen2.5-1.5B-Instruct --json
+
+Run it with your judge model before a long SAILOR run: a judge that cannot tell the
+expert from a random player (`skill_order_accuracy` near 0.5) has nothing to teach theta.
+
+The pool (`sailor_jax.judge_eval.build_pool`): for each epsilon in `--epsilons`,
+`--games-per-player` games of the epsilon-greedy expectimax expert (depth `--pool-depth`;
+epsilon 1 = uniformly random legal moves), cut at `--max-len` moves; `--groups` groups of
+`--m` trajectories drawn from it (seeded). Every judge sees the same groups. The expert judge
+and the pool's players share the expert (at the same depth, it is the positive control by
+construction); `--pool-depth 1` draws the pool from a different, weaker expert.
+
+Prints one JSON line (`--json`): `judge`, `skill_order_accuracy`, `skill_pairs`,
+`agreement_expert`, `agreement_outcome`, `kendall_tau`, `failed_groups`, `seconds_per_group`,
+the pool settings, and for LLM judges `model`, `mode`, `position_bias`, `label_mass`,
+`seconds_per_pair`, `tokens_per_pair`, `prompts`; plus `device`, `cpu`, `jax`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+
+import numpy as np
+import tyro
+
+from sailor_jax import judge_eval, report
+from sailor_jax.config import LLMRankerConfig, RankerConfig
+from sailor_jax.rankers import ExpertRanker, OutcomeRanker
+from sailor_jax.rankers.factory import judge_name, make_ranker
+from sailor_jax.reward import RewardSpec
+
+
+@dataclasses.dataclass(frozen=True)
+class Args:
+    """Judge-quality benchmark."""
+
+    judge: str = "expert"
+    """Judge kind: expert, outcome, linear_oracle (theta_star = `--theta-star`, default theta0)
+    or llm."""
+    llm: LLMRankerConfig = LLMRankerConfig(max_records=1_000_000)
+    """LLM judge settings (`--llm.model`, `--llm.mode`, ...); model None = embedded SmolLM2."""
+    theta_star: tuple[float, ...] | None = None
+    """Reward of the linear-oracle judge (8 values); None = the baseline theta0."""
+    expert_depth: int = 2
+    """Depth of the expert judge (and of the reference expert)."""
+    epsilons: tuple[float, ...] = judge_eval.DEFAULT_EPSILONS
+    """Exploration rates of the pool's players (0 = the expert, 1 = uniformly random)."""
+    games_per_player: int = 8
+    """Games per player in the pool."""
+    max_len: int = 200
+    """Moves per game at most (games still running are cut there)."""
+    pool_depth: int = 2
+    """Expectimax depth of the pool's players."""
+    m: int = 8
+    """Trajectories per group."""
+    groups: int = 8
+    """Groups judged."""
+    seed: int = 0
+    """Seed of the pool's games and of the group draw."""
+    json: bool = False
+    """Also print the result as one JSON line."""
+
+
+def make_judge(args: Args):
+    """The judge under test, built from `args` (validated before any game is played)."""
+    if args.judge == "linear_oracle":
+        theta_star = args.theta_star if args.theta_star is not None else RewardSpec().theta0
+        cfg = RankerConfig(kind="linear_oracle", theta_star=tuple(theta_star))
+    else:
+        cfg = RankerConfig(kind=args.judge, llm=args.llm, expert_depth=args.expert_depth)
+    return cfg, make_ranker(cfg)
+
+
+def run(args: Args) -> dict:
+    """Build the pool and groups, rank them with the judge and the references; the record."""
+    cfg, judge = make_judge(args)
+    pool = judge_eval.build_pool(args.epsilons, args.games_per_player, args.max_len,
+                                 args.pool_depth, args.seed)
+    index = judge_eval.sample_groups(len(pool.epsilon), args.m, args.groups, args.seed)
+    groups = judge_eval.group_batches(pool, index)
+    references = {"expert": ExpertRanker(depth=args.expert_depth).rank_groups(groups),
+                  "outcome": OutcomeRanker().rank_groups(groups)}
+    t0 = time.perf_counter()
+    rankings = judge.rank_groups(groups)
+    seconds = time.perf_counter() - t0
+    record = {"judge": judge_name(cfg), "kind": args.judge,
+              **judge_eval.judge_metrics(rankings, [pool.epsilon[i] for i in index],
+                                         references),
+              "seconds_per_group": seconds / args.groups}
+    if args.judge == "llm":
+        record |= {"mode": args.llm.mode, **judge_eval.llm_prompt_stats(judge.records)}
+    lengths = np.asarray(pool.batch.lengths)
+    record |= {"epsilons": list(args.epsilons), "games_per_player": args.games_per_player,
+               "max_len": args.max_len, "pool_depth": args.pool_depth, "m": args.m,
+               "groups": args.groups, "seed": args.seed,
+               "pool_length_mean": float(lengths.mean()), **report.machine()}
+    return record
+
+
+def main(args: Args) -> dict:
+    """Run and print a summary line (and the JSON line with --json). Host-only."""
+    record = run(args)
+    print(f"judge {record['judge']}: skill-order accuracy {record['skill_order_accuracy']:.3f} "
+          f"over {record['skill_pairs']} pairs, agreement with expert "
+          f"{record['agreement_expert']:.3f}, with outcome {record['agreement_outcome']:.3f}, "
+          f"Kendall tau {record['kendall_tau']:.3f}, {record['seconds_per_group']:.2f} s/group",
+          flush=True)
+    if args.json:
+        out = {k: v for k, v in record.items() if k != "kendall_tau_per_group"}
+        print(json.dumps(out), flush=True)
+    return record
+
+
+if __name__ == "__main__":
+    try:
+        main(tyro.cli(Args))
+    except ValueError as e:
+        sys.exit(f"error: {e}")

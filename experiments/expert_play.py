@@ -1,0 +1,89 @@
+"""Play 2048 with the expert (`sailor_jax.expert`): strength and speed at a depth.
+
+    python experiments/expert_play.py --games 100 --depth 2 --json
+    python experiments/expert_play.py --games 100 --depth 2 --epsilon 0.1   # a weaker player
+
+All games run in parallel in one compiled program (`evaluation.make_act_evaluate`): each
+move the expert scores the four moves of every running game by expectimax and plays the best
+(or, with probability `--epsilon`, a uniformly random legal move). Prints a table and, with
+`--json`, one JSON line: `score_mean`, `win_rate` (games reaching 2048), `max_tile_rates`
+(256..8192), `length_mean`, `moves_per_s` (moves of all games per second of play, compile
+excluded), `boards_per_s` (the same: one expert evaluation per move), `depth`, `epsilon`,
+`games`, `seed`, `truncated`, `compile_s`, `play_s`, `cpu`, `device`, `jax`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+
+import jax
+import numpy as np
+import tyro
+from rich.console import Console
+
+from sailor_jax.evaluation import make_act_evaluate, summarize
+from sailor_jax.expert import expert_act
+from sailor_jax.report import machine
+
+
+@dataclasses.dataclass(frozen=True)
+class Args:
+    """Expert self-play."""
+
+    games: int = 100
+    """Games played in parallel."""
+    depth: int = 2
+    """Expectimax depth (player moves searched; 2 = 512 leaf boards per move)."""
+    epsilon: float = 0.0
+    """Probability of a uniformly random legal move instead of the expert's."""
+    seed: int = 0
+    """PRNG seed of the games."""
+    max_moves: int = 20_000
+    """Move cap per game (games still running count as truncated)."""
+    json: bool = False
+    """Also print the result as one JSON line."""
+
+    def __post_init__(self) -> None:
+        if self.games <= 0 or self.max_moves <= 0:
+            raise ValueError(f"games and max_moves must be positive, got {self.games}, "
+                             f"{self.max_moves}")
+
+
+def play(args: Args) -> dict:
+    """Play `args.games` expert games; return the JSON record (see the module docstring)."""
+    evaluate = make_act_evaluate(expert_act(args.depth, args.epsilon), args.games,
+                                 args.max_moves)
+    key = jax.random.key(args.seed)
+    t0 = time.perf_counter()
+    compiled = evaluate.lower(key).compile()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    stats = jax.device_get(compiled(key))
+    play_s = time.perf_counter() - t0
+    summary = summarize(stats)
+    moves = int(np.sum(stats.length))
+    return {"depth": args.depth, "epsilon": args.epsilon, "games": args.games,
+            "seed": args.seed, "score_mean": summary["score_mean"],
+            "win_rate": summary["win_rate"], "max_tile_rates": summary["max_tile_rates"],
+            "length_mean": summary["length_mean"], "truncated": summary["truncated"],
+            "moves_per_s": moves / play_s, "boards_per_s": moves / play_s,
+            "compile_s": compile_s, "play_s": play_s, **machine()}
+
+
+def main(args: Args) -> dict:
+    """Run and print (a summary line, and the JSON line with --json). Host-only."""
+    record = play(args)
+    rates = ", ".join(f"{t}: {r:.2f}" for t, r in record["max_tile_rates"].items())
+    Console().print(f"expert depth {args.depth}, epsilon {args.epsilon}: {args.games} games, "
+                    f"mean score {record['score_mean']:,.0f}, 2048 in {record['win_rate']:.0%}"
+                    f" (tile rates {rates}); {record['moves_per_s']:,.0f} moves/s "
+                    f"({record['play_s']:.1f} s play, {record['compile_s']:.1f} s compile)")
+    if args.json:
+        print(json.dumps(record), flush=True)
+    return record
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))

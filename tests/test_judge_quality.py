@@ -1,0 +1,60 @@
+"""The judge-quality benchmark (issue 11): metrics on hand cases, end to end on a tiny pool."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from test_experiments import _load
+
+from sailor_jax import judge_eval
+from sailor_jax.config import LLMRankerConfig
+from sailor_jax.types import Ranking
+
+
+def test_metrics_on_hand_made_rankings():
+    eps = [np.array([0.0, 1.0, 0.5]), np.array([0.0, 0.0, 1.0])]
+    right = [Ranking(order=np.array([0, 2, 1])), Ranking(order=np.array([1, 0, 2]))]
+    wrong = [Ranking(order=np.array([1, 2, 0])), None]
+    ref = {"self": right}
+    good = judge_eval.judge_metrics(right, eps, ref)
+    assert good["skill_order_accuracy"] == 1.0 and good["skill_pairs"] == 5
+    assert good["agreement_self"] == 1.0 and good["failed_groups"] == 0
+    assert good["kendall_tau"] == pytest.approx(np.mean([1.0, 0.8164966]), abs=1e-6)
+    bad = judge_eval.judge_metrics(wrong, eps, ref)
+    assert bad["skill_order_accuracy"] == 0.0 and bad["failed_groups"] == 1
+    assert bad["agreement_self"] == 0.0 and bad["kendall_tau"] == pytest.approx(-1.0)
+    with pytest.raises(ValueError, match="need 2 <= m <= pool size"):
+        judge_eval.sample_groups(5, 6, 1)
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return _load("benchmarks/judge_quality.py")
+
+
+TINY_POOL = dict(epsilons=(0.0, 1.0), games_per_player=3, max_len=40, pool_depth=1,
+                 expert_depth=1, m=4, groups=2)
+
+
+@pytest.mark.parametrize("judge", ["expert", "outcome"])
+def test_benchmark_end_to_end_with_oracle_judges(bench, judge, capsys):
+    record = bench.main(bench.Args(judge=judge, json=True, **TINY_POOL))
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["judge"] == judge and line["groups"] == 2 and line["cpu"]
+    assert line["skill_pairs"] > 0 and 0.0 <= line["skill_order_accuracy"] <= 1.0
+    assert record[f"agreement_{judge}"] == 1.0  # a judge agrees with itself
+    if judge == "expert":  # the positive control separates the expert from random play
+        assert record["skill_order_accuracy"] == 1.0
+
+
+def test_benchmark_end_to_end_with_the_tiny_llm(bench, tiny_llm_dir, capsys):
+    llm = LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=1024, batch_size=4,
+                          max_records=10_000)
+    record = bench.main(bench.Args(judge="llm", llm=llm, json=True, **TINY_POOL))
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["mode"] == "pairwise" and line["prompts"] == 2 * 2 * 6  # groups x pairs x 2
+    assert 0.0 <= line["position_bias"] <= 1.0 and 0.0 < line["label_mass"] <= 1.0
+    assert line["tokens_per_pair"] > 0 and line["seconds_per_pair"] > 0
+    assert record["failed_groups"] == 0 and 0.0 <= record["skill_order_accuracy"] <= 1.0
