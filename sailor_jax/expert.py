@@ -88,29 +88,52 @@ def line_heuristic(line: np.ndarray) -> float:
 
 
 @functools.cache
-def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`(slid [N] int32, heuristic [N] float32, decode [N, 4] int8)` over all line indices."""
-    decode = (np.arange(_NUM_LINES)[:, None] // _POWERS[None, :]) % _BASE
-    slid = decode.copy()
+def _tables() -> dict[str, np.ndarray]:
+    """Line tables over all `18^4` line indices, built once per process (~2 s): the line slid
+    towards cell 0 (`to0_*`) and towards cell 3 (`to3_*`) as an index and as 4 cells, and the
+    heuristic of each line."""
+    cells = (np.arange(_NUM_LINES)[:, None] // _POWERS[None, :]) % _BASE
+    to0 = np.empty_like(cells)
     heuristic = np.empty(_NUM_LINES, np.float32)
-    for index in range(_NUM_LINES):  # ~1 s once per process
-        slid[index] = slide_line(decode[index])[0]
-        heuristic[index] = line_heuristic(decode[index])
-    return (slid @ _POWERS).astype(np.int32), heuristic, decode.astype(np.int8)
+    for index in range(_NUM_LINES):
+        to0[index] = slide_line(cells[index])[0]
+        heuristic[index] = line_heuristic(cells[index])
+    reverse = cells[:, ::-1] @ _POWERS  # index of the mirrored line
+    to3 = to0[reverse][:, ::-1]
+    return {"to0_index": (to0 @ _POWERS).astype(np.int32), "to0_cells": to0.astype(np.int8),
+            "to3_index": (to3 @ _POWERS).astype(np.int32), "to3_cells": to3.astype(np.int8),
+            "heuristic": heuristic}
 
 
-def _lines(grid: jax.Array) -> jax.Array:
-    """`[..., 4, 4]` exponents -> `[..., 4 moves, 4 lines, 4 cells]`, each line ordered from the
-    cell it slides towards. Moves follow pgx: 0 left, 1 up, 2 right, 3 down."""
-    cols = jnp.swapaxes(grid, -1, -2)
-    return jnp.stack([grid, cols, grid[..., ::-1], cols[..., ::-1]], axis=-3)
+def _table(name: str) -> jax.Array:
+    return jnp.asarray(_tables()[name])
 
 
-def _from_lines(lines: jax.Array) -> jax.Array:
-    """Inverse of `_lines` for each move: `[..., 4 moves, 4, 4]` lines -> `[..., 4, 4, 4]` grids."""
-    left, up, right, down = (lines[..., k, :, :] for k in range(4))
-    return jnp.stack([left, jnp.swapaxes(up, -1, -2), right[..., ::-1],
-                      jnp.swapaxes(down[..., ::-1], -1, -2)], axis=-3)
+def _encode(board: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """`[..., 16]` exponents -> row indices `R [..., 4]` (line from column 0) and column
+    indices `C [..., 4]` (line from row 0), int32: the search's board representation."""
+    grid = board.astype(jnp.int32).reshape(*board.shape[:-1], 4, 4)
+    powers = jnp.asarray(_POWERS)
+    return grid @ powers, jnp.swapaxes(grid, -1, -2) @ powers
+
+
+def _moves(rows: jax.Array, cols: jax.Array):
+    """All 4 moves of `(R, C)` boards: `(R', C' [..., 4 moves, 4], grid' [..., 4, 4, 4] exponents
+    (row, column), legal [..., 4])`. Moves follow pgx: 0 left, 1 up, 2 right, 3 down."""
+    powers = jnp.asarray(_POWERS)
+    left, right = _table("to0_cells")[rows], _table("to3_cells")[rows]  # [..., row, col]
+    up, down = _table("to0_cells")[cols], _table("to3_cells")[cols]  # [..., col, row]
+    new_rows = jnp.stack([_table("to0_index")[rows], jnp.swapaxes(up, -1, -2).astype(
+        jnp.int32) @ powers, _table("to3_index")[rows], jnp.swapaxes(down, -1, -2).astype(
+        jnp.int32) @ powers], axis=-2)
+    new_cols = jnp.stack([jnp.swapaxes(left, -1, -2).astype(jnp.int32) @ powers,
+                          _table("to0_index")[cols],
+                          jnp.swapaxes(right, -1, -2).astype(jnp.int32) @ powers,
+                          _table("to3_index")[cols]], axis=-2)
+    grid = jnp.stack([left, jnp.swapaxes(up, -1, -2), right, jnp.swapaxes(down, -1, -2)],
+                     axis=-3)
+    legal = jnp.any(new_rows != rows[..., None, :], axis=-1)
+    return new_rows, new_cols, grid, legal
 
 
 def afterstates(board: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -123,54 +146,53 @@ def afterstates(board: jax.Array) -> tuple[jax.Array, jax.Array]:
       `(after [..., 4, 16] int32, legal [..., 4] bool)`: a move is legal iff it changes the
       board (pgx's rule).
     """
-    slid, _, decode = (jnp.asarray(t) for t in _tables())
-    grid = board.astype(jnp.int32).reshape(*board.shape[:-1], 4, 4)
-    index = _lines(grid) @ jnp.asarray(_POWERS)  # [..., 4 moves, 4 lines]
-    moved = decode[slid[index]].astype(jnp.int32)  # [..., 4, 4, 4]
-    after = _from_lines(moved).reshape(*board.shape[:-1], 4, 16)
-    legal = jnp.any(after != board.astype(jnp.int32)[..., None, :], axis=-1)
-    return after, legal
+    _, _, grid, legal = _moves(*_encode(board))
+    return grid.astype(jnp.int32).reshape(*board.shape[:-1], 4, 16), legal
+
+
+def _line_heuristic_sum(rows: jax.Array, cols: jax.Array) -> jax.Array:
+    table = _table("heuristic")
+    return table[rows].sum(-1) + table[cols].sum(-1)
 
 
 def heuristic(board: jax.Array) -> jax.Array:
     """`[..., 16]` exponents -> `[...]` float32 nneonneo heuristic: the sum over 4 rows and 4
     columns of the line table. Compiled-safe."""
-    table = jnp.asarray(_tables()[1])
-    grid = board.astype(jnp.int32).reshape(*board.shape[:-1], 4, 4)
-    rows = grid @ jnp.asarray(_POWERS)
-    cols = jnp.swapaxes(grid, -1, -2) @ jnp.asarray(_POWERS)
-    return table[rows].sum(-1) + table[cols].sum(-1)
+    return _line_heuristic_sum(*_encode(board))
 
 
-def _spawns(after: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Every spawn on an afterstate: `[..., 16]` -> (`[..., 32, 16]` boards, `[..., 32]`
-    probabilities; 0 for occupied cells), cell-major, 2 before 4."""
-    empty = after == 0
+_CELL = np.arange(16)
+_ROW_ADD = (np.eye(4, dtype=np.int32)[_CELL // 4] * _POWERS[_CELL % 4, None])  # [16 cells, 4]
+_COL_ADD = (np.eye(4, dtype=np.int32)[_CELL % 4] * _POWERS[_CELL // 4, None])
+
+
+def _spawns(rows: jax.Array, cols: jax.Array, grid: jax.Array):
+    """Every spawn on afterstates `(R, C, grid)` -> children `(R, C [..., 32, 4])` and their
+    probabilities `[..., 32]` (0 for occupied cells, whose child is the afterstate itself)."""
+    empty = (grid.reshape(*grid.shape[:-2], 16) == 0).astype(jnp.int32)  # [..., 16]
     num_empty = jnp.maximum(empty.sum(-1, keepdims=True), 1)
-    cells = jnp.eye(16, dtype=jnp.int32)
-    boards, probs = [], []
+    child_rows, child_cols, probs = [], [], []
     for exponent, prob in SPAWN_PROBS:
-        boards.append(after[..., None, :] + exponent * cells * empty[..., :, None])
-        probs.append(jnp.where(empty, prob / num_empty, 0.0))
-    boards = jnp.stack(boards, axis=-2).reshape(*after.shape[:-1], 32, 16)
-    probs = jnp.stack(probs, axis=-1).reshape(*after.shape[:-1], 32)
-    return boards, probs
+        add = exponent * empty[..., :, None]  # [..., 16, 1]
+        child_rows.append(rows[..., None, :] + add * jnp.asarray(_ROW_ADD))
+        child_cols.append(cols[..., None, :] + add * jnp.asarray(_COL_ADD))
+        probs.append(empty * (prob / num_empty))
+    shape = (*rows.shape[:-1], 32)
+    return (jnp.stack(child_rows, -3).reshape(*shape, 4),
+            jnp.stack(child_cols, -3).reshape(*shape, 4), jnp.stack(probs, -2).reshape(shape))
 
 
-def _chance_value(after: jax.Array, depth: int) -> jax.Array:
-    """`C_depth` of afterstates `[..., 16]` -> `[...]` float32 (see the module docstring)."""
+def _move_values(rows: jax.Array, cols: jax.Array, depth: int) -> jax.Array:
+    """`V` of the module docstring per move: `(R, C [..., 4])` -> `[..., 4]`, -inf illegal."""
+    new_rows, new_cols, grid, legal = _moves(rows, cols)
     if depth == 1:
-        return heuristic(after)
-    boards, probs = _spawns(after)
-    values = _move_values(boards, depth - 1)  # [..., 32, 4]
-    best = jnp.max(values, axis=-1)
-    best = jnp.where(jnp.isfinite(best), best, 0.0)  # no legal move: the game is lost
-    return jnp.sum(probs * best, axis=-1)
-
-
-def _move_values(board: jax.Array, depth: int) -> jax.Array:
-    after, legal = afterstates(board)
-    return jnp.where(legal, _chance_value(after, depth), -jnp.inf)
+        value = _line_heuristic_sum(new_rows, new_cols)
+    else:
+        child_rows, child_cols, probs = _spawns(new_rows, new_cols, grid)
+        best = jnp.max(_move_values(child_rows, child_cols, depth - 1), axis=-1)
+        best = jnp.where(jnp.isfinite(best), best, 0.0)  # no legal move: the game is lost
+        value = jnp.sum(probs * best, axis=-1)
+    return jnp.where(legal, value, -jnp.inf)
 
 
 def expert_action_values(board: jax.Array, depth: int = 2) -> jax.Array:
@@ -196,7 +218,7 @@ def expert_action_values(board: jax.Array, depth: int = 2) -> jax.Array:
         raise ValueError(f"depth must be an int >= 1, got {depth!r}")
     if board.shape[-1:] != (16,):
         raise ValueError(f"board must have shape [..., 16], got {board.shape}")
-    return _move_values(jnp.asarray(board), int(depth))
+    return _move_values(*_encode(jnp.asarray(board)), int(depth))
 
 
 def expert_policy(board: jax.Array, depth: int = 2) -> jax.Array:
