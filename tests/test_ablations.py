@@ -36,11 +36,13 @@ def test_variant_configs_change_only_the_reward_learning(ablations):
         assert not cfg.baseline
         assert cfg.self_align == (name not in ablations.FIXED_VARIANTS)
         assert (cfg.ranker.kind == "outcome") == name.endswith("_outcome")
+        assert (cfg.ranker.kind == "expert") == name.endswith("_expert")
         assert cfg.refine.enabled == ("refine" in name)
     get = ablations.variant_config
     assert get("score_only", base).theta0 == (1.0,) + (0.0,) * 7
     assert get("baseline", base).theta0 is None
     assert get("sailor_bt_mcmc", base).alignment.method == "bt_mcmc"
+    assert get("sailor_bt_mcmc_expert", base).alignment.method == "bt_mcmc"
     assert get("sailor_bo", base).alignment.method == "bo"
     assert get("sailor_bo_weighted_discrepancy_outcome", base).preferences.weighting == \
         "discrepancy"
@@ -59,6 +61,10 @@ def test_presets_parse_and_reject_bad_variants(ablations):
         assert got == name and args == preset
     cpu = ablations.PRESETS["cpu"]
     assert len(cpu.variants) >= 3 and cpu.base.num_seeds >= 3
+    expert = ablations.PRESETS["expert"]  # issue 11's experiment: >= 5 seeds, expert judge
+    assert expert.base.num_seeds >= 5 and expert.base.ppo.network == cpu.base.ppo.network
+    assert {"baseline", "score_only", "sailor_bo_expert", "sailor_bt_mcmc_expert"} <= set(
+        expert.variants)
     _, args = ablations.parse(["--preset", "cpu", "--variants", "baseline", "sailor_bo"])
     assert args.variants == ("baseline", "sailor_bo")
     with pytest.raises(ValueError, match="unknown variant"):
