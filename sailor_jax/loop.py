@@ -32,7 +32,7 @@ from sailor_jax.rankers.base import Ranker
 from sailor_jax.rankers.factory import make_ranker, ranker_description
 from sailor_jax.results import PHASES, IterationRecord, LoopState, SailorResults, SeedUpdate
 from sailor_jax.reward import RewardSpec
-from sailor_jax.rollout import make_collect
+from sailor_jax.rollout import cut_windows, make_collect
 from sailor_jax.theta_update import align_step, segment_scores, update_stall
 
 __all__ = ["PHASES", "SailorHooks", "run", "rows_sps"]
@@ -182,6 +182,16 @@ def rows_sps(cfg: SailorConfig, seconds: float) -> float:
     return rows * cfg.ppo.steps_per_segment / max(seconds, 1e-9)
 
 
+def _collector(cfg: SailorConfig) -> Callable:
+    """`collect(params, key) -> TrajectoryBatch` of one seed: whole games, or one window of
+    `cfg.window` moves per game (window starts drawn from a key folded off the game key)."""
+    collect = make_collect(cfg.ppo.network, cfg.trajectories, cfg.max_len)
+    if not cfg.window:
+        return collect
+    return lambda params, key: cut_windows(collect(params, key), jax.random.fold_in(key, 1),
+                                           cfg.window)
+
+
 def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | None = None,
         progress=None, advisor: refinement.Advisor | None = None) -> SailorResults:
     """Run SAILOR, checkpointing every iteration; write `results.json`. Host-only.
@@ -206,7 +216,7 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
     theta0 = spec.validate(spec.theta0)
     rows = cfg.num_seeds * (2 if cfg.baseline else 1)
     init, segment = ppo.make_train(cfg.ppo, num_seeds=rows)
-    collect = jax.jit(jax.vmap(make_collect(cfg.ppo.network, cfg.trajectories, cfg.max_len)))
+    collect = jax.jit(jax.vmap(_collector(cfg)))
     key_init, key_collect, key_eval = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
     if cfg.self_align and ranker is None:
         ranker = make_ranker(cfg.ranker, os.path.join(out_dir, "llm.jsonl"))

@@ -92,3 +92,47 @@ def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> Tr
         max_tile=(2 ** jnp.max(final.astype(jnp.int32), axis=-1)).astype(jnp.int32),
         Phi=jnp.sum(feats, axis=0),
     )
+
+
+def cut_windows(batch: TrajectoryBatch, key: jax.Array, window: int,
+                env_fns: EnvFns = GAME_2048) -> TrajectoryBatch:
+    """One window of `window` consecutive moves from each game, for judging strategy, not length.
+
+    Compiled-safe; `batch` holds `M` games (`[M, L, 16]` boards etc., no seed axis; vmap for
+    one). Game `m`'s window starts at a move drawn uniformly from `0..max(length - window, 0)`
+    (so it lies inside the game when the game is long enough; a shorter game is kept whole).
+    `Phi` is the sum of the transition features over the window's moves (recomputed from its
+    boards with `env_fns.phi`), so `R_theta` and the judge see the same moves. `score` and
+    `max_tile` are the window's; `truncated` is True when the game goes on after the window.
+
+    Returns:
+      `TrajectoryBatch` with boards `[M, window + 1, 16]`, actions / score gains
+      `[M, window]`, lengths `min(window, length - start)`, padded as `make_collect` pads.
+
+    Raises:
+      ValueError: `window` not positive.
+    """
+    if window <= 0:
+        raise ValueError(f"window must be positive, got {window}")
+    keys = jax.random.split(key, batch.lengths.shape[0])
+    return jax.vmap(functools.partial(_window, env_fns, int(window)))(batch, keys)
+
+
+def _window(fns: EnvFns, window: int, game: TrajectoryBatch, key: jax.Array) -> TrajectoryBatch:
+    last_move = game.actions.shape[0] - 1
+    slack = jnp.maximum(game.lengths - window, 0)
+    start = jnp.minimum(jnp.floor(jax.random.uniform(key) * (slack + 1)), slack).astype(jnp.int32)
+    offset = jnp.arange(window)
+    t = start + offset
+    played = offset < game.lengths - start
+    moves = jnp.clip(t, 0, last_move)
+    boards = game.boards[jnp.clip(start + jnp.arange(window + 1), 0, last_move + 1)]
+    gains = jnp.where(played, game.score_gains[moves], 0.0)
+    ended = (t == game.lengths - 1) & ~game.truncated
+    feats = fns.phi(boards[:-1].astype(jnp.int32), boards[1:].astype(jnp.int32), gains, ended)
+    return TrajectoryBatch(
+        boards=boards, actions=jnp.where(played, game.actions[moves], -1).astype(jnp.int8),
+        score_gains=gains, lengths=jnp.sum(played).astype(jnp.int32),
+        truncated=game.truncated | (start + window < game.lengths), score=jnp.sum(gains),
+        max_tile=(2 ** jnp.max(boards.astype(jnp.int32))).astype(jnp.int32),
+        Phi=jnp.sum(jnp.where(played[:, None], feats, 0.0), axis=0))

@@ -116,3 +116,22 @@ def test_judge_failure_leaves_theta_unchanged(tmp_path):
     np.testing.assert_array_equal(history[1], history[0])
     assert results.baseline_evaluation is None
     assert all(s.judge_failed for s in results.iterations[0].seeds)
+
+
+def test_windowed_judging_hands_the_judge_fixed_length_windows(tmp_path):
+    """Issue 11: `window` ranks W-move windows of the sampled games, not whole games."""
+    seen = []
+
+    class Recording(OutcomeRanker):
+        def rank_groups(self, groups):
+            seen.extend(groups)
+            return super().rank_groups(groups)
+
+    cfg = dataclasses.replace(TINY, iterations=1, baseline=False, window=10)
+    results = loop.run(cfg, str(tmp_path / "w"), ranker=Recording())
+    assert len(seen) == 2 and results.config["window"] == 10
+    for group in seen:
+        assert np.asarray(group.boards).shape == (4, 11, 16)
+        assert np.all(np.asarray(group.lengths) <= 10)
+    with pytest.raises(ValueError, match=r"window must be in \[0, max_len=60\]"):
+        dataclasses.replace(TINY, window=61)

@@ -8,10 +8,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from reference.numpy_features import phi_reference
 
 from sailor_jax import rollout
 from sailor_jax.config import NetworkConfig
 from sailor_jax.env import EnvFns, StepResult
+from sailor_jax.expert import expert_act
 from sailor_jax.features import NUM_FEATURES, phi
 from sailor_jax.networks import make_network
 
@@ -114,3 +116,27 @@ def test_collect_jit_of_the_compiled_function_changes_nothing():
     a = jax.device_get(collect(PARAMS, jax.random.PRNGKey(4)))
     b = jax.device_get(jax.jit(collect)(PARAMS, jax.random.PRNGKey(4)))
     assert all(jax.tree.leaves(jax.tree.map(np.array_equal, a, b)))
+
+
+def test_windows_are_contiguous_slices_with_reference_feature_sums():
+    """Issue 11: `cut_windows` cuts W consecutive moves; Phi = the NumPy phi summed over them."""
+    full = jax.device_get(rollout.make_act_collect(expert_act(1, 0.5), 6, 80)(jax.random.key(0)))
+    whole = jax.device_get(rollout.cut_windows(full, jax.random.key(1), 80))
+    np.testing.assert_array_equal(whole.boards, full.boards)
+    np.testing.assert_allclose(whole.Phi, full.Phi, rtol=1e-5, atol=1e-4)
+    window = jax.device_get(rollout.cut_windows(full, jax.random.key(2), 12))
+    assert window.boards.shape == (6, 13, 16) and window.actions.shape == (6, 12)
+    for m in range(6):
+        n = int(window.lengths[m])
+        starts = [s for s in range(int(full.lengths[m]) + 1)
+                  if np.array_equal(full.boards[m, s:s + n + 1], window.boards[m, :n + 1])]
+        assert starts, "the window is not a slice of its game"
+        s = starts[0]
+        np.testing.assert_array_equal(window.actions[m, :n], full.actions[m, s:s + n])
+        assert np.all(window.actions[m, n:] == -1)
+        ends = [s + t == full.lengths[m] - 1 and not full.truncated[m] for t in range(n)]
+        want = sum(phi_reference(full.boards[m, s + t], full.boards[m, s + t + 1],
+                                 full.score_gains[m, s + t], ends[t]) for t in range(n))
+        np.testing.assert_allclose(window.Phi[m], want, rtol=1e-4, atol=1e-3)
+    with pytest.raises(ValueError, match="window must be positive"):
+        rollout.cut_windows(full, jax.random.key(0), 0)

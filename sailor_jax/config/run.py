@@ -60,6 +60,9 @@ class SailorConfig:
     """Trajectories M sampled per seed and iteration for ranking."""
     max_len: int = 2000
     """Move cap of a sampled trajectory (longer games are truncated and flagged)."""
+    window: int = 0
+    """Judge and rank windows of this many consecutive moves, one per sampled game (start
+    uniform, `rollout.cut_windows`), instead of whole games: 0 = whole games."""
     ppo: PPOConfig = PPOConfig()
     """PPO hyperparameters; updates_per_segment is k."""
     ranker: RankerConfig = RankerConfig()
@@ -92,6 +95,8 @@ class SailorConfig:
                 raise ValueError(f"SailorConfig.{name} must be positive, got {getattr(self, name)}")
         if self.trajectories < 2:
             raise ValueError(f"trajectories must be >= 2 to form pairs, got {self.trajectories}")
+        if not 0 <= self.window <= self.max_len:
+            raise ValueError(f"window must be in [0, max_len={self.max_len}], got {self.window}")
         if self.eval_every < 0:
             raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
         self.reward_spec()  # validates theta0 and tunable names
