@@ -6,8 +6,10 @@ really knows long-horizon 2048 strategy, cheap enough to run on a CPU.
 Moves and the heuristic are tables over every 4-cell line: a line of exponents `e0..e3`
 (each 0..17, `e0` the cell the line slides towards) has index `e0 + 18 e1 + 18^2 e2 +
 18^3 e3` into tables of `18^4 = 104,976` entries (built once with NumPy): the line after a
-slide, and the line's heuristic score. A board is 4 rows and 4 columns, so a move costs 8
-line lookups and a heuristic 8 more.
+slide, and the line's heuristic score. The search holds a board as its 4 row indices and 4
+column indices: a move is 4 table lookups of the moved lines plus a re-encoding of the
+crossing lines, the heuristic 8 lookups, a spawn two integer adds (2.5x faster than searching
+on 16-cell boards). Two 2^17 tiles, which no game can hold, would merge into a clamped 2^17.
 
 The heuristic is nneonneo/2048-ai's (`2048.cpp`, `init_tables`), re-derived here: per line,
 `200000 + 270 * empty + 700 * merges - 47 * min(mono_left, mono_right) - 11 * sum(e^3.5)`,
