@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -92,3 +94,16 @@ def test_expert_beats_random_and_epsilon_one_is_random_legal_play():
     assert not games[0.0].truncated.any()
     assert games[0.0].score.mean() > 2 * games[1.0].score.mean()
     assert games[1.0].length.min() > 0
+
+
+def test_expert_play_cli_prints_one_json_line(capsys):
+    from test_experiments import _load
+
+    expert_play = _load("experiments/expert_play.py")
+    expert_play.main(expert_play.Args(games=3, depth=1, max_moves=2000, json=True))
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["depth"] == 1 and line["games"] == 3 and 0.0 <= line["win_rate"] <= 1.0
+    assert set(line["max_tile_rates"]) == {"256", "512", "1024", "2048", "4096", "8192"}
+    assert line["score_mean"] > 0 and line["moves_per_s"] > 0 and line["boards_per_s"] > 0
+    with pytest.raises(ValueError, match="games and max_moves must be positive"):
+        expert_play.Args(games=0)
