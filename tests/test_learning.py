@@ -53,7 +53,8 @@ def test_learning_benchmark_writes_a_curve_per_recipe(learning, tmp_path, capsys
         assert p["win_rate_mean"] == pytest.approx(p["tile_2048"])
         assert 0 < p["length_mean"] <= 100
         assert p["cpu"] and p["device"]
-    assert lines[0]["train_s"] < lines[1]["train_s"] < lines[2]["train_s"]
+    # cumulative, written rounded to 0.01 s: tiny segments can round to the same value
+    assert 0 < lines[0]["train_s"] <= lines[1]["train_s"] <= lines[2]["train_s"]
     for name in ("tiny", "tiny_shared"):
         with open(tmp_path / name / "curve.jsonl", encoding="utf-8") as f:
             written = [json.loads(line) for line in f]
