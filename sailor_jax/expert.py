@@ -44,23 +44,21 @@ HEURISTIC_WEIGHTS = {"lost_penalty": 200000.0, "monotonicity_power": 4.0,
 """nneonneo/2048-ai's line-heuristic constants (SCORE_* in 2048.cpp)."""
 
 
-def slide_line(line: np.ndarray) -> tuple[np.ndarray, int]:
+def slide_line(line: np.ndarray) -> np.ndarray:
     """Slide one line of exponents towards index 0 with 2048's merge rule. Host-only.
 
-    Returns `(new_line [4] int, score_gain)`: each pair merges once, the leading pair first.
+    Returns the new line, `[4] int32`: each pair merges once, the leading pair first.
     """
     tiles = [int(e) for e in line if e]
-    out, gain, k = [], 0, 0
+    out, k = [], 0
     while k < len(tiles):
         if k + 1 < len(tiles) and tiles[k] == tiles[k + 1]:
-            merged = min(tiles[k] + 1, _BASE - 1)
-            out.append(merged)
-            gain += 2**merged
+            out.append(min(tiles[k] + 1, _BASE - 1))
             k += 2
         else:
             out.append(tiles[k])
             k += 1
-    return np.array(out + [0] * (4 - len(out)), np.int32), gain
+    return np.array(out + [0] * (4 - len(out)), np.int32)
 
 
 def line_heuristic(line: np.ndarray) -> float:
@@ -98,7 +96,7 @@ def _tables() -> dict[str, np.ndarray]:
     to0 = np.empty_like(cells)
     heuristic = np.empty(_NUM_LINES, np.float32)
     for index in range(_NUM_LINES):
-        to0[index] = slide_line(cells[index])[0]
+        to0[index] = slide_line(cells[index])
         heuristic[index] = line_heuristic(cells[index])
     reverse = cells[:, ::-1] @ _POWERS  # index of the mirrored line
     to3 = to0[reverse][:, ::-1]
