@@ -67,6 +67,8 @@ class Args:
     """Output folder: one run folder per recipe, and learning.png."""
     resume: bool = False
     """Continue the recipes' runs in --out from their latest checkpoints."""
+    devices: int | None = None
+    """Devices the seeds are sharded over (default: all JAX sees)."""
     json: bool = False
     """Print the JSON lines (otherwise one readable line per evaluation)."""
     list: bool = False
@@ -154,7 +156,8 @@ class LearningCurve(FixedReward):
         self.curve[:] = state["curve"]
 
 
-def train_recipe(run: LearningRun, out_dir: str, resume: bool, emit) -> list[dict]:
+def train_recipe(run: LearningRun, out_dir: str, resume: bool, emit,
+                 devices: int | None = None) -> list[dict]:
     """Train one recipe with an evaluation after every segment; return its curve points."""
     prepare_out_dir(out_dir, run, resume)
     init, segment = ppo.make_train(run.ppo, num_seeds=run.num_seeds)
@@ -164,7 +167,8 @@ def train_recipe(run: LearningRun, out_dir: str, resume: bool, emit) -> list[dic
                           math.ceil(run.total_timesteps / steps), steps, run.ppo.batch_size,
                           run=run, key=key_eval, path=os.path.join(out_dir, "curve.jsonl"),
                           emit=emit)
-    run_segments(out_dir, init(key_init), segment, hooks, resume=resume, tensorboard=False)
+    run_segments(out_dir, init(key_init), segment, hooks, resume=resume, tensorboard=False,
+                 devices=devices)
     return hooks.curve
 
 
@@ -210,7 +214,7 @@ def main(args: Args) -> dict[str, list[dict]]:
     emit = (lambda p: print(json.dumps({**p, **header}), flush=True)) if args.json else \
         (lambda p: print(_readable(p), flush=True))
     curves = {run.recipe: train_recipe(run, os.path.join(args.out, run.recipe), args.resume,
-                                       emit) for run in runs}
+                                       emit, args.devices) for run in runs}
     plot_curves(curves, os.path.join(args.out, "learning.png"))
     return curves
 

@@ -8,7 +8,11 @@ Benchmarks (each prints one JSON object per line with --json):
 - `env_features`: the same plus `phi` and the reward `theta . phi` (what PPO's rollout pays).
 - `ppo_train`: full PPO training segments (rollout + GAE + epochs x minibatches).
 - `ppo_train_seeds`: PPO with S seeds vmapped in one program (`--num-seeds`), SPS summed
-  over seeds.
+  over seeds; the seed axis is sharded over `--devices` devices (`sharding.SeedLayout`,
+  default all; on a CPU force N devices with
+  `XLA_FLAGS=--xla_force_host_platform_device_count=N`).
+
+Every row names the device kind and how many devices it used (`device_kind`, `devices`).
 
 Compile time is measured separately (ahead-of-time `lower().compile()`); every timed call
 ends in `jax.block_until_ready`.
@@ -25,6 +29,7 @@ from importlib.metadata import version
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import tyro
 
 from sailor_jax import env
@@ -32,6 +37,7 @@ from sailor_jax.config.recipes import recipe
 from sailor_jax.features import phi
 from sailor_jax.ppo import make_train
 from sailor_jax.reward import RewardSpec, reward
+from sailor_jax.sharding import SeedLayout
 
 ALL = ("env_random", "env_features", "ppo_train", "ppo_train_seeds")
 
@@ -54,6 +60,8 @@ class Args:
     """PPO recipes (`sailor_jax.config.recipes`) to compare in ppo_*; num_envs and the updates
     per segment come from --num-envs and --ppo-updates (e.g. `v0 v0_embedding`: the one-hot
     matmul vs the embedding gather-and-sum first layer, same network function)."""
+    devices: int | None = None
+    """Devices the seed axis of ppo_train_seeds is sharded over (default: all)."""
     repeats: int = 3
     """Timed calls after compilation (the median is reported)."""
     json: bool = False
@@ -100,7 +108,7 @@ def bench_env(name: str, n: int, args: Args) -> dict:
     state = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), n))
     fn = _env_fn(n, args.env_steps, name == "env_features")
     compile_s, times = _timed(fn, state, jax.random.PRNGKey(1), repeats=args.repeats)
-    return {"num_envs": n, "compile_s": compile_s,
+    return {"num_envs": n, "devices": 1, "compile_s": compile_s,
             "sps": n * args.env_steps / sorted(times)[len(times) // 2]}
 
 
@@ -109,8 +117,12 @@ def bench_ppo(n: int, args: Args, num_seeds: int | None = None, name: str = "def
     init, segment = make_train(cfg, num_seeds=num_seeds)
     runner = init(jax.random.PRNGKey(0))
     theta = jnp.asarray(RewardSpec().theta0)
+    devices = 1
     if num_seeds is not None:
-        theta = jnp.broadcast_to(theta, (num_seeds, theta.shape[0]))
+        layout = SeedLayout(num_seeds, args.devices)
+        runner = layout.put(runner)
+        theta = layout.put(np.tile(RewardSpec().theta0, (num_seeds, 1)).astype(np.float32))
+        devices = layout.num_devices
     t0 = time.perf_counter()
     compiled = segment.lower(runner, theta).compile()
     compile_s = time.perf_counter() - t0
@@ -128,13 +140,14 @@ def bench_ppo(n: int, args: Args, num_seeds: int | None = None, name: str = "def
             "num_minibatches": cfg.num_minibatches,
             "hidden_sizes": list(cfg.network.hidden_sizes),
             "first_layer": cfg.network.first_layer, "trunk": cfg.network.trunk,
-            "num_seeds": num_seeds or 1,
+            "num_seeds": num_seeds or 1, "devices": devices,
             "compile_s": compile_s, "sps": steps / sorted(times)[len(times) // 2],
             "segment_s": sorted(times)[len(times) // 2]}
 
 
 def main(args: Args) -> None:
-    meta = {"device": str(jax.devices()[0]), "platform": platform.processor() or platform.machine(),
+    meta = {"device": str(jax.devices()[0]), "device_kind": jax.devices()[0].device_kind,
+            "platform": platform.processor() or platform.machine(),
             "jax": jax.__version__, "pgx": version("pgx"), "flax": version("flax"),
             "command": "python " + " ".join(sys.argv)}
     for name in args.only:
@@ -154,6 +167,7 @@ def main(args: Args) -> None:
                     print(json.dumps(row), flush=True)
                 else:
                     print(f"{name:16s} envs={row['num_envs']:6d} seeds={row.get('num_seeds', 1)} "
+                          f"devices={row['devices']} "
                           f"{row.get('recipe', ''):12s} "
                           f"SPS={row['sps']:12,.0f} compile={row['compile_s']:.1f}s", flush=True)
 

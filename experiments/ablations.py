@@ -44,10 +44,18 @@ import sys
 # JAX must not take the GPU memory the LLM needs: set before JAX initialises.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
+from sailor_jax.cli import join_processes  # noqa: E402
+
+join_processes(sys.argv[1:])  # --distributed: before pgx's import starts JAX's backend
+
 from rich.console import Console  # noqa: E402
 
-from sailor_jax import loop, report  # noqa: E402
-from sailor_jax.cli import parse_with_presets, progress_bar  # noqa: E402
+from sailor_jax import (  # noqa: E402
+    loop,
+    report,
+    sharding,  # noqa: E402
+)
+from sailor_jax.cli import Scale, ScaleArgs, parse_with_presets, progress_bar, start  # noqa: E402
 from sailor_jax.config import (  # noqa: E402
     AlignmentConfig,
     EvalConfig,
@@ -86,6 +94,8 @@ class Args:
     """Weights that sailor_bo_constrained may change."""
     out: str = "runs/ablations"
     """Output folder; running again with the same folder resumes."""
+    scale: Scale = ScaleArgs()
+    """Devices and processes."""
 
 
 _BASE_SMOKE = SailorConfig(
@@ -191,7 +201,7 @@ def _config_dict(cfg: SailorConfig) -> dict:
 
 
 def run_variant(name: str, cfg: SailorConfig, folder: str, console: Console,
-                progress=None) -> SailorResults:
+                progress=None, devices: int | None = None) -> SailorResults:
     """Run one variant, or read it back when finished; resume it when it was interrupted.
 
     Raises:
@@ -208,7 +218,7 @@ def run_variant(name: str, cfg: SailorConfig, folder: str, console: Console,
     resume = os.path.exists(os.path.join(folder, "config.json"))
     console.print(f"variant {name}: {'resuming' if resume else 'starting'}, {cfg.num_seeds} "
                   f"seeds, {cfg.iterations} iterations, judge {judge_label(cfg)}", markup=False)
-    return loop.run(cfg, folder, resume=resume, progress=progress)
+    return loop.run(cfg, folder, resume=resume, progress=progress, devices=devices)
 
 
 def theta_rows(name: str, results: SailorResults) -> list[dict]:
@@ -223,23 +233,26 @@ def theta_rows(name: str, results: SailorResults) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     preset, args = parse(sys.argv[1:] if argv is None else argv)
-    console = Console()
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "ablation.json"), "w", encoding="utf-8") as f:
-        json.dump({"preset": preset, "variants": list(args.variants),
-                   "constrained_tunable": list(args.constrained_tunable),
-                   "base_config": to_jsonable(dataclasses.asdict(args.base))}, f, indent=2)
+    console = start(args.scale)
+    if sharding.is_main_process():
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "ablation.json"), "w", encoding="utf-8") as f:
+            json.dump({"preset": preset, "variants": list(args.variants),
+                       "constrained_tunable": list(args.constrained_tunable),
+                       "base_config": to_jsonable(dataclasses.asdict(args.base))}, f, indent=2)
     rows, thetas = [], []
     with progress_bar(console, "iterations") as progress:
         for name in args.variants:
             cfg = variant_config(name, args.base, args.constrained_tunable)
             results = run_variant(name, cfg, os.path.join(args.out, "variants", name), console,
-                                  progress)
+                                  progress, args.scale.devices)
             rows.append(report.summary_row(
                 name, results.evaluation, judge=judge_label(cfg),
                 env_steps_per_seed=results.env_steps_per_seed,
                 wall_clock_s=sum(results.timings.values())))
             thetas.extend(theta_rows(name, results))
+    if not sharding.is_main_process():
+        return rows  # process 0 writes the tables
     csv_path, md_path = report.write_tables(rows, args.out, "ablations")
     with open(os.path.join(args.out, "theta_trajectories.csv"), "w", newline="",
               encoding="utf-8") as f:

@@ -21,12 +21,23 @@ import sys
 # JAX must not take the GPU memory the LLM needs: set before JAX initialises.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
+from sailor_jax.cli import join_processes  # noqa: E402
+
+join_processes(sys.argv[1:])  # --distributed: before pgx's import starts JAX's backend
+
 import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from sailor_jax import loop  # noqa: E402
-from sailor_jax.cli import default_run_name, parse_with_presets, progress_bar  # noqa: E402
+from sailor_jax.cli import (  # noqa: E402
+    Scale,
+    ScaleArgs,
+    default_run_name,
+    parse_with_presets,
+    progress_bar,
+    start,
+)
 from sailor_jax.config import (  # noqa: E402
     AlignmentConfig,
     EvalConfig,
@@ -73,6 +84,8 @@ class Args:
     """Output folder; default `runs/{preset}__{judge}__{seed}__{unix time}`."""
     resume: bool = False
     """Continue the run in --out from its latest checkpoint."""
+    scale: Scale = ScaleArgs()
+    """Devices and processes."""
 
 
 PRESET_HELP = {"smoke": "about 1 minute on a 2-core CPU, tiny budgets, the real LLM judge",
@@ -122,11 +135,12 @@ def summary(results: SailorResults, console: Console) -> None:
 def main(argv: list[str] | None = None) -> SailorResults:
     preset, args = parse(sys.argv[1:] if argv is None else argv)
     cfg = args.sailor
+    console = start(args.scale)
     out = args.out or default_run_name(preset, judge_name(cfg.ranker), cfg.seed)
-    console = Console()
     console.print(f"SAILOR preset={preset} ranker={ranker_description(cfg.ranker)} out={out}")
     with progress_bar(console, "iterations") as progress:
-        results = loop.run(cfg, out, resume=args.resume, progress=progress)
+        results = loop.run(cfg, out, resume=args.resume, progress=progress,
+                           devices=args.scale.devices)
     summary(results, console)
     console.print(f"results: {os.path.join(out, 'results.json')}")
     return results

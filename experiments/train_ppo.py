@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 
-import tyro
-from rich.console import Console
-from rich.table import Table
+from sailor_jax.cli import join_processes
 
-from sailor_jax.cli import progress_bar
-from sailor_jax.config import TrainConfig
-from sailor_jax.runner import train_fixed
+join_processes(sys.argv[1:])  # --distributed: before pgx's import starts JAX's backend
+
+import tyro  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from sailor_jax.cli import Scale, ScaleArgs, progress_bar, start  # noqa: E402
+from sailor_jax.config import TrainConfig  # noqa: E402
+from sailor_jax.runner import train_fixed  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -32,12 +36,15 @@ class Args:
     """Output folder."""
     resume: bool = False
     """Continue the run in --out from its latest checkpoint."""
+    scale: Scale = ScaleArgs()
+    """Devices and processes."""
 
 
 def main(args: Args) -> dict:
-    console = Console()
+    console = start(args.scale)
     with progress_bar(console, "segments", remaining=True) as progress:
-        results = train_fixed(args.train, args.out, resume=args.resume, progress=progress)
+        results = train_fixed(args.train, args.out, resume=args.resume, progress=progress,
+                              devices=args.scale.devices)
     table = Table(title=f"PPO on 2048, {results['env_steps_per_seed']:,} steps per seed")
     for col in ("policy", "episodes", "score mean", "score std", "max tile mean", "win rate"):
         table.add_column(col)

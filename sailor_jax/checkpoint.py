@@ -4,7 +4,9 @@ A checkpoint step holds one pytree (`state`: runner state, theta, anything array
 and one JSON dict (`meta`: theta history, optimiser history, counters). Restores always go
 against an abstract target (`jax.eval_shape` of a freshly built state), so dataclass and
 optax state types come back intact. PRNG keys are raw `uint32[2]` arrays throughout the
-package, so no typed-key serialisation is involved.
+package, so no typed-key serialisation is involved. Arrays may be sharded global
+`jax.Array`s (each process writes its own shards; every process must call `save`) and
+restore onto whatever sharding the abstract target carries, also another device count.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import jax
 import orbax.checkpoint as ocp
 
 
@@ -51,7 +52,6 @@ class Checkpointer:
         if latest is not None and step < latest:
             raise ValueError(f"checkpoint step {step} is older than the latest saved step "
                              f"{latest} in {self.directory}; steps must increase")
-        state = jax.device_get(state)
         saved = self._manager.save(step, args=ocp.args.Composite(
             state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)))
         self._manager.wait_until_finished()

@@ -1,22 +1,82 @@
 """What the `experiments/` CLIs share: presets through tyro, run names, the progress bar.
 
-Host-only. Presets are tyro's own mechanism (`tyro.extras.overridable_config_cli`: one
-subcommand per preset, every field overridable after it); `--preset NAME` is accepted as the
-same thing, so `python experiments/sailor.py --preset cpu --sailor.iterations 3` and
+Host-only. `ScaleArgs` are the device and multi-process flags every CLI shares (`--devices`,
+`--distributed`, ...; `start` applies them). Presets are tyro's own mechanism
+(`tyro.extras.overridable_config_cli`: one subcommand per preset, every field overridable
+after it); `--preset NAME` is accepted as the same thing, so
+`python experiments/sailor.py --preset cpu --sailor.iterations 3` and
 `python experiments/sailor.py cpu --sailor.iterations 3` parse alike.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
+import jax
 import tyro
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from sailor_jax import sharding
+
 T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ScaleArgs:
+    """Devices and processes (flags without a prefix: `--devices 4`, `--distributed`)."""
+
+    devices: int | None = None
+    """Devices the vmapped seed rows are sharded over (default: all devices JAX sees; on a
+    CPU, more than one needs XLA_FLAGS=--xla_force_host_platform_device_count=N)."""
+    distributed: bool = False
+    """Join a multi-process program (`jax.distributed.initialize`) before anything else:
+    process 0 writes logs and results and runs the judge, the others follow its theta."""
+    coordinator_address: str | None = None
+    """With --distributed: HOST:PORT of process 0 (None: auto-detected, e.g. under Slurm)."""
+    num_processes: int | None = None
+    """With --distributed: the number of processes (None: auto-detected)."""
+    process_id: int | None = None
+    """With --distributed: this process's index, 0..num_processes-1 (None: auto-detected)."""
+
+
+Scale = Annotated[ScaleArgs, tyro.conf.OmitArgPrefixes]
+"""The `ScaleArgs` field type of a CLI's Args: its flags carry no `--scale.` prefix."""
+
+
+def join_processes(argv: Sequence[str]) -> None:
+    """With `--distributed` in `argv`, join the multi-process program now.
+
+    `jax.distributed.initialize` must run before JAX starts its backend, and importing pgx
+    (so `sailor_jax.env` and everything above it) already starts it: the CLIs call this
+    first, before those imports, and parse the `ScaleArgs` flags out of `argv` alone.
+
+    Raises:
+      ValueError: the distributed arguments are incomplete (see
+        `sharding.initialize_distributed`).
+    """
+    if "--distributed" not in argv:
+        return
+    scale, _ = tyro.cli(ScaleArgs, args=list(argv), return_unknown_args=True)
+    if not jax.distributed.is_initialized():
+        sharding.initialize_distributed(scale.coordinator_address, scale.num_processes,
+                                        scale.process_id)
+
+
+def start(scale: ScaleArgs) -> Console:
+    """Check `--distributed` took effect and return the CLI's console: quiet (writing
+    nowhere) on processes other than 0.
+
+    Raises:
+      RuntimeError: `--distributed` was given but `join_processes` did not run first.
+    """
+    if scale.distributed and not jax.distributed.is_initialized():
+        raise RuntimeError("--distributed: call cli.join_processes(sys.argv) before "
+                           "importing pgx or anything that starts JAX")
+    return Console() if sharding.is_main_process() else Console(quiet=True)
 
 
 def parse_with_presets(presets: Mapping[str, tuple[str, T]], argv: Sequence[str],

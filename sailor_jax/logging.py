@@ -79,17 +79,19 @@ class MetricLogger:
     """Append metric records to `<out_dir>/<name>.jsonl` and, optionally, TensorBoard.
 
     Args:
-      out_dir: folder for the JSONL file and the `tb/` event files (created if missing).
+      out_dir: folder for the JSONL file and the `tb/` event files (created if missing);
+        None writes nothing (the processes other than 0 of a multi-process run).
       name: JSONL file stem.
       tensorboard: also write scalars with tensorboardX.
     """
 
-    def __init__(self, out_dir: str, name: str = "metrics", tensorboard: bool = True):
-        os.makedirs(out_dir, exist_ok=True)
-        self.path = os.path.join(out_dir, f"{name}.jsonl")
-        self._sink = JsonlSink(self.path)
+    def __init__(self, out_dir: str | None, name: str = "metrics", tensorboard: bool = True):
+        self.path = None if out_dir is None else os.path.join(out_dir, f"{name}.jsonl")
+        self._sink = JsonlSink(self.path, keep=0)
         self._tb = None
-        if tensorboard:
+        if out_dir is not None:
+            os.makedirs(out_dir, exist_ok=True)
+        if tensorboard and out_dir is not None:
             from tensorboardX import SummaryWriter
 
             self._tb = SummaryWriter(os.path.join(out_dir, "tb"))

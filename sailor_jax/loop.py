@@ -25,7 +25,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from sailor_jax import ppo, refinement, runner
+from sailor_jax import ppo, refinement, runner, sharding
 from sailor_jax.config import SailorConfig
 from sailor_jax.logging import MetricLogger
 from sailor_jax.rankers.base import Ranker
@@ -133,9 +133,13 @@ def judge_and_update(ctx: Context, state: LoopState, runner_state: Any,
     """
     cfg, s, t = ctx.cfg, ctx.cfg.num_seeds, state.iteration
     t0 = time.perf_counter()
-    keys = jax.random.split(jax.random.fold_in(ctx.key_collect, t), s)
-    batch = jax.device_get(ctx.collect(runner.rows(runner_state.params, 0, s), keys))
+    keys = np.asarray(jax.random.split(jax.random.fold_in(ctx.key_collect, t), s))
+    batch = sharding.to_host(ctx.collect(runner.rows(runner_state.params, 0, s), keys))
     seconds["collect"] = time.perf_counter() - t0
+    if not sharding.is_main_process():  # process 0 judges; the others take its thetas
+        new_thetas = sharding.broadcast_from_main(np.zeros_like(state.thetas))
+        seconds["rank"] = seconds["update"] = 0.0
+        return batch, new_thetas, [SeedUpdate(message="theta from process 0")] * s
     t0 = time.perf_counter()
     ctx.ranker.reseed(int(np.random.default_rng([cfg.seed, t]).integers(2**31)))
     rankings = ctx.ranker.rank_groups([jax.tree.map(lambda x, i=i: x[i], batch)
@@ -149,6 +153,7 @@ def judge_and_update(ctx: Context, state: LoopState, runner_state: Any,
     for k, update in enumerate(updates):
         if update.refine is not None:
             state.stall[k] = 0  # wait `patience` iterations again before the next question
+    new_thetas = sharding.broadcast_from_main(new_thetas)
     seconds["update"] = time.perf_counter() - t0
     return batch, new_thetas, updates
 
@@ -193,7 +198,8 @@ def _collector(cfg: SailorConfig) -> Callable:
 
 
 def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | None = None,
-        progress=None, advisor: refinement.Advisor | None = None) -> SailorResults:
+        progress=None, advisor: refinement.Advisor | None = None,
+        devices: int | None = None) -> SailorResults:
     """Run SAILOR, checkpointing every iteration; write `results.json`. Host-only.
 
     Args:
@@ -204,6 +210,9 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
       ranker: judge to use instead of building one from `cfg.ranker` (tests).
       progress: optional `rich.progress.Progress`.
       advisor: refinement advisor to use instead of building one from `cfg.refine` (tests).
+      devices: devices the seed rows are sharded over (`sharding.SeedLayout`; None: all).
+        In a multi-process run (`sharding.initialize_distributed`) only process 0 builds
+        the judge, ranks and writes files; theta reaches the others by broadcast.
 
     Returns:
       The `SailorResults` written to `results.json`.
@@ -218,16 +227,17 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
     init, segment = ppo.make_train(cfg.ppo, num_seeds=rows)
     collect = jax.jit(jax.vmap(_collector(cfg)))
     key_init, key_collect, key_eval = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
-    if cfg.self_align and ranker is None:
+    main = sharding.is_main_process()
+    if cfg.self_align and ranker is None and main:
         ranker = make_ranker(cfg.ranker, os.path.join(out_dir, "llm.jsonl"))
-    if cfg.self_align and cfg.refine.enabled and advisor is None:
+    if cfg.self_align and cfg.refine.enabled and advisor is None and main:
         advisor = refinement.make_advisor(cfg.refine, ranker,
                                           os.path.join(out_dir, "refine.jsonl"))
     ctx = Context(cfg, spec, theta0, collect, ranker, advisor, key_collect, key_eval)
     hooks = SailorHooks(ctx, LoopState.start(theta0, cfg.num_seeds))
     runner_state = runner.run_segments(out_dir, init(key_init), segment, hooks, resume=resume,
                                        tensorboard=cfg.tensorboard, progress=progress,
-                                       label="SAILOR", hparams=config)
+                                       label="SAILOR", hparams=config, devices=devices)
     state = hooks.state
     t0 = time.perf_counter()
     evaluation = _evaluate(cfg, runner_state, 0, key_eval)
@@ -238,5 +248,6 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
         theta_history=state.theta_history, iterations=state.iterations,
         env_steps_per_seed=cfg.iterations * cfg.ppo.steps_per_segment, evaluation=evaluation,
         baseline_evaluation=baseline, timings=state.timings)
-    results.write(out_dir)
+    if main:
+        results.write(out_dir)
     return results

@@ -137,8 +137,9 @@ def write_tables(rows: Sequence[dict], out_dir: str, stem: str,
 
 
 def machine() -> dict[str, str]:
-    """Where a benchmark ran: `device` (JAX's first device), `cpu` (the CPU model name, as
-    `lscpu` prints it) and `jax` (version). Record it with every measured number. Host-only."""
+    """Where a benchmark ran: `device` (JAX's first device), `device_kind` and
+    `device_count` (all devices JAX sees), `cpu` (the CPU model name, as `lscpu` prints it)
+    and `jax` (version). Record it with every measured number. Host-only."""
     import jax
 
     cpu = platform.processor() or platform.machine()
@@ -148,4 +149,5 @@ def machine() -> dict[str, str]:
                         if line.startswith("model name")), cpu)
     except OSError:
         pass
-    return {"device": str(jax.devices()[0]), "cpu": cpu, "jax": jax.__version__}
+    return {"device": str(jax.devices()[0]), "device_kind": jax.devices()[0].device_kind,
+            "device_count": str(jax.device_count()), "cpu": cpu, "jax": jax.__version__}

@@ -4,7 +4,7 @@ Host-only. Every training job here (the SAILOR loop, fixed-reward PPO, the DQN t
 is the same sequence around a compiled `segment(runner_state, thetas[R, F]) -> (runner_state,
 metrics)`: write `config.json` (refusing to mix runs), restore the latest checkpoint on
 resume, compile ahead of time (timed alone), then per segment: ask the hooks for the rows'
-reward weights, train, `jax.device_get` the metrics, let the hooks do their between-segment
+reward weights, train, fetch the metrics to the host, let the hooks do their between-segment
 work (SAILOR: collect, judge, preferences, update, refine), checkpoint, report progress.
 What happens between segments is the `SegmentHooks` protocol; `FixedReward` is the hooks of a
 fixed-reward run (no judge).
@@ -19,10 +19,9 @@ import time
 from typing import Any, Protocol
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from sailor_jax import evaluation, ppo
+from sailor_jax import evaluation, ppo, sharding
 from sailor_jax.checkpoint import Checkpointer
 from sailor_jax.config import EvalConfig, NetworkConfig, TrainConfig
 from sailor_jax.logging import MetricLogger, to_jsonable
@@ -71,6 +70,9 @@ def config_json(config: Any) -> str:
 def prepare_out_dir(out_dir: str, config: Any, resume: bool) -> dict:
     """Create `out_dir` with `config.json`, refusing to mix runs; return the config as JSON.
 
+    In a multi-process run only process 0 writes; every process checks and then waits for
+    the others (`sharding.barrier`).
+
     Raises:
       ValueError: `out_dir` already holds a run and `resume` is False, or its saved config
         differs from `config` on resume.
@@ -84,62 +86,77 @@ def prepare_out_dir(out_dir: str, config: Any, resume: bool) -> dict:
         with open(path, encoding="utf-8") as f:
             if f.read() != text:
                 raise ValueError(f"--resume: the config differs from the one saved in {path}")
-    else:
+    elif sharding.is_main_process():
         os.makedirs(out_dir, exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
+    sharding.barrier("prepare_out_dir")
     return json.loads(text)
 
 
 def run_segments(out_dir: str, runner: Any, segment: Any, hooks: SegmentHooks, *,
                  resume: bool = False, tensorboard: bool = True, progress=None,
-                 label: str = "train", hparams: dict | None = None) -> Any:
+                 label: str = "train", hparams: dict | None = None,
+                 devices: int | None = None) -> Any:
     """Train `hooks.num_segments` segments with checkpoints every segment. Host-only.
+
+    The R rows are laid out over `devices` devices (`sharding.SeedLayout`, padded to a
+    multiple of the device count); hooks and checkpoints see exactly the R real rows, so a
+    run checkpointed on one device count resumes on another. Only process 0 writes logs.
 
     Args:
       out_dir: run folder (already holding `config.json`, see `prepare_out_dir`); receives
         `metrics.jsonl`, `tb/` and `checkpoints/`.
-      runner: the freshly initialised runner state (`[R, ...]` rows); on resume, the shapes
-        the latest checkpoint is restored into.
-      segment: the jitted `segment(runner, thetas float32[R, F]) -> (runner, metrics)`.
+      runner: the freshly initialised runner state (`[R, ...]` rows, host or one device);
+        on resume, the shapes the latest checkpoint is restored into.
+      segment: the jitted `segment(runner, thetas float32[R', F]) -> (runner, metrics)`.
       hooks: what happens between segments (see `SegmentHooks`).
       resume: continue from the latest checkpoint in `out_dir`, if there is one.
       tensorboard: also write TensorBoard events (and the hyperparameter table `hparams`).
       progress: optional `rich.progress.Progress` (one task named `label`).
       hparams: the run config as JSON, logged to TensorBoard once (CleanRL's table).
+      devices: devices of the `seed` mesh axis (None: all devices JAX sees).
 
     Returns:
-      The runner state after the last segment.
+      The runner state after the last segment, `[R, ...]` global arrays.
+
+    Raises:
+      ValueError: `devices` is more than JAX sees.
     """
+    layout = sharding.SeedLayout(len(hooks.thetas()), devices)
+    main = sharding.is_main_process()
     with Checkpointer(os.path.join(out_dir, "checkpoints"), max_to_keep=2) as ckpt, \
-            MetricLogger(out_dir, tensorboard=tensorboard) as logger:
+            MetricLogger(out_dir if main else None, tensorboard=tensorboard) as logger:
         start = 0
         if resume and ckpt.latest_step() is not None:
-            runner, meta = ckpt.restore(jax.eval_shape(lambda: runner))
+            restored, meta = ckpt.restore(layout.abstract_checkpoint(runner))
+            runner = layout.pad(restored)
             start = meta["segment"]
             hooks.load_json(meta["hooks"])
-        elif hparams is not None:
-            logger.log_hparams(hparams)
+        else:
+            runner = layout.put(runner)
+            if hparams is not None:
+                logger.log_hparams(hparams)
         t0 = time.perf_counter()
-        segment = segment.lower(runner, jnp.asarray(hooks.thetas())).compile()
+        segment = segment.lower(runner, layout.put(hooks.thetas())).compile()
         hooks.timings["compile"] = time.perf_counter() - t0  # ahead of time: timed alone
         task = progress.add_task(label, total=hooks.num_segments, completed=start) \
             if progress else None
         for seg in range(start, hooks.num_segments):
             t0 = time.perf_counter()
-            runner, metrics = segment(runner, jnp.asarray(hooks.thetas()))
-            metrics = jax.device_get(metrics)  # blocks until the segment is done
+            runner, metrics = segment(runner, layout.put(hooks.thetas()))
+            metrics = layout.to_host(metrics)  # blocks until the segment is done
             seconds = time.perf_counter() - t0
             hooks.timings["train"] = hooks.timings.get("train", 0.0) + seconds
             description = hooks.after_segment(seg, runner, metrics, seconds, logger)
             t0 = time.perf_counter()
-            ckpt.save(seg + 1, runner, to_jsonable({"segment": seg + 1,
-                                                    "hooks": hooks.to_json()}))
+            ckpt.save(seg + 1, layout.unpad(runner), to_jsonable({"segment": seg + 1,
+                                                                  "hooks": hooks.to_json()}))
             hooks.timings["checkpoint"] = (hooks.timings.get("checkpoint", 0.0)
                                            + time.perf_counter() - t0)
             if progress:
                 progress.update(task, advance=1, description=description)
-    return runner
+    return layout.unpad(runner)
 
 
 def log_updates(logger: MetricLogger, metrics: Any, env_steps_start: int,
@@ -171,10 +188,11 @@ def rows(tree: Any, start: int, count: int) -> Any:
 
 def evaluate_rows(params: Any, net: NetworkConfig, eval_cfg: EvalConfig, key: jax.Array,
                   num_seeds: int, evaluate=None) -> dict:
-    """Evaluate `[S, ...]` params greedily (or as `eval_cfg` says). Host-only.
+    """Evaluate the first `num_seeds` rows of `[R, ...]` params greedily (or as `eval_cfg`
+    says). Host-only.
 
     Args:
-      params: network parameters with a leading seed axis of `num_seeds`.
+      params: network parameters with a leading seed axis of at least `num_seeds` rows.
       net / eval_cfg: the network and evaluation protocol (games per seed, move cap).
       key: evaluation key, split into one key per seed.
       evaluate: a compiled `evaluate(params, key)` to use instead of PPO's (e.g. DQN's).
@@ -184,7 +202,8 @@ def evaluate_rows(params: Any, net: NetworkConfig, eval_cfg: EvalConfig, key: ja
     """
     evaluate = evaluate or evaluation.make_evaluate(net, eval_cfg.episodes, eval_cfg.max_len,
                                                     eval_cfg.greedy)
-    stats = jax.device_get(jax.vmap(evaluate)(params, jax.random.split(key, num_seeds)))
+    keys = np.asarray(jax.random.split(key, num_seeds))  # host: valid on every process
+    stats = sharding.to_host(jax.vmap(evaluate)(rows(params, 0, num_seeds), keys))
     pooled = evaluation.summarize(stats)
     pooled["per_seed"] = [evaluation.summarize(jax.tree.map(lambda x, s=s: x[s], stats))
                           for s in range(num_seeds)]
@@ -224,7 +243,8 @@ class FixedReward:
         self.timings.update(state["timings"])
 
 
-def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=None) -> dict:
+def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=None,
+                devices: int | None = None) -> dict:
     """Train PPO on one fixed reward theta over vmapped seeds; evaluate; write `results.json`.
 
     Host-only. The runner with `FixedReward` hooks; the final greedy evaluation sits next to a
@@ -235,9 +255,10 @@ def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=N
       out_dir: output folder (config.json, metrics.jsonl, tb/, checkpoints/, results.json).
       resume: continue from the latest checkpoint in `out_dir` (config must match).
       progress: optional `rich.progress.Progress`.
+      devices: devices the seeds are sharded over (`sharding.SeedLayout`; None: all).
 
     Returns:
-      The results dict written to `results.json` (config, theta, feature_names,
+      The results dict written to `results.json` by process 0 (config, theta, feature_names,
       env_steps_per_seed, evaluation, random_policy_evaluation, timings, sps).
 
     Raises:
@@ -251,7 +272,8 @@ def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=N
     hooks = FixedReward(np.tile(theta, (cfg.num_seeds, 1)), cfg.num_segments,
                         cfg.ppo.steps_per_segment, cfg.ppo.batch_size)
     runner = run_segments(out_dir, init(key_init), segment, hooks, resume=resume,
-                          tensorboard=cfg.tensorboard, progress=progress, hparams=config)
+                          tensorboard=cfg.tensorboard, progress=progress, hparams=config,
+                          devices=devices)
     t0 = time.perf_counter()
     results = {"config": config, "theta": theta.tolist(), "feature_names": list(spec.names),
                "env_steps_per_seed": cfg.num_segments * cfg.ppo.steps_per_segment,
@@ -265,6 +287,7 @@ def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=N
     train_s = hooks.timings["train"]
     results["timings"] = {f"{k}_s": v for k, v in hooks.timings.items()}
     results["sps"] = cfg.num_seeds * results["env_steps_per_seed"] / train_s if train_s else None
-    with open(os.path.join(out_dir, "results.json"), "w", encoding="utf-8") as f:
-        json.dump(to_jsonable(results), f, indent=2)
+    if sharding.is_main_process():
+        with open(os.path.join(out_dir, "results.json"), "w", encoding="utf-8") as f:
+            json.dump(to_jsonable(results), f, indent=2)
     return results

@@ -84,9 +84,9 @@ def test_ablations_end_to_end_and_resume_skips_finished_variants(ablations, tmp_
     argv = ["--out", out, "--variants", "baseline", "sailor_bo_outcome", *TINY]
     # First attempt: the SAILOR variant is killed in its first iteration.
     real_run = loop.run
-    monkeypatch.setattr(loop, "run", lambda cfg, folder, resume=False, progress=None:
-                        real_run(cfg, folder, resume=resume, progress=progress,
-                                 ranker=_Killed() if cfg.self_align else None))
+    monkeypatch.setattr(loop, "run", lambda cfg, folder, resume=False, progress=None,
+                        devices=None: real_run(cfg, folder, resume=resume, progress=progress,
+                                          ranker=_Killed() if cfg.self_align else None))
     with pytest.raises(KeyboardInterrupt):
         ablations.main(argv)
     baseline_results = os.path.join(out, "variants", "baseline", "results.json")
@@ -94,9 +94,10 @@ def test_ablations_end_to_end_and_resume_skips_finished_variants(ablations, tmp_
     assert not os.path.exists(os.path.join(out, "variants", "sailor_bo_outcome", "results.json"))
     # Second attempt: the baseline is read back, the SAILOR variant continues.
     calls = []
-    monkeypatch.setattr(loop, "run", lambda cfg, folder, resume=False, progress=None: (
-        calls.append((os.path.basename(folder), resume)) or real_run(cfg, folder, resume=resume,
-                                                                    progress=progress)))
+    monkeypatch.setattr(loop, "run", lambda cfg, folder, resume=False, progress=None,
+                        devices=None: (calls.append((os.path.basename(folder), resume))
+                                       or real_run(cfg, folder, resume=resume,
+                                                   progress=progress)))
     rows = ablations.main(argv)
     assert calls == [("sailor_bo_outcome", True)]
     assert os.stat(baseline_results).st_mtime_ns == mtime

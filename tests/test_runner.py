@@ -38,9 +38,10 @@ def test_prepare_out_dir_refuses_to_mix_runs(tmp_path):
 
 @jax.jit
 def _toy_segment(state, thetas):
-    """A stand-in for a compiled segment: state [R] accumulates a function of theta."""
-    new = state * 1.5 + thetas.sum(-1)
-    return new, {"value": new}
+    """A stand-in for a compiled segment: state {"x": [R]} accumulates a function of theta
+    (a pytree like the real runner states: orbax's StandardSave refuses a bare jax.Array)."""
+    new = state["x"] * 1.5 + thetas.sum(-1)
+    return {"x": new}, {"value": new}
 
 
 class _Hooks:
@@ -74,8 +75,8 @@ class _Hooks:
 
 
 def _run(out, hooks, resume=False):
-    return runner.run_segments(out, jnp.zeros(2, jnp.float32), _toy_segment, hooks,
-                               resume=resume, tensorboard=False)
+    return runner.run_segments(out, {"x": jnp.zeros(2, jnp.float32)}, _toy_segment, hooks,
+                               resume=resume, tensorboard=False)["x"]
 
 
 def test_run_segments_resume_matches_uninterrupted(tmp_path):

@@ -1,0 +1,187 @@
+"""Seed sharding: the vmapped seed axis of a run laid out over a 1-D device mesh ("seed").
+
+Host-side helpers around `jax.sharding`. Seeds (SAILOR rows, baseline rows) are independent,
+so spreading the leading `[R, ...]` axis of the runner state and of theta over devices needs
+no communication inside a segment: the jitted `vmap(segment)` propagates the input sharding
+(`NamedSharding(mesh, PartitionSpec("seed"))`) and every device trains its own rows. When R
+does not divide the device count, the state is padded to the next multiple with copies of
+the last row (they train, are never read, and are dropped before checkpoints and host work),
+so row r computes the same thing whatever the device count.
+
+The mesh axis is of type `Auto`, so slicing rows (`runner.rows`) of a sharded array works
+for any row count (with `Explicit` axes, jax 0.10 refuses a slice whose size does not divide
+the axis). Multi-process runs (`jax.distributed`) use the same layout over the global
+devices; `to_host` gathers from every process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
+
+__all__ = ["SeedLayout", "barrier", "broadcast_from_main", "initialize_distributed",
+           "is_main_process", "resolve_devices", "to_host"]
+
+
+def resolve_devices(devices: int | None) -> list[jax.Device]:
+    """The first `devices` of `jax.devices()` (all, when None), the mesh's devices.
+
+    In a multi-process run these are the global devices of every process.
+
+    Raises:
+      ValueError: `devices` is not in `1 .. jax.device_count()`.
+    """
+    available = jax.devices()
+    if devices is None:
+        return available
+    if not 1 <= int(devices) <= len(available):
+        raise ValueError(
+            f"--devices must be in 1..{len(available)} (the {available[0].platform} devices "
+            f"JAX sees), got {devices}; on a CPU, more devices need "
+            f"XLA_FLAGS=--xla_force_host_platform_device_count=N set before JAX starts")
+    return available[:int(devices)]
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedLayout:
+    """`rows` vmapped rows over a 1-D `seed` mesh, padded to a multiple of its size.
+
+    Args:
+      rows: R, the real rows (seeds, or SAILOR + baseline seeds) of the run.
+      devices: how many devices (None: all of `jax.devices()`).
+    """
+
+    rows: int
+    devices: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.rows <= 0:
+            raise ValueError(f"rows must be positive, got {self.rows}")
+        resolve_devices(self.devices)
+
+    @functools.cached_property
+    def mesh(self) -> Mesh:
+        devices = resolve_devices(self.devices)
+        return jax.make_mesh((len(devices),), ("seed",), axis_types=(AxisType.Auto,),
+                             devices=devices)
+
+    @property
+    def num_devices(self) -> int:
+        return self.mesh.size
+
+    @property
+    def padded_rows(self) -> int:
+        """R rounded up to a multiple of the device count (the rows the program trains)."""
+        return math.ceil(self.rows / self.num_devices) * self.num_devices
+
+    @property
+    def sharding(self) -> NamedSharding:
+        """Leading axis split over `seed`, other axes whole."""
+        return NamedSharding(self.mesh, PartitionSpec("seed"))
+
+    @property
+    def replicated(self) -> NamedSharding:
+        return NamedSharding(self.mesh, PartitionSpec())
+
+    def put(self, tree: Any) -> Any:
+        """Host arrays `[R, ...]` -> global arrays `[padded_rows, ...]` sharded over `seed`.
+
+        Padding rows copy row R-1. Leaves must be host-readable (NumPy or process-local
+        jax arrays); every process passes the same values.
+        """
+        def one(x):
+            x = np.asarray(x)
+            if x.shape[0] != self.rows:
+                raise ValueError(f"expected a leading axis of {self.rows} rows, got {x.shape}")
+            x = np.concatenate([x, np.repeat(x[-1:], self.padded_rows - self.rows, 0)])
+            return jax.make_array_from_callback(x.shape, self.sharding, lambda idx: x[idx])
+
+        return jax.tree.map(one, tree)
+
+    def abstract_checkpoint(self, tree: Any) -> Any:
+        """The `jax.ShapeDtypeStruct` target a `[R, ...]` checkpoint restores into: sharded
+        over `seed` when no padding is needed, else replicated (then `pad` it)."""
+        sharding = self.sharding if self.padded_rows == self.rows else self.replicated
+        return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding),
+                            jax.eval_shape(lambda: tree))
+
+    def pad(self, tree: Any) -> Any:
+        """Global arrays `[R, ...]` (restored) -> `[padded_rows, ...]` sharded over `seed`."""
+        if self.padded_rows == self.rows:
+            return tree
+        extra = self.padded_rows - self.rows
+        return jax.jit(lambda t: jax.tree.map(
+            lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], extra, 0)]), t),
+            out_shardings=self.sharding)(tree)
+
+    def unpad(self, tree: Any) -> Any:
+        """Global arrays `[padded_rows, ...]` -> the real rows `[R, ...]` (for checkpoints):
+        the same arrays when nothing is padded, else replicated copies of the first R rows."""
+        if self.padded_rows == self.rows:
+            return tree
+        return jax.jit(lambda t: jax.tree.map(lambda x: x[:self.rows], t),
+                       out_shardings=self.replicated)(tree)
+
+    def to_host(self, tree: Any) -> Any:
+        """Global arrays `[padded_rows, ...]` -> NumPy `[R, ...]`, gathered from all processes."""
+        return jax.tree.map(lambda x: x[:self.rows], to_host(tree))
+
+
+def to_host(tree: Any) -> Any:
+    """`jax.device_get`, or `multihost_utils.process_allgather` when some leaf lives partly on
+    another process's devices. Every process must call it (a collective in that case)."""
+    leaves = jax.tree.leaves(tree)
+    if all(not isinstance(x, jax.Array) or x.is_fully_addressable for x in leaves):
+        return jax.device_get(tree)
+    return multihost_utils.process_allgather(tree, tiled=True)
+
+
+def initialize_distributed(coordinator_address: str | None = None,
+                           num_processes: int | None = None,
+                           process_id: int | None = None) -> None:
+    """`jax.distributed.initialize`: make this process one of a multi-process program.
+
+    Call before any other JAX work. Arguments left None are auto-detected by JAX (Slurm,
+    Open MPI, Kubernetes; or `JAX_COORDINATOR_ADDRESS` / `JAX_NUM_PROCESSES` /
+    `JAX_PROCESS_ID`). On CPU the processes talk over Gloo.
+
+    Raises:
+      ValueError: only some of the three arguments are given while the others cannot be
+        detected (JAX's own error, re-raised with the flags to pass).
+    """
+    try:
+        jax.distributed.initialize(coordinator_address=coordinator_address,
+                                   num_processes=num_processes, process_id=process_id)
+    except ValueError as e:
+        raise ValueError(f"jax.distributed.initialize failed ({e}); outside Slurm/Open MPI "
+                         "pass --coordinator-address HOST:PORT --num-processes N "
+                         "--process-id I on every process") from e
+
+
+def is_main_process() -> bool:
+    """True on process 0, the one that writes logs and results and runs the judge."""
+    return jax.process_index() == 0
+
+
+def broadcast_from_main(x: np.ndarray) -> np.ndarray:
+    """Process 0's value of the host array `x` on every process (identity with one process).
+
+    Every process must call it with an array of the same shape and dtype.
+    """
+    if jax.process_count() == 1:
+        return x
+    return np.asarray(multihost_utils.broadcast_one_to_all(np.asarray(x)))
+
+
+def barrier(name: str) -> None:
+    """Wait until every process reaches `name` (no-op with one process)."""
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices(name)

@@ -1,0 +1,99 @@
+"""Runs of one tiny SAILOR config on several forced CPU devices, printed as one JSON line.
+
+Not a test module: `tests/test_sharding.py` runs it in a subprocess, because the device count
+(`XLA_FLAGS=--xla_force_host_platform_device_count=4`) must be set before JAX starts.
+
+    XLA_FLAGS=--xla_force_host_platform_device_count=4 python tests/multidevice.py OUT
+
+Runs (3 seeds + 3 baseline rows = 6 rows; 4 devices pad them to 8):
+- `one`: uninterrupted on 1 device; `four`: uninterrupted on 4 devices.
+- `killed`: on 4 devices, killed in the second iteration's judge (checkpoint 1 on disk),
+  then resumed from copies of its folder on 1 (`resumed_on_1`) and 2 (`resumed_on_2`) devices.
+Each run reports its theta history, evaluations and the device count of the runner state.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import jax
+import numpy as np
+
+from sailor_jax import loop
+from sailor_jax.config import (
+    AlignmentConfig,
+    EvalConfig,
+    NetworkConfig,
+    PPOConfig,
+    RankerConfig,
+    SailorConfig,
+)
+from sailor_jax.rankers import OutcomeRanker
+
+CFG = SailorConfig(
+    iterations=2, num_seeds=3, trajectories=4, max_len=60,
+    ppo=PPOConfig(num_envs=16, num_steps=8, updates_per_segment=1,
+                  network=NetworkConfig(hidden_sizes=(16,))),
+    ranker=RankerConfig(kind="outcome"),
+    alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3),
+    eval=EvalConfig(episodes=4, max_len=300), tensorboard=False)
+
+
+class DiesAfter(OutcomeRanker):
+    """The outcome judge, killed (KeyboardInterrupt) on its second call."""
+
+    calls = 0
+
+    def rank_groups(self, groups):
+        DiesAfter.calls += 1
+        if DiesAfter.calls == 2:
+            raise KeyboardInterrupt("simulated kill")
+        return super().rank_groups(groups)
+
+
+
+def summary(results, devices_seen: int | None = None) -> dict:
+    return {"theta_history": np.asarray(results.theta_history).tolist(),
+            "evaluation": results.evaluation["per_seed"],
+            "baseline": results.baseline_evaluation["per_seed"],
+            "devices_seen": devices_seen}
+
+
+def run_and_see_devices(out: str, devices: int, resume: bool = False) -> dict:
+    """`loop.run`, recording how many devices the runner's parameters live on."""
+    seen = []
+    original = loop.iteration
+
+    def spy(ctx, state, runner_state, *args):
+        seen.append(len(jax.tree.leaves(runner_state.params)[0].sharding.device_set))
+        return original(ctx, state, runner_state, *args)
+
+    loop.iteration = spy
+    try:
+        results = loop.run(CFG, out, resume=resume, devices=devices)
+    finally:
+        loop.iteration = original
+    return summary(results, max(seen))
+
+
+def main(root: str) -> None:
+    # Runs on the same device count compile the same programs: cache them across runs.
+    jax.config.update("jax_compilation_cache_dir", f"{root}/jax_cache")
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    report = {"device_count": jax.device_count(),
+              "one": run_and_see_devices(f"{root}/one", 1),
+              "four": run_and_see_devices(f"{root}/four", 4)}
+    try:
+        loop.run(CFG, f"{root}/killed", ranker=DiesAfter(), devices=4)
+    except KeyboardInterrupt:
+        pass
+    for n in (1, 2):
+        shutil.copytree(f"{root}/killed", f"{root}/killed_{n}")
+        report[f"resumed_on_{n}"] = run_and_see_devices(f"{root}/killed_{n}", n, resume=True)
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
