@@ -12,7 +12,9 @@ Benchmarks (each prints one JSON object per line with --json):
   default all; on a CPU force N devices with
   `XLA_FLAGS=--xla_force_host_platform_device_count=N`).
 
-Every row names the device kind and how many devices it used (`device_kind`, `devices`).
+Every row names the device kind and how many devices it used (`device_kind`, `devices`);
+`ppo_*` rows also give XLA's memory need of the compiled segment (`temp_gib` scratch,
+`state_gib` runner state and theta, summed over devices).
 
 Compile time is measured separately (ahead-of-time `lower().compile()`); every timed call
 ends in `jax.block_until_ready`.
@@ -126,6 +128,7 @@ def bench_ppo(n: int, args: Args, num_seeds: int | None = None, name: str = "def
     t0 = time.perf_counter()
     compiled = segment.lower(runner, theta).compile()
     compile_s = time.perf_counter() - t0
+    memory = compiled.memory_analysis()  # XLA's buffer assignment: what the segment needs
     runner, metrics = compiled(runner, theta)
     jax.block_until_ready(metrics)
     times = []
@@ -142,6 +145,8 @@ def bench_ppo(n: int, args: Args, num_seeds: int | None = None, name: str = "def
             "first_layer": cfg.network.first_layer, "trunk": cfg.network.trunk,
             "num_seeds": num_seeds or 1, "devices": devices,
             "compile_s": compile_s, "sps": steps / sorted(times)[len(times) // 2],
+            "temp_gib": None if memory is None else memory.temp_size_in_bytes / 2**30,
+            "state_gib": None if memory is None else memory.argument_size_in_bytes / 2**30,
             "segment_s": sorted(times)[len(times) // 2]}
 
 

@@ -64,8 +64,11 @@ PRESETS: dict[str, SailorConfig] = {
             batch_size=2, max_prompt_tokens=1536, snapshot_every=50)),
         alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
         eval=EvalConfig(episodes=64, max_len=50_000)),
+    # One 80 GB GPU: 8 SAILOR + 8 baseline rows x 4096 envs need ~5.0 GiB of XLA scratch
+    # (compiled memory analysis), the 1.5B judge ~3 GiB of bf16 weights plus its batches;
+    # JAX allocates on demand (XLA_PYTHON_CLIENT_PREALLOCATE=false above).
     "gpu": SailorConfig(
-        iterations=20, num_seeds=4, trajectories=16, max_len=2000,
+        iterations=20, num_seeds=8, trajectories=16, max_len=2000,
         ppo=PPOConfig(num_envs=4096, num_steps=32, updates_per_segment=80),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             model="Qwen/Qwen2.5-1.5B-Instruct", batch_size=16, max_pairs_per_group=60)),
@@ -90,7 +93,7 @@ class Args:
 
 PRESET_HELP = {"smoke": "about 1 minute on a 2-core CPU, tiny budgets, the real LLM judge",
                "cpu": "about 17 minutes on a 2-core CPU",
-               "gpu": "one GPU: thousands of envs, a Qwen-class judge"}
+               "gpu": "one 80 GB GPU: 8 seeds + 8 baseline rows x 4096 envs, a Qwen judge"}
 
 
 def parse(argv: list[str]) -> tuple[str, Args]:
