@@ -11,6 +11,8 @@ Benchmarks (each prints one JSON object per line with --json):
   over seeds; the seed axis is sharded over `--devices` devices (`sharding.SeedLayout`,
   default all; on a CPU force N devices with
   `XLA_FLAGS=--xla_force_host_platform_device_count=N`).
+- `ppo_train_envs`: one seed with its envs split over `--devices` devices
+  (`env_sharding.make_train_env_sharded`: shard_map, gradients pmean'd).
 
 Every row names the device kind and how many devices it used (`device_kind`, `devices`);
 `ppo_*` rows also give XLA's memory need of the compiled segment (`temp_gib` scratch,
@@ -36,12 +38,13 @@ import tyro
 
 from sailor_jax import env
 from sailor_jax.config.recipes import recipe
+from sailor_jax.env_sharding import make_env_mesh, make_train_env_sharded
 from sailor_jax.features import phi
 from sailor_jax.ppo import make_train
 from sailor_jax.reward import RewardSpec, reward
 from sailor_jax.sharding import SeedLayout
 
-ALL = ("env_random", "env_features", "ppo_train", "ppo_train_seeds")
+ALL = ("env_random", "env_features", "ppo_train", "ppo_train_seeds", "ppo_train_envs")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -63,7 +66,8 @@ class Args:
     per segment come from --num-envs and --ppo-updates (e.g. `v0 v0_embedding`: the one-hot
     matmul vs the embedding gather-and-sum first layer, same network function)."""
     devices: int | None = None
-    """Devices the seed axis of ppo_train_seeds is sharded over (default: all)."""
+    """Devices the seed axis of ppo_train_seeds (the envs of ppo_train_envs) is sharded
+    over (default: all)."""
     repeats: int = 3
     """Timed calls after compilation (the median is reported)."""
     json: bool = False
@@ -114,12 +118,16 @@ def bench_env(name: str, n: int, args: Args) -> dict:
             "sps": n * args.env_steps / sorted(times)[len(times) // 2]}
 
 
-def bench_ppo(n: int, args: Args, num_seeds: int | None = None, name: str = "default") -> dict:
+def bench_ppo(n: int, args: Args, num_seeds: int | None = None, name: str = "default",
+              env_sharded: bool = False) -> dict:
     cfg = dataclasses.replace(recipe(name), num_envs=n, updates_per_segment=args.ppo_updates)
-    init, segment = make_train(cfg, num_seeds=num_seeds)
+    if env_sharded:
+        init, segment = make_train_env_sharded(cfg, args.devices)
+    else:
+        init, segment = make_train(cfg, num_seeds=num_seeds)
     runner = init(jax.random.PRNGKey(0))
     theta = jnp.asarray(RewardSpec().theta0)
-    devices = 1
+    devices = make_env_mesh(args.devices).size if env_sharded else 1
     if num_seeds is not None:
         layout = SeedLayout(num_seeds, args.devices)
         runner = layout.put(runner)
@@ -164,6 +172,8 @@ def main(args: Args) -> None:
                 rows = [bench_env(name, n, args)]
             elif name == "ppo_train":
                 rows = [bench_ppo(n, args, None, r) for r in args.recipe]
+            elif name == "ppo_train_envs":
+                rows = [bench_ppo(n, args, None, r, env_sharded=True) for r in args.recipe]
             else:
                 rows = [bench_ppo(n, args, s, r) for s in args.num_seeds for r in args.recipe]
             for row in rows:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from sailor_jax.collectives import global_max, global_mean, global_sum
 from sailor_jax.env import GAME_2048, EnvFns
 
 __all__ = ["GAME_2048", "EnvFns", "Move", "actor_logits", "episode_metrics", "logits_policy",
@@ -76,27 +77,31 @@ def actor_logits(apply: Callable, params: Any, board: jax.Array, mask: jax.Array
 
 
 def episode_metrics(done: jax.Array, score: jax.Array, length: jax.Array,
-                    max_tile: jax.Array, r_shaped: jax.Array) -> dict[str, jax.Array]:
+                    max_tile: jax.Array, r_shaped: jax.Array, axis_name: str | None = None
+                    ) -> dict[str, jax.Array]:
     """Scalar summaries of a rollout's `[T, N]` move records (PPO and DQN segment metrics).
 
     Args:
       done: bool, the game ended on this move; score / length: the game's score and moves
         so far (read where `done`); max_tile: largest exponent on the board after the move;
         r_shaped: the shaped reward `theta . phi` of the move.
+      axis_name: mesh axis the env axis `N` is split over (`env_sharding`), or None. Then the
+        summaries are those of all devices' games: episode counts and sums are psum'd before
+        dividing, the max tile is pmax'd.
 
     Returns:
       `episode_score`, `episode_length`, `episode_max_tile` (tile value): float32 means over
       the games that ended (NaN when none did); `episodes` int32; `max_tile` int32 largest
       tile value seen; `reward_mean` float32.
     """
-    episodes = jnp.sum(done)
+    episodes = global_sum(done, axis_name)
 
     def finished_mean(x):
-        total = jnp.sum(jnp.where(done, x.astype(jnp.float32), 0.0))
+        total = global_sum(jnp.where(done, x.astype(jnp.float32), 0.0), axis_name)
         return jnp.where(episodes > 0, total / jnp.maximum(episodes, 1), jnp.nan)
 
     return dict(episode_score=finished_mean(score), episode_length=finished_mean(length),
                 episode_max_tile=finished_mean(2.0 ** max_tile.astype(jnp.float32)),
                 episodes=episodes.astype(jnp.int32),
-                max_tile=(2 ** jnp.max(max_tile)).astype(jnp.int32),
-                reward_mean=jnp.mean(r_shaped))
+                max_tile=(2 ** global_max(max_tile, axis_name)).astype(jnp.int32),
+                reward_mean=global_mean(r_shaped, axis_name))

@@ -5,6 +5,8 @@ PPO updates (rollout of `num_steps` x `num_envs` moves, GAE, `update_epochs` x
 `num_minibatches` clipped-objective steps) inside one compiled `lax.scan`. `theta` is a
 traced argument, so new reward weights never recompile; with `num_seeds=S` both functions
 are vmapped over a leading seed axis (runner state and theta), one compiled program.
+The functions taking `axis_name` also run inside `jax.shard_map` with one seed's envs split
+over devices (`env_sharding`); `axis_name=None` is the single-device computation.
 
 References: Schulman et al. 2017 (PPO, clipped surrogate, eq. 7); Schulman et al. 2016 (GAE,
 eq. 16); Lu et al. 2022 (PureJaxRL).
@@ -20,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from sailor_jax.collectives import axis_size, global_mean, global_std, global_var
 from sailor_jax.config import PPOConfig
 from sailor_jax.env import GAME_2048, EnvFns
 from sailor_jax.features import NUM_FEATURES
@@ -28,8 +31,8 @@ from sailor_jax.policy import episode_metrics, policy_step
 from sailor_jax.reward import reward
 from sailor_jax.types import RunnerState, RunningStats, SegmentMetrics, Transition
 
-__all__ = ["GAME_2048", "EnvFns", "gae", "jit_seeds", "lr_schedule", "make_optimizer",
-           "make_train", "ppo_loss", "rollout_step", "update_epoch"]
+__all__ = ["GAME_2048", "EnvFns", "gae", "jit_seeds", "learn", "lr_schedule", "make_optimizer",
+           "make_train", "minibatch_step", "ppo_loss", "rollout_step", "shuffle", "update_epoch"]
 
 
 def gae(traj: Transition, last_value: jax.Array, gamma: float, gae_lambda: float
@@ -56,10 +59,11 @@ def gae(traj: Transition, last_value: jax.Array, gamma: float, gae_lambda: float
     return advantage, advantage + traj.value
 
 
-def _update_stats(stats: RunningStats, x: jax.Array) -> RunningStats:
-    """Merge a batch into running mean/variance (Chan et al. parallel algorithm)."""
-    n = jnp.float32(x.size)
-    mean, var = jnp.mean(x), jnp.var(x)
+def _update_stats(stats: RunningStats, x: jax.Array, axis_name: str | None = None
+                  ) -> RunningStats:
+    """Merge a batch (all shards on `axis_name`) into running mean/variance (Chan et al.)."""
+    n = jnp.float32(x.size * axis_size(axis_name))
+    mean, var = global_mean(x, axis_name), global_var(x, axis_name)
     total = stats.count + n
     delta = mean - stats.mean
     new_mean = stats.mean + delta * n / total
@@ -171,24 +175,34 @@ def _act(apply: Callable, params: Any, key: jax.Array, board: jax.Array, mask: j
 
 
 def rollout_step(cfg: PPOConfig, fns: EnvFns, apply: Callable, theta: jax.Array,
-                 rs: RunnerState) -> tuple[RunnerState, tuple[Transition, dict]]:
+                 rs: RunnerState, axis_name: str | None = None
+                 ) -> tuple[RunnerState, tuple[Transition, dict]]:
     """One move of every env with the shaped reward `theta . phi` (optionally normalised).
 
-    Returns the runner state after the move and `(Transition [N], move info [N])`.
+    Returns the runner state after the move and `(Transition [N], move info [N])`. With
+    `axis_name` (N = this device's envs): the carried key stays replicated, the device draws
+    with `fold_in(key_move, device index)`, and return statistics and env_steps are global.
     """
-    key, move, (logits, value) = policy_step(fns, functools.partial(_act, apply, rs.params),
-                                             rs.env_state, rs.key)
+    act = functools.partial(_act, apply, rs.params)
+    if axis_name is None:
+        key, move, (logits, value) = policy_step(fns, act, rs.env_state, rs.key)
+    else:
+        key, key_move = jax.random.split(rs.key)
+        key_device = jax.random.fold_in(key_move, jax.lax.axis_index(axis_name))
+        _, move, (logits, value) = policy_step(fns, act, rs.env_state, key_device)
     res, action = move.result, move.action
     log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], -1)[:, 0]
     r_shaped = reward(theta, fns.phi(res.board, res.next_board, res.score_gain, res.terminated))
     ret = rs.discounted_return * cfg.gamma + r_shaped
-    stats = _update_stats(rs.return_stats, ret) if cfg.normalize_rewards else rs.return_stats
+    stats = (_update_stats(rs.return_stats, ret, axis_name) if cfg.normalize_rewards
+             else rs.return_stats)
     r_train = r_shaped / jnp.sqrt(stats.var + 1e-8) if cfg.normalize_rewards else r_shaped
     score, length, done = rs.episode_score + res.score_gain, rs.episode_length + 1, res.terminated
     info = dict(done=done, score=score, length=length, r_shaped=r_shaped,
                 max_tile=jnp.max(res.next_board, axis=-1))
     rs = rs.replace(
-        env_state=move.env_state, key=key, env_steps=rs.env_steps + cfg.num_envs,
+        env_state=move.env_state, key=key,
+        env_steps=rs.env_steps + cfg.num_envs * axis_size(axis_name),
         episode_score=jnp.where(done, 0.0, score), episode_length=jnp.where(done, 0, length),
         discounted_return=jnp.where(done, 0.0, ret), return_stats=stats)
     t = Transition(obs=move.board.astype(jnp.int8), legal_action_mask=move.legal_action_mask,
@@ -197,19 +211,22 @@ def rollout_step(cfg: PPOConfig, fns: EnvFns, apply: Callable, theta: jax.Array,
 
 
 def ppo_loss(cfg: PPOConfig, apply: Callable, params: Any, mb: Transition,
-             advantage: jax.Array, target: jax.Array) -> tuple[jax.Array, dict]:
+             advantage: jax.Array, target: jax.Array, axis_name: str | None = None
+             ) -> tuple[jax.Array, dict]:
     """Clipped-surrogate PPO loss of a minibatch (Schulman et al. 2017, eq. 7 and 9).
 
-    Advantages are normalised per minibatch; the value loss is clipped like the policy
-    ratio (CleanRL). Returns `(loss [], aux)`: policy/value loss, entropy, approx KL and the
-    clip fraction (scalars).
+    Advantages are normalised per minibatch (with `axis_name`: by the mean and std of the
+    minibatch shards of all devices); the value loss is clipped like the policy ratio
+    (CleanRL). Returns `(loss [], aux)`: policy/value loss, entropy, approx KL and the clip
+    fraction (scalars, means over this device's part of the minibatch).
     """
     logits, value = apply(params, mb.obs, mb.legal_action_mask)
     log_p, entropy = masked_log_prob_entropy(logits, mb.legal_action_mask)
     new_log_prob = jnp.take_along_axis(log_p, mb.action[:, None], -1)[:, 0]
     log_ratio = new_log_prob - mb.log_prob
     ratio = jnp.exp(log_ratio)
-    adv = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+    adv = ((advantage - global_mean(advantage, axis_name))
+           / (global_std(advantage, axis_name) + 1e-8))
     policy_loss = -jnp.mean(jnp.minimum(
         ratio * adv, jnp.clip(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps) * adv))
     value_clipped = mb.value + jnp.clip(value - mb.value, -cfg.clip_eps, cfg.clip_eps)
@@ -223,49 +240,82 @@ def ppo_loss(cfg: PPOConfig, apply: Callable, params: Any, mb: Transition,
     return loss, aux
 
 
-def update_epoch(cfg: PPOConfig, apply: Callable, optimizer, carry: tuple, key: jax.Array
-                 ) -> tuple[tuple, dict]:
-    """One epoch: shuffle the `[B]` batch into `num_minibatches` and take one Adam step each.
+def shuffle(cfg: PPOConfig, batch: Any, key: jax.Array) -> Any:
+    """Permute a batch pytree (leaves `[B, ...]`, B = `cfg.batch_size`) into `[M, B / M, ...]`."""
+    perm = jax.random.permutation(key, cfg.batch_size)
+    return jax.tree.map(lambda x: x[perm].reshape((cfg.num_minibatches, -1) + x.shape[1:]), batch)
+
+
+def minibatch_step(cfg: PPOConfig, apply: Callable, optimizer, state: tuple, mb: tuple,
+                   axis_name: str | None = None) -> tuple[tuple, dict]:
+    """One Adam step on a minibatch `(transitions, advantage, target)`; state `(params, opt)`.
+
+    With `axis_name`, grads are taken at device-varying params (at replicated ones shard_map
+    would psum them) and pmean'd with the loss statistics: every device takes the same step.
+    """
+    params, opt_state = state
+    local = params if axis_name is None else jax.lax.pcast(params, axis_name, to="varying")
+    grads, aux = jax.grad(functools.partial(ppo_loss, cfg, apply, axis_name=axis_name),
+                          has_aux=True)(local, *mb)
+    if axis_name is not None:
+        grads, aux = jax.lax.pmean((grads, aux), axis_name)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return (optax.apply_updates(params, updates), opt_state), aux
+
+
+def update_epoch(cfg: PPOConfig, apply: Callable, optimizer, carry: tuple, key: jax.Array,
+                 axis_name: str | None = None) -> tuple[tuple, dict]:
+    """One epoch: `shuffle` the `[B]` batch into `num_minibatches`, a `minibatch_step` each.
 
     `carry` is `(params, opt_state, (transitions, advantage, target))`; returns the updated
-    carry and the per-minibatch loss statistics.
+    carry and the per-minibatch loss statistics. With `axis_name`, each device permutes its
+    own batch with the same `key`.
     """
     params, opt_state, batch = carry
-    perm = jax.random.permutation(key, cfg.batch_size)
-    shuffled = jax.tree.map(
-        lambda x: x[perm].reshape((cfg.num_minibatches, -1) + x.shape[1:]), batch)
-
-    def minibatch_step(state, mb):
-        grads, aux = jax.grad(functools.partial(ppo_loss, cfg, apply), has_aux=True)(
-            state[0], *mb)
-        updates, new_opt_state = optimizer.update(grads, state[1], state[0])
-        return (optax.apply_updates(state[0], updates), new_opt_state), aux
-
-    (params, opt_state), aux = jax.lax.scan(minibatch_step, (params, opt_state), shuffled)
+    step = functools.partial(minibatch_step, cfg, apply, optimizer, axis_name=axis_name)
+    (params, opt_state), aux = jax.lax.scan(step, (params, opt_state), shuffle(cfg, batch, key))
     return (params, opt_state, batch), aux
 
 
-def ppo_update(cfg: PPOConfig, fns: EnvFns, apply: Callable, optimizer, schedule: Callable,
-               theta: jax.Array, rs: RunnerState) -> tuple[RunnerState, SegmentMetrics]:
-    """One PPO update: rollout of `num_steps` moves, GAE, `update_epochs` epochs, metrics."""
-    lr = schedule(rs.update_step * cfg.update_epochs * cfg.num_minibatches)
-    step = functools.partial(rollout_step, cfg, fns, apply, theta)
-    rs, (traj, info) = jax.lax.scan(lambda r, _: step(r), rs, length=cfg.num_steps)
-    _, last_value = apply(rs.params, jax.vmap(fns.board)(rs.env_state),
-                          jax.vmap(fns.legal_action_mask)(rs.env_state))
+def learn(cfg: PPOConfig, apply: Callable, optimizer, params: Any, opt_state: Any,
+          traj: Transition, last_value: jax.Array, key: jax.Array, axis_name: str | None = None
+          ) -> tuple[Any, Any, jax.Array, dict]:
+    """The learning phase of an update: GAE on `traj` `[T, N]`, then `update_epochs` epochs.
+
+    Epoch e permutes the flattened time-major batch with `split(key, update_epochs)[e]`.
+    Returns `(params, opt_state, target [T, N], aux)`; aux leaves are `[E, M]` loss statistics.
+    """
     advantage, target = gae(traj, last_value, cfg.gamma, cfg.gae_lambda)
     flat = jax.tree.map(lambda x: x.reshape((cfg.batch_size,) + x.shape[2:]),
                         (traj, advantage, target))
-    key, key_epochs = jax.random.split(rs.key)
     (params, opt_state, _), aux = jax.lax.scan(
-        functools.partial(update_epoch, cfg, apply, optimizer), (rs.params, rs.opt_state, flat),
-        jax.random.split(key_epochs, cfg.update_epochs))
+        functools.partial(update_epoch, cfg, apply, optimizer, axis_name=axis_name),
+        (params, opt_state, flat), jax.random.split(key, cfg.update_epochs))
+    return params, opt_state, target, aux
+
+
+def ppo_update(cfg: PPOConfig, fns: EnvFns, apply: Callable, optimizer, schedule: Callable,
+               theta: jax.Array, rs: RunnerState, axis_name: str | None = None
+               ) -> tuple[RunnerState, SegmentMetrics]:
+    """One PPO update: rollout of `num_steps` moves, GAE, `update_epochs` epochs, metrics.
+
+    With `axis_name`, `cfg.num_envs` is this device's share and the metrics are global.
+    """
+    lr = schedule(rs.update_step * cfg.update_epochs * cfg.num_minibatches)
+    step = functools.partial(rollout_step, cfg, fns, apply, theta, axis_name=axis_name)
+    rs, (traj, info) = jax.lax.scan(lambda r, _: step(r), rs, length=cfg.num_steps)
+    _, last_value = apply(rs.params, jax.vmap(fns.board)(rs.env_state),
+                          jax.vmap(fns.legal_action_mask)(rs.env_state))
+    key, key_epochs = jax.random.split(rs.key)
+    params, opt_state, target, aux = learn(cfg, apply, optimizer, rs.params, rs.opt_state,
+                                           traj, last_value, key_epochs, axis_name)
     rs = rs.replace(params=params, opt_state=opt_state, key=key, update_step=rs.update_step + 1)
     residual = target - traj.value
     return rs, SegmentMetrics(
         **episode_metrics(info["done"], info["score"], info["length"], info["max_tile"],
-                          info["r_shaped"]),
-        explained_variance=1.0 - jnp.var(residual) / (jnp.var(target) + 1e-8),
+                          info["r_shaped"], axis_name),
+        explained_variance=1.0 - global_var(residual, axis_name)
+        / (global_var(target, axis_name) + 1e-8),
         lr=jnp.asarray(lr, jnp.float32), **{k: jnp.mean(v) for k, v in aux.items()})
 
 

@@ -84,3 +84,16 @@ def test_throughput_benchmark_prints_json(capsys):
     assert [r["name"] for r in rows] == ["env_random", "env_features"]
     for r in rows:
         assert r["sps"] > 0 and r["compile_s"] > 0 and r["jax"] and r["pgx"] and r["device"]
+
+
+def test_throughput_ppo_rows_report_devices_and_memory(capsys):
+    bench = _load("benchmarks/throughput.py")
+    bench.main(bench.tyro.cli(bench.Args, args=[
+        "--json", "--only", "ppo_train_seeds", "ppo_train_envs", "--num-envs", "32",
+        "--ppo-updates", "1", "--num-seeds", "2", "--repeats", "1", "--devices", "1"]))
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["name"], r["num_seeds"]) for r in rows] == [("ppo_train_seeds", 2),
+                                                           ("ppo_train_envs", 1)]
+    for r in rows:
+        assert r["devices"] == 1 and r["device_kind"] and r["sps"] > 0
+        assert r["temp_gib"] > 0 and r["state_gib"] > 0

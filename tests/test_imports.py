@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 DEVICE_MODULES = ("env", "features", "reward", "networks", "ppo", "rollout", "evaluation",
-                  "dqn")
+                  "dqn", "collectives", "env_sharding")
 HOST_ONLY = ("transformers", "torch", "skopt", "orbax", "tensorboardX", "sklearn")
 
 
