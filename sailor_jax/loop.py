@@ -92,6 +92,19 @@ class SailorHooks:
         self.timings = self.state.timings
 
 
+@dataclasses.dataclass
+class Judgement:
+    """What judging one iteration's trajectories produced (host-only)."""
+
+    thetas: np.ndarray
+    """`float32[S, F]` after the update (process 0's; zeros on the others until broadcast)."""
+    updates: list[SeedUpdate]
+    seconds: dict[str, float]
+    """`rank` and `update` wall-clock seconds."""
+    refined: list[int]
+    """Seeds that asked for refinement: their stall counters restart."""
+
+
 def iteration(ctx: Context, state: LoopState, runner_state: Any, metrics: Any,
               seconds: float, logger: MetricLogger) -> IterationRecord:
     """Everything after iteration t's segment: judge, update theta, log. Updates `state`."""
@@ -99,20 +112,81 @@ def iteration(ctx: Context, state: LoopState, runner_state: Any, metrics: Any,
     phase_seconds = {"train": seconds}
     train_score = segment_scores(metrics, s)
     update_stall(state, train_score, cfg.refine.min_improvement)
-    thetas, batch = state.thetas, None
+    batch = None
     if cfg.self_align:
-        batch, new_thetas, updates = judge_and_update(ctx, state, runner_state, train_score,
-                                                      phase_seconds)
+        batch, phase_seconds["collect"] = collect_batch(ctx, runner_state, t)
+        judged = judge(ctx, state, batch, train_score, t)
+        phase_seconds |= judged.seconds
+        new_thetas, updates = settle(state, judged), judged.updates
     else:
-        new_thetas = thetas.copy()
+        new_thetas = state.thetas.copy()
         updates = [SeedUpdate(message="fixed reward (self_align=False)") for _ in range(s)]
+    return record_iteration(ctx, state, t, train_score, phase_seconds, batch, new_thetas,
+                            updates, logger, metrics)
+
+
+def collect_batch(ctx: Context, runner_state: Any, t: int) -> tuple[Any, float]:
+    """Sample iteration t's M games per seed (host `TrajectoryBatch [S, M, ...]`, seconds)."""
+    t0 = time.perf_counter()
+    keys = np.asarray(jax.random.split(jax.random.fold_in(ctx.key_collect, t),
+                                       ctx.cfg.num_seeds))
+    batch = sharding.to_host(ctx.collect(runner.rows(runner_state.params, 0,
+                                                     ctx.cfg.num_seeds), keys))
+    return batch, time.perf_counter() - t0
+
+
+def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | None],
+          t: int) -> Judgement:
+    """Rank iteration t's games and compute the updated (and refined) thetas.
+
+    Reads `state` (thetas, stall counters, past scores) and changes nothing, so it may run in
+    a worker thread (`pipeline`). Process 0 judges; the others return zeros, replaced by
+    process 0's thetas in `settle`.
+    """
+    cfg, s = ctx.cfg, ctx.cfg.num_seeds
+    if not sharding.is_main_process():  # process 0 judges; the others take its thetas
+        return Judgement(np.zeros_like(state.thetas), [SeedUpdate(message="theta from "
+                                                                  "process 0")] * s,
+                         {"rank": 0.0, "update": 0.0}, [])
+    t0 = time.perf_counter()
+    ctx.ranker.reseed(int(np.random.default_rng([cfg.seed, t]).integers(2**31)))
+    rankings = ctx.ranker.rank_groups([jax.tree.map(lambda x, i=i: x[i], batch)
+                                       for i in range(s)])
+    rank_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    stalled = [k >= cfg.refine.patience for k in state.stall]
+    history = [r.train_score for r in state.iterations if r.train_score] + [train_score]
+    new_thetas, updates = align_step(state.thetas, batch, rankings, ctx.spec, cfg, t,
+                                     ctx.advisor, stalled, history)
+    refined = [k for k, update in enumerate(updates) if update.refine is not None]
+    return Judgement(new_thetas, updates, {"rank": rank_s, "update": time.perf_counter() - t0},
+                     refined)
+
+
+def settle(state: LoopState, judged: Judgement) -> np.ndarray:
+    """Apply a judgement's stall resets and return process 0's thetas on every process."""
+    for k in judged.refined:
+        state.stall[k] = 0  # wait `patience` iterations again before the next question
+    return sharding.broadcast_from_main(judged.thetas)
+
+
+def record_iteration(ctx: Context, state: LoopState, t: int, train_score: list[float | None],
+                     phase_seconds: dict[str, float], batch: Any, new_thetas: np.ndarray,
+                     updates: list[SeedUpdate], logger: MetricLogger,
+                     metrics: Any = None) -> IterationRecord:
+    """Append iteration t's thetas to the history, add its phase seconds to the timings, log
+    its PPO updates (`metrics`, when given) and its record; return the record."""
+    cfg, s = ctx.cfg, ctx.cfg.num_seeds
     for phase, dt in phase_seconds.items():
         if phase != "train":  # the runner times training
-            state.timings[phase] += dt
+            state.timings[phase] = state.timings.get(phase, 0.0) + dt
     state.theta_history.append(new_thetas.tolist())
-    runner.log_updates(logger, runner.rows(metrics, 0, s), t * cfg.ppo.steps_per_segment,
-                       cfg.ppo.batch_size)
-    host = sum(phase_seconds.values()) - seconds
+    if metrics is not None:
+        runner.log_updates(logger, runner.rows(metrics, 0, s), t * cfg.ppo.steps_per_segment,
+                           cfg.ppo.batch_size)
+    seconds = phase_seconds["train"]
+    host = sum(v for k, v in phase_seconds.items() if k not in ("train", "rank", "update")) \
+        if "judge_wait" in phase_seconds else sum(phase_seconds.values()) - seconds
     record = IterationRecord(
         iteration=t, env_steps=(t + 1) * cfg.ppo.steps_per_segment,
         sps=rows_sps(cfg, seconds), seconds=phase_seconds, host_overhead_s=host,
@@ -122,40 +196,6 @@ def iteration(ctx: Context, state: LoopState, runner_state: Any, metrics: Any,
     logger.log(record.env_steps, {**_scalars(ctx.spec, record, new_thetas), "iteration": t,
                                   "seeds": [u.to_json() for u in updates]})
     return record
-
-
-def judge_and_update(ctx: Context, state: LoopState, runner_state: Any,
-                     train_score: list[float | None], seconds: dict[str, float]):
-    """Collect M games per seed, rank them, update (and refine) theta; fills `seconds`.
-
-    Returns:
-      `(host TrajectoryBatch [S, M, ...], new thetas float32[S, F], S SeedUpdate)`.
-    """
-    cfg, s, t = ctx.cfg, ctx.cfg.num_seeds, state.iteration
-    t0 = time.perf_counter()
-    keys = np.asarray(jax.random.split(jax.random.fold_in(ctx.key_collect, t), s))
-    batch = sharding.to_host(ctx.collect(runner.rows(runner_state.params, 0, s), keys))
-    seconds["collect"] = time.perf_counter() - t0
-    if not sharding.is_main_process():  # process 0 judges; the others take its thetas
-        new_thetas = sharding.broadcast_from_main(np.zeros_like(state.thetas))
-        seconds["rank"] = seconds["update"] = 0.0
-        return batch, new_thetas, [SeedUpdate(message="theta from process 0")] * s
-    t0 = time.perf_counter()
-    ctx.ranker.reseed(int(np.random.default_rng([cfg.seed, t]).integers(2**31)))
-    rankings = ctx.ranker.rank_groups([jax.tree.map(lambda x, i=i: x[i], batch)
-                                       for i in range(s)])
-    seconds["rank"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    stalled = [k >= cfg.refine.patience for k in state.stall]
-    history = [r.train_score for r in state.iterations if r.train_score] + [train_score]
-    new_thetas, updates = align_step(state.thetas, batch, rankings, ctx.spec, cfg, t,
-                                     ctx.advisor, stalled, history)
-    for k, update in enumerate(updates):
-        if update.refine is not None:
-            state.stall[k] = 0  # wait `patience` iterations again before the next question
-    new_thetas = sharding.broadcast_from_main(new_thetas)
-    seconds["update"] = time.perf_counter() - t0
-    return batch, new_thetas, updates
 
 
 def _scalars(spec: RewardSpec, record: IterationRecord, thetas: np.ndarray) -> dict:
@@ -234,7 +274,12 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
         advisor = refinement.make_advisor(cfg.refine, ranker,
                                           os.path.join(out_dir, "refine.jsonl"))
     ctx = Context(cfg, spec, theta0, collect, ranker, advisor, key_collect, key_eval)
-    hooks = SailorHooks(ctx, LoopState.start(theta0, cfg.num_seeds))
+    if cfg.pipeline and cfg.self_align:
+        from sailor_jax.pipeline import PipelinedHooks  # it builds on this module
+
+        hooks = PipelinedHooks(ctx, LoopState.start(theta0, cfg.num_seeds))
+    else:
+        hooks = SailorHooks(ctx, LoopState.start(theta0, cfg.num_seeds))
     runner_state = runner.run_segments(out_dir, init(key_init), segment, hooks, resume=resume,
                                        tensorboard=cfg.tensorboard, progress=progress,
                                        label="SAILOR", hparams=config, devices=devices)

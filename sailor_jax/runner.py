@@ -42,7 +42,10 @@ class SegmentHooks(Protocol):
 
     `timings` is the run's wall-clock seconds per phase; the runner adds `compile`, `train`
     and `checkpoint`, the hooks their own phases. `to_json` / `load_json` carry the hooks'
-    state through every checkpoint, so a resumed run continues exactly.
+    state through every checkpoint, so a resumed run continues exactly. Hooks with work in
+    flight between segments (`pipeline.PipelinedHooks`) also define `after_restore(runner)`,
+    called once after a checkpoint is restored, and `finish(logger)`, called after the last
+    segment.
     """
 
     num_segments: int
@@ -133,6 +136,8 @@ def run_segments(out_dir: str, runner: Any, segment: Any, hooks: SegmentHooks, *
             runner = layout.pad(restored)
             start = meta["segment"]
             hooks.load_json(meta["hooks"])
+            if hasattr(hooks, "after_restore"):
+                hooks.after_restore(runner)
         else:
             runner = layout.put(runner)
             if hparams is not None:
@@ -156,6 +161,8 @@ def run_segments(out_dir: str, runner: Any, segment: Any, hooks: SegmentHooks, *
                                            + time.perf_counter() - t0)
             if progress:
                 progress.update(task, advance=1, description=description)
+        if hasattr(hooks, "finish"):
+            hooks.finish(logger)
     return layout.unpad(runner)
 
 

@@ -86,6 +86,9 @@ class SailorConfig:
     ablations' fixed-reward variants: same segments, budget and evaluation, no judge)."""
     refine: RefineConfig = RefineConfig()
     """LLM-guided reward refinement when the rankings agree but the score stalls (off)."""
+    pipeline: bool = False
+    """Judge iteration t in a worker thread while segment t+1 trains on the theta before it;
+    the judged theta then trains from segment t+2 on (`sailor_jax/pipeline.py`)."""
     tensorboard: bool = True
     """Write TensorBoard event files."""
 
