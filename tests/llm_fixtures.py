@@ -80,6 +80,11 @@ def training_corpus(num_games: int = 12) -> list[str]:
     ]
     corpus += [prompts.pairwise_user_message(texts[i], texts[i - 1]) for i in range(num_games)]
     corpus += [prompts.listwise_user_message(texts[i : i + 3]) for i in range(0, num_games, 3)]
+    corpus += [prompts.pointwise_user_message(texts[i], i % len(prompts.POINTWISE_RUBRICS))
+               for i in range(num_games)]
+    # Weighted so that BPE merges " 1".." 9" into single tokens, as GPT-2-style tokenizers do
+    # (pointwise mode reads one label token per rating); unweighted, " 6".." 8" stay split.
+    corpus += [f"{prompts.POINTWISE_ANSWER_PREFIX} {r}" for r in prompts.POINTWISE_RATINGS] * 30
     corpus += [" ".join(str(k) for k in range(j, j + 40)) for j in range(0, 400, 40)]
     corpus += [f"Trajectory {k} T{k} [{k}, {k + 1}]" for k in range(20)]
     return corpus * 10

