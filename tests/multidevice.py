@@ -14,31 +14,20 @@ Each run reports its theta history, evaluations and the device count of the runn
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sys
 
 import jax
 import numpy as np
+from test_loop import TINY  # this script runs from tests/, next to test_loop.py
 
 from sailor_jax import loop
-from sailor_jax.config import (
-    AlignmentConfig,
-    EvalConfig,
-    NetworkConfig,
-    PPOConfig,
-    RankerConfig,
-    SailorConfig,
-)
 from sailor_jax.rankers import OutcomeRanker
 
-CFG = SailorConfig(
-    iterations=2, num_seeds=3, trajectories=4, max_len=60,
-    ppo=PPOConfig(num_envs=16, num_steps=8, updates_per_segment=1,
-                  network=NetworkConfig(hidden_sizes=(16,))),
-    ranker=RankerConfig(kind="outcome"),
-    alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3),
-    eval=EvalConfig(episodes=4, max_len=300), tensorboard=False)
+CFG = dataclasses.replace(TINY, iterations=2, num_seeds=3)
+"""`test_loop.TINY` (outcome judge) with 3 seeds, so 6 rows do not divide 4 devices."""
 
 
 class DiesAfter(OutcomeRanker):
