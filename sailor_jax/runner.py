@@ -73,8 +73,9 @@ def config_json(config: Any) -> str:
 def prepare_out_dir(out_dir: str, config: Any, resume: bool) -> dict:
     """Create `out_dir` with `config.json`, refusing to mix runs; return the config as JSON.
 
-    In a multi-process run only process 0 writes; every process checks and then waits for
-    the others (`sharding.barrier`).
+    In a multi-process run every process checks the folder as it was before this run (a
+    barrier first: otherwise a slower process would find process 0's fresh config.json and
+    refuse), then process 0 alone writes.
 
     Raises:
       ValueError: `out_dir` already holds a run and `resume` is False, or its saved config
@@ -82,6 +83,7 @@ def prepare_out_dir(out_dir: str, config: Any, resume: bool) -> dict:
     """
     text = config_json(config)
     path = os.path.join(out_dir, "config.json")
+    sharding.barrier("prepare_out_dir: check")  # all processes see the folder before writing
     if os.path.exists(path):
         if not resume:
             raise ValueError(f"{out_dir} already holds a run; pass --resume to continue it or "
@@ -93,7 +95,7 @@ def prepare_out_dir(out_dir: str, config: Any, resume: bool) -> dict:
         os.makedirs(out_dir, exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
-    sharding.barrier("prepare_out_dir")
+    sharding.barrier("prepare_out_dir: written")
     return json.loads(text)
 
 
