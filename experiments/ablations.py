@@ -45,15 +45,17 @@ import sys
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 from sailor_jax.cli import join_processes  # noqa: E402
+from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 
-join_processes(sys.argv[1:])  # --distributed: before pgx's import starts JAX's backend
+report_user_errors(join_processes)  # --distributed: before pgx's import starts JAX's backend
 
 from rich.console import Console  # noqa: E402
 
 from sailor_jax import (  # noqa: E402
     loop,
     report,
-    sharding,  # noqa: E402
+    run_dir,
+    sharding,
 )
 from sailor_jax.cli import Scale, ScaleArgs, parse_with_presets, progress_bar, start  # noqa: E402
 from sailor_jax.config import (  # noqa: E402
@@ -68,7 +70,7 @@ from sailor_jax.features import FEATURE_NAMES  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
 from sailor_jax.rankers.factory import judge_name  # noqa: E402
 from sailor_jax.results import SailorResults  # noqa: E402
-from sailor_jax.runner import config_json  # noqa: E402
+from sailor_jax.run_dir import config_json  # noqa: E402
 
 FIXED_VARIANTS = ("baseline", "score_only")
 SAILOR_VARIANTS = ("sailor_bo", "sailor_bo_constrained", "sailor_bo_weighted_confidence",
@@ -141,10 +143,10 @@ def variant_config(name: str, base: SailorConfig,
     """The `SailorConfig` of variant `name`: `base` with only the reward learning changed.
 
     Raises:
-      ValueError: unknown variant name (the message lists the known ones).
+      UserError: unknown variant name (the message lists the known ones).
     """
     if name not in VARIANTS:
-        raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+        raise UserError(f"--variants: unknown variant {name!r}", f"known: {', '.join(VARIANTS)}")
     cfg = dataclasses.replace(base, baseline=False)  # the baseline is its own variant
     if name == "baseline":
         return dataclasses.replace(cfg, self_align=False, tunable=None)
@@ -185,14 +187,15 @@ def parse(argv: list[str]) -> tuple[str, Args]:
     """`--preset NAME` (default smoke), then any field over that preset's defaults (tyro).
 
     Raises:
-      ValueError: an unknown or repeated variant name (before any work is done).
+      UserError: an unknown or repeated variant name (before any work is done).
     """
     preset, args = parse_with_presets({n: (PRESET_HELP[n], a) for n, a in PRESETS.items()},
                                       argv, "SAILOR ablations")
     for name in args.variants:
         variant_config(name, args.base, args.constrained_tunable)  # fail before any work
     if len(set(args.variants)) != len(args.variants):
-        raise ValueError(f"variants repeat a name: {list(args.variants)}")
+        raise UserError(f"--variants repeats a name: {' '.join(args.variants)}",
+                        "name each variant once")
     return preset, args
 
 
@@ -200,19 +203,35 @@ def _config_dict(cfg: SailorConfig) -> dict:
     return json.loads(config_json(cfg))
 
 
+def check_variant(name: str, cfg: SailorConfig, folder: str) -> None:
+    """Check, before any work, that variant `name` can run (or be read back) in `folder`.
+
+    Raises:
+      UserError: the folder holds a run of another configuration, or the judge's model
+        cannot be found (`loop.check_judges`).
+    """
+    results_path = os.path.join(folder, "results.json")
+    if os.path.exists(results_path):
+        if SailorResults.load(results_path).config != _config_dict(cfg):
+            raise UserError(f"{folder} holds variant {name!r} run with a different "
+                            "configuration", "choose another --out")
+        return
+    run_dir.check_out_dir(folder, cfg, os.path.exists(os.path.join(folder, "config.json")))
+    if cfg.self_align:
+        loop.check_judges(cfg, None, None)
+
+
 def run_variant(name: str, cfg: SailorConfig, folder: str, console: Console,
                 progress=None, devices: int | None = None) -> SailorResults:
     """Run one variant, or read it back when finished; resume it when it was interrupted.
 
     Raises:
-      ValueError: the folder holds results of a different configuration.
+      UserError: the folder holds a run of a different configuration (`check_variant`).
     """
+    check_variant(name, cfg, folder)
     results_path = os.path.join(folder, "results.json")
     if os.path.exists(results_path):
         results = SailorResults.load(results_path)
-        if results.config != _config_dict(cfg):
-            raise ValueError(f"{folder} holds variant {name!r} run with a different "
-                             "configuration; choose another --out")
         console.print(f"variant {name}: finished earlier, read {results_path}", markup=False)
         return results
     resume = os.path.exists(os.path.join(folder, "config.json"))
@@ -234,6 +253,9 @@ def theta_rows(name: str, results: SailorResults) -> list[dict]:
 def main(argv: list[str] | None = None) -> list[dict]:
     preset, args = parse(sys.argv[1:] if argv is None else argv)
     console = start(args.scale)
+    for name in args.variants:  # every folder and judge, before anything is written
+        check_variant(name, variant_config(name, args.base, args.constrained_tunable),
+                      os.path.join(args.out, "variants", name))
     if sharding.is_main_process():
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "ablation.json"), "w", encoding="utf-8") as f:
@@ -267,4 +289,4 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

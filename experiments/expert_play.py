@@ -25,6 +25,7 @@ import numpy as np
 import tyro
 from rich.console import Console
 
+from sailor_jax.errors import report_user_errors
 from sailor_jax.evaluation import make_act_evaluate, summarize
 from sailor_jax.expert import expert_act, expert_action_values
 from sailor_jax.report import machine
@@ -104,4 +105,4 @@ def main(args: Args) -> dict:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(Args))
+    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))

@@ -42,6 +42,7 @@ from rich.table import Table
 
 from sailor_jax.alignment import update_theta
 from sailor_jax.config import AlignmentConfig, NetworkConfig, PreferenceConfig
+from sailor_jax.errors import report_user_errors
 from sailor_jax.features import FEATURE_NAMES
 from sailor_jax.preferences import build_preferences, pair_agreement
 from sailor_jax.rankers import LinearOracleRanker
@@ -290,4 +291,4 @@ def main(args: Args) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(Args))
+    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))

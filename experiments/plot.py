@@ -33,6 +33,7 @@ import numpy as np  # noqa: E402
 import tyro  # noqa: E402
 
 from sailor_jax import report  # noqa: E402
+from sailor_jax.errors import MissingFileError, report_user_errors
 from sailor_jax.results import SailorResults  # noqa: E402
 
 FIGURES = ("learning_curves", "final_performance", "theta_trajectories",
@@ -44,8 +45,8 @@ def load_runs(results_dir: str) -> dict[str, SailorResults]:
     single run folder (one entry named after the folder).
 
     Raises:
-      FileNotFoundError: no results.json found.
-      ValueError: a results.json that is not a SAILOR run's.
+      MissingFileError: no results.json found (also a `FileNotFoundError`).
+      UserError: a results.json that is not a SAILOR run's.
     """
     single = os.path.join(results_dir, "results.json")
     if os.path.exists(single):
@@ -63,8 +64,8 @@ def load_runs(results_dir: str) -> dict[str, SailorResults]:
         if os.path.exists(path):
             runs[name] = SailorResults.load(path)
     if not runs:
-        raise FileNotFoundError(f"no results.json in {results_dir} or {variants_dir}/*/ "
-                                "(is the run finished?)")
+        raise MissingFileError(f"no results.json in {results_dir} or {variants_dir}/*/",
+                               "pass the folder of a finished run or ablation")
     return runs
 
 
@@ -261,7 +262,7 @@ def make_figures(results_dir: str, out_dir: str | None = None) -> list[str]:
     """Write every figure of `FIGURES` as PNG and PDF; return the written paths.
 
     Raises:
-      FileNotFoundError: `results_dir` holds no finished run.
+      MissingFileError: `results_dir` holds no finished run.
     """
     runs = load_runs(results_dir)
     out_dir = out_dir or os.path.join(results_dir, "figures")
@@ -295,4 +296,4 @@ def main(argv: list[str] | None = None) -> list[str]:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 
 from sailor_jax.cli import join_processes
+from sailor_jax.errors import report_user_errors
 
-join_processes(sys.argv[1:])  # --distributed: before pgx's import starts JAX's backend
+report_user_errors(join_processes)  # --distributed: before pgx's import starts JAX's backend
 
 import tyro  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -64,4 +64,4 @@ def main(args: Args) -> dict:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(Args))
+    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))

@@ -27,9 +27,10 @@ import numpy as np
 import tyro
 from rich.console import Console
 
-from sailor_jax import dqn, report, runner
+from sailor_jax import dqn, report, run_dir, runner
 from sailor_jax.cli import progress_bar
 from sailor_jax.config import DQNConfig, EvalConfig
+from sailor_jax.errors import report_user_errors
 from sailor_jax.logging import to_jsonable
 from sailor_jax.results import final_thetas
 from sailor_jax.reward import RewardSpec
@@ -111,12 +112,12 @@ def run(args: Args, progress=None) -> dict:
     """Train both rewards, evaluate, write the tables and results.json. Host-only.
 
     Raises:
-      ValueError / FileNotFoundError: see `load_sailor_thetas`; `--out` already holds a run
-        (without `--resume`) or a different one.
+      UserError: see `load_sailor_thetas` (`results.final_thetas`) and
+        `run_dir.check_out_dir` (`--out` holds a started run, or a different one).
     """
     spec, s = RewardSpec(), args.num_seeds
     sailor_thetas, judge = load_sailor_thetas(args.sailor_results, spec)
-    config = runner.prepare_out_dir(args.out, args, args.resume)
+    config = run_dir.prepare_out_dir(args.out, args, args.resume)
     used = sailor_thetas[np.arange(s) % len(sailor_thetas)]
     baseline = np.tile(spec.validate(spec.theta0), (s, 1))
     init, segment = dqn.make_train(args.dqn, num_seeds=s)
@@ -171,4 +172,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

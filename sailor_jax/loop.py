@@ -25,11 +25,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from sailor_jax import ppo, refinement, runner, sharding
+from sailor_jax import ppo, refinement, run_dir, runner, sharding
 from sailor_jax.config import SailorConfig
 from sailor_jax.logging import MetricLogger
 from sailor_jax.rankers.base import Ranker
-from sailor_jax.rankers.factory import make_ranker, ranker_description
+from sailor_jax.rankers.factory import check_ranker, make_ranker, ranker_description
+from sailor_jax.rankers.model_source import check_model_source
 from sailor_jax.results import PHASES, IterationRecord, LoopState, SailorResults, SeedUpdate
 from sailor_jax.reward import RewardSpec
 from sailor_jax.rollout import cut_windows, make_collect
@@ -237,6 +238,20 @@ def _collector(cfg: SailorConfig) -> Callable:
                                            cfg.window)
 
 
+def check_judges(cfg: SailorConfig, ranker: Ranker | None,
+                 advisor: refinement.Advisor | None) -> None:
+    """Check that the judge and the refinement advisor `cfg` names can be built (those not
+    given ready-made), without loading them. Host-only.
+
+    Raises:
+      UserError: a model cannot be found (`rankers.model_source.check_model_source`).
+    """
+    if ranker is None:
+        check_ranker(cfg.ranker)
+    if cfg.refine.enabled and advisor is None and cfg.refine.model is not None:
+        check_model_source(cfg.refine.model, cfg.refine.gguf_file, "--sailor.refine.model")
+
+
 def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | None = None,
         progress=None, advisor: refinement.Advisor | None = None,
         devices: int | None = None) -> SailorResults:
@@ -258,16 +273,20 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
       The `SailorResults` written to `results.json`.
 
     Raises:
-      ValueError: `out_dir` already holds a run and `resume` is False, or configs differ.
+      UserError: `out_dir` holds a started run and `resume` is False, or the saved config
+        differs, or there is no run to resume, or the judge's model cannot be found
+        (`run_dir.check_out_dir`, `check_judges`); all before anything is written.
     """
-    config = runner.prepare_out_dir(out_dir, cfg, resume)
+    main = sharding.is_main_process()
+    if cfg.self_align and main:  # before the folder is written or anything compiles
+        check_judges(cfg, ranker, advisor)
+    config = run_dir.prepare_out_dir(out_dir, cfg, resume)
     spec = cfg.reward_spec()
     theta0 = spec.validate(spec.theta0)
     rows = cfg.num_seeds * (2 if cfg.baseline else 1)
     init, segment = ppo.make_train(cfg.ppo, num_seeds=rows)
     collect = jax.jit(jax.vmap(_collector(cfg)))
     key_init, key_collect, key_eval = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
-    main = sharding.is_main_process()
     if cfg.self_align and ranker is None and main:
         ranker = make_ranker(cfg.ranker, os.path.join(out_dir, "llm.jsonl"))
     if cfg.self_align and cfg.refine.enabled and advisor is None and main:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sailor_jax.errors import MissingFileError, UserError
 from sailor_jax.logging import to_jsonable
 from sailor_jax.reward import RewardSpec
 
@@ -216,30 +217,31 @@ class SailorResults:
         required = {f.name for f in dataclasses.fields(cls)} - {"baseline_evaluation"}
         missing = sorted(required - set(d))
         if missing:
-            raise ValueError(f"{file} is not a SAILOR results.json: missing {missing}")
+            raise UserError(f"{file} is not a SAILOR results.json: missing {missing}")
         try:
             return cls.from_json(d)
-        except (KeyError, TypeError) as err:
-            raise ValueError(f"{file} is not a SAILOR results.json: {err!r}") from err
+        except (KeyError, TypeError, ValueError) as err:
+            raise UserError(f"{file} is not a SAILOR results.json: {err!r}") from err
 
 
 def read_json(path: str) -> tuple[str, dict]:
     """`(file, parsed dict)` of a run's `results.json` (the file, or the folder holding it).
 
     Raises:
-      FileNotFoundError: no results.json at `path`.
-      ValueError: not valid JSON, or not a JSON object.
+      MissingFileError: no results.json at `path` (a `FileNotFoundError`).
+      UserError: not valid JSON, or not a JSON object (a `ValueError`).
     """
     file = os.path.join(path, "results.json") if os.path.isdir(path) else path
     if not os.path.isfile(file):
-        raise FileNotFoundError(f"no SAILOR results.json at {path!r}")
+        raise MissingFileError(f"no SAILOR results.json at {path!r}",
+                               "pass the folder of a finished run, or its results.json")
     try:
         with open(file, encoding="utf-8") as f:
             d = json.load(f)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{file} is not valid JSON: {err}") from err
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise UserError(f"{file} is not valid JSON: {err}") from err
     if not isinstance(d, dict):
-        raise ValueError(f"{file} is not a SAILOR results.json (not a JSON object)")
+        raise UserError(f"{file} is not a SAILOR results.json (not a JSON object)")
     return file, d
 
 
@@ -256,8 +258,8 @@ def final_thetas(path: str, spec: RewardSpec | None = None) -> tuple[np.ndarray,
       `(thetas float32[S, F] in spec order, judge)`; judge is `ranker.kind` or "-".
 
     Raises:
-      FileNotFoundError: no results.json at `path`.
-      ValueError: not JSON, no usable `theta_history`, unknown feature names, or a theta of the
+      MissingFileError: no results.json at `path`.
+      UserError: not JSON, no usable `theta_history`, unknown feature names, or a theta of the
         wrong length or out of bounds (the message names the file and the seed).
     """
     spec = spec or RewardSpec()
@@ -265,21 +267,21 @@ def final_thetas(path: str, spec: RewardSpec | None = None) -> tuple[np.ndarray,
     history = results.get("theta_history")
     if not isinstance(history, list) or not history or not isinstance(history[-1], list) \
             or not history[-1]:
-        raise ValueError(f"{file} has no 'theta_history' (a non-empty [iterations][seeds][F] "
-                         "list); is it a SAILOR results.json?")
+        raise UserError(f"{file} has no 'theta_history' (a non-empty [iterations][seeds][F] "
+                        "list); is it a SAILOR results.json?")
     names = list(results.get("feature_names") or spec.names)
     if sorted(names) != sorted(spec.names):
-        raise ValueError(f"{file}: feature_names {names} do not match {list(spec.names)}")
+        raise UserError(f"{file}: feature_names {names} do not match {list(spec.names)}")
     order = [names.index(n) for n in spec.names]
     thetas = []
     for s, theta in enumerate(history[-1]):
         if not isinstance(theta, list) or len(theta) != len(names):
-            raise ValueError(f"{file}: final theta of seed {s} must be a list of {len(names)} "
-                             f"numbers ({names}), got {theta!r}")
+            raise UserError(f"{file}: final theta of seed {s} must be a list of {len(names)} "
+                            f"numbers ({names}), got {theta!r}")
         try:
             thetas.append(spec.validate([theta[k] for k in order]))
         except (ValueError, TypeError) as err:
-            raise ValueError(f"{file}: final theta of seed {s}: {err}") from err
+            raise UserError(f"{file}: final theta of seed {s}: {err}") from err
     ranker = results.get("ranker")
     judge = str(ranker.get("kind", "-")) if isinstance(ranker, dict) else "-"
     return np.stack(thetas), judge

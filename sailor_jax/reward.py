@@ -73,10 +73,10 @@ class RewardSpec:
             raise ValueError(f"unknown feature name(s) {unknown}; known: {list(self.names)}")
         return dataclasses.replace(self, tunable=tuple(n in names for n in self.names))
 
-    def validate(self, theta) -> np.ndarray:
+    def validate(self, theta, name: str = "theta") -> np.ndarray:
         """Check a theta vector against the spec and return it as `float32[F]`.
 
-        Host-only.
+        Host-only. `name` is what the messages call the vector (e.g. "theta_star").
 
         Raises:
           ValueError: wrong shape/length, a non-finite entry, or an entry outside its bounds;
@@ -85,20 +85,20 @@ class RewardSpec:
         arr = np.asarray(theta, dtype=np.float64)
         if arr.ndim != 1 or arr.shape[0] != self.num_features:
             raise ValueError(
-                f"theta must have shape ({self.num_features},) for features {list(self.names)}, "
+                f"{name} must have shape ({self.num_features},) for features {list(self.names)}, "
                 f"got shape {arr.shape}"
             )
         # Compare in float32, the dtype theta lives in on device: a weight sitting on a bound
         # (0.3 -> 0.30000001 in float32) must still pass when it comes back from the device.
         arr32 = arr.astype(np.float32)
         lower, upper = np.float32(self.lower), np.float32(self.upper)
-        for k, name in enumerate(self.names):
+        for k, feature in enumerate(self.names):
             v = arr[k]
             if not np.isfinite(v):
-                raise ValueError(f"theta[{k}] ('{name}') is {v}; weights must be finite")
+                raise ValueError(f"{name}[{k}] ('{feature}') is {v}; weights must be finite")
             if arr32[k] < lower[k] or arr32[k] > upper[k]:
                 raise ValueError(
-                    f"theta[{k}] ('{name}') = {v} is outside its bounds "
+                    f"{name}[{k}] ('{feature}') = {v} is outside its bounds "
                     f"[{self.lower[k]}, {self.upper[k]}]"
                 )
         return arr32

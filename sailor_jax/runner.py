@@ -26,6 +26,7 @@ from sailor_jax.checkpoint import Checkpointer
 from sailor_jax.config import EvalConfig, NetworkConfig, TrainConfig
 from sailor_jax.logging import MetricLogger, to_jsonable
 from sailor_jax.reward import RewardSpec
+from sailor_jax.run_dir import prepare_out_dir
 
 UPDATE_METRICS: dict[str, str] = {
     "charts/episodic_return": "episode_score", "charts/episodic_length": "episode_length",
@@ -63,40 +64,6 @@ class SegmentHooks(Protocol):
 
     def load_json(self, state: dict) -> None:
         """Restore the state `to_json` returned (on resume)."""
-
-
-def config_json(config: Any) -> str:
-    """The canonical `config.json` text of a run config dataclass (sorted keys)."""
-    return json.dumps(to_jsonable(dataclasses.asdict(config)), indent=2, sort_keys=True)
-
-
-def prepare_out_dir(out_dir: str, config: Any, resume: bool) -> dict:
-    """Create `out_dir` with `config.json`, refusing to mix runs; return the config as JSON.
-
-    In a multi-process run every process checks the folder as it was before this run (a
-    barrier first: otherwise a slower process would find process 0's fresh config.json and
-    refuse), then process 0 alone writes.
-
-    Raises:
-      ValueError: `out_dir` already holds a run and `resume` is False, or its saved config
-        differs from `config` on resume.
-    """
-    text = config_json(config)
-    path = os.path.join(out_dir, "config.json")
-    sharding.barrier("prepare_out_dir: check")  # all processes see the folder before writing
-    if os.path.exists(path):
-        if not resume:
-            raise ValueError(f"{out_dir} already holds a run; pass --resume to continue it or "
-                             "choose another --out")
-        with open(path, encoding="utf-8") as f:
-            if f.read() != text:
-                raise ValueError(f"--resume: the config differs from the one saved in {path}")
-    elif sharding.is_main_process():
-        os.makedirs(out_dir, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    sharding.barrier("prepare_out_dir: written")
-    return json.loads(text)
 
 
 def run_segments(out_dir: str, runner: Any, segment: Any, hooks: SegmentHooks, *,

@@ -27,6 +27,8 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
+from sailor_jax.errors import UserError
+
 __all__ = ["SeedLayout", "barrier", "broadcast_from_main", "initialize_distributed",
            "is_main_process", "resolve_devices", "to_host"]
 
@@ -37,16 +39,16 @@ def resolve_devices(devices: int | None) -> list[jax.Device]:
     In a multi-process run these are the global devices of every process.
 
     Raises:
-      ValueError: `devices` is not in `1 .. jax.device_count()`.
+      UserError: `devices` is not in `1 .. jax.device_count()`.
     """
     available = jax.devices()
     if devices is None:
         return available
     if not 1 <= int(devices) <= len(available):
-        raise ValueError(
+        raise UserError(
             f"--devices must be in 1..{len(available)} (the {available[0].platform} devices "
-            f"JAX sees), got {devices}; on a CPU, more devices need "
-            f"XLA_FLAGS=--xla_force_host_platform_device_count=N set before JAX starts")
+            f"JAX sees), got {devices}", "on a CPU, more devices need "
+            "XLA_FLAGS=--xla_force_host_platform_device_count=N set before JAX starts")
     return available[:int(devices)]
 
 
@@ -154,16 +156,16 @@ def initialize_distributed(coordinator_address: str | None = None,
     `JAX_PROCESS_ID`). On CPU the processes talk over Gloo.
 
     Raises:
-      ValueError: only some of the three arguments are given while the others cannot be
+      UserError: only some of the three arguments are given while the others cannot be
         detected (JAX's own error, re-raised with the flags to pass).
     """
     try:
         jax.distributed.initialize(coordinator_address=coordinator_address,
                                    num_processes=num_processes, process_id=process_id)
     except ValueError as e:
-        raise ValueError(f"jax.distributed.initialize failed ({e}); outside Slurm/Open MPI "
-                         "pass --coordinator-address HOST:PORT --num-processes N "
-                         "--process-id I on every process") from e
+        raise UserError(f"--distributed: jax.distributed.initialize failed ({e})",
+                        "outside Slurm/Open MPI pass --coordinator-address HOST:PORT "
+                        "--num-processes N --process-id I on every process") from e
 
 
 def is_main_process() -> bool:

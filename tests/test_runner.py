@@ -24,18 +24,6 @@ class _Cfg:
     b: tuple[float, ...] = (0.5, float("nan"))
 
 
-def test_prepare_out_dir_refuses_to_mix_runs(tmp_path):
-    out = str(tmp_path / "run")
-    config = runner.prepare_out_dir(out, _Cfg(), resume=False)
-    assert config == {"a": 1, "b": [0.5, None]}  # NaN is not JSON: written as null
-    assert json.load(open(os.path.join(out, "config.json"))) == config
-    with pytest.raises(ValueError, match="already holds a run"):
-        runner.prepare_out_dir(out, _Cfg(), resume=False)
-    with pytest.raises(ValueError, match="config differs"):
-        runner.prepare_out_dir(out, _Cfg(a=2), resume=True)
-    assert runner.prepare_out_dir(out, _Cfg(), resume=True) == config
-
-
 @jax.jit
 def _toy_segment(state, thetas):
     """A stand-in for a compiled segment: state {"x": [R]} accumulates a function of theta

@@ -13,6 +13,8 @@ from typing import Literal
 
 import numpy as np
 
+from sailor_jax.reward import RewardSpec
+
 WEIGHTINGS = ("none", "confidence", "discrepancy")
 METHODS = ("bo", "bt_mcmc")
 OBJECTIVES = ("error", "bt_nll")
@@ -246,4 +248,6 @@ class RankerConfig:
             raise ValueError(f"expert_depth must be an int >= 1, got {self.expert_depth}")
         if self.kind == "linear_oracle" and self.theta_star is None:
             raise ValueError("ranker kind linear_oracle needs theta_star (8 values)")
+        if self.theta_star is not None:
+            RewardSpec().validate(self.theta_star, "theta_star")
 

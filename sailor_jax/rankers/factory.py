@@ -8,6 +8,7 @@ from sailor_jax.config import RankerConfig
 from sailor_jax.rankers.base import Ranker
 from sailor_jax.rankers.expert import ExpertRanker
 from sailor_jax.rankers.llm import LLMRanker
+from sailor_jax.rankers.model_source import check_model_source
 from sailor_jax.rankers.oracles import LinearOracleRanker, OutcomeRanker
 from sailor_jax.reward import RewardSpec
 
@@ -30,6 +31,16 @@ def make_ranker(cfg: RankerConfig, log_path: str | None = None) -> Ranker:
         return LinearOracleRanker(theta_star, temperature=cfg.temperature)
     llm_cfg = cfg.llm if log_path is None else dataclasses.replace(cfg.llm, log_path=log_path)
     return LLMRanker(llm_cfg)
+
+
+def check_ranker(cfg: RankerConfig) -> None:
+    """Check, without loading anything, that `make_ranker(cfg)` can build the judge.
+
+    Raises:
+      UserError: the LLM judge's model cannot be found (`check_model_source`).
+    """
+    if cfg.kind == "llm":
+        check_model_source(cfg.llm.model, cfg.llm.gguf_file)
 
 
 def ranker_description(cfg: RankerConfig) -> dict:

@@ -1,0 +1,81 @@
+"""User mistakes as one exception type, and the CLIs' one way of reporting them. Host-only.
+
+A `UserError` is raised for input the user can fix (a flag, a path, a config value, a run
+folder); its message is `<what> (<how to fix>)`. The CLIs run their `main` through
+`report_user_errors`, which prints `error: <message>` on one line and exits with status 2
+(the status argparse and tyro use for usage errors). Every other exception is a bug and
+keeps its traceback. `--debug` on the command line, or `SAILOR_DEBUG=1` in the environment,
+shows the traceback of user errors too.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+DEBUG_FLAG = "--debug"
+DEBUG_ENV = "SAILOR_DEBUG"
+DEBUG_HELP = (f"Add {DEBUG_FLAG} (or set {DEBUG_ENV}=1) to see the Python traceback of an "
+              "'error:' line.")
+
+
+class UserError(ValueError):
+    """A mistake in the user's input: what is wrong, and how to fix it.
+
+    A `ValueError`, so code that validates with `ValueError` keeps working.
+
+    Args:
+      what: what is wrong, naming the flag, path or value.
+      fix: how to fix it (may be empty).
+    """
+
+    def __init__(self, what: str, fix: str = "") -> None:
+        self.what, self.fix = what, fix
+        super().__init__(f"{what} ({fix})" if fix else what)
+
+
+class MissingFileError(UserError, FileNotFoundError):
+    """A file or folder the user named does not exist or holds no run.
+
+    Both a `UserError` (one line from the CLIs) and a `FileNotFoundError`.
+    """
+
+
+def debug_requested(argv: Sequence[str]) -> bool:
+    """True if `argv` holds `--debug` or `SAILOR_DEBUG` is set to something other than 0."""
+    return DEBUG_FLAG in argv or os.environ.get(DEBUG_ENV, "0") not in ("", "0")
+
+
+def report_user_errors(main: Callable[[list[str]], T], argv: Sequence[str] | None = None) -> T:
+    """Run `main(argv without --debug)`; turn a `UserError` into one line and exit 2.
+
+    Args:
+      main: the CLI's entry point, taking the argument list.
+      argv: command-line arguments (default `sys.argv[1:]`).
+
+    Returns:
+      What `main` returns.
+
+    Raises:
+      SystemExit: status 2 after printing `error: <message>` to stderr, for a `UserError`
+        (re-raised with its traceback instead under `--debug` / `SAILOR_DEBUG=1`).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = debug_requested(argv)
+    try:
+        return main([a for a in argv if a != DEBUG_FLAG])
+    except UserError as error:
+        if debug:
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def check(ok: Any, what: str, fix: str = "") -> None:
+    """Raise `UserError(what, fix)` unless `ok`."""
+    if not ok:
+        raise UserError(what, fix)

@@ -1,0 +1,137 @@
+"""Tests for `sailor_jax.run_dir`: which folders a run may use, and the one-line refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import pytest
+
+from sailor_jax import run_dir
+from sailor_jax.errors import UserError
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inner:
+    lr: float = 0.1
+
+
+@dataclasses.dataclass(frozen=True)
+class _Cfg:
+    a: int = 1
+    b: tuple[float, ...] = (0.5, float("nan"))
+    inner: _Inner = _Inner()
+
+
+def _listing(folder) -> dict[str, bytes]:
+    files = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(root, name)
+            files[os.path.relpath(path, folder)] = open(path, "rb").read()
+    return files
+
+
+def _start(out: str, step: int = 1) -> None:
+    os.makedirs(os.path.join(out, "checkpoints", str(step)))
+
+
+def test_fresh_folder_gets_config_json(tmp_path):
+    out = str(tmp_path / "a" / "run")
+    config = run_dir.prepare_out_dir(out, _Cfg(), resume=False)
+    assert config == {"a": 1, "b": [0.5, None], "inner": {"lr": 0.1}}  # NaN -> null
+    assert json.load(open(os.path.join(out, "config.json"))) == config
+
+
+def test_unstarted_folder_is_reused_and_its_logs_removed(tmp_path):
+    out = str(tmp_path / "run")
+    run_dir.prepare_out_dir(out, _Cfg(), resume=False)
+    for name in ("metrics.jsonl", "llm.jsonl"):
+        open(os.path.join(out, name), "w").write("{}\n")
+    os.makedirs(os.path.join(out, "tb"))
+    open(os.path.join(out, "notes.txt"), "w").write("mine")  # not the run's: kept
+    config = run_dir.prepare_out_dir(out, _Cfg(a=5), resume=False)  # another config is fine
+    assert config["a"] == 5 and json.load(open(os.path.join(out, "config.json")))["a"] == 5
+    assert sorted(os.listdir(out)) == ["config.json", "notes.txt"]
+    assert run_dir.prepare_out_dir(out, _Cfg(a=5), resume=True) == config  # resume from nothing
+
+
+@pytest.mark.parametrize("finished", [False, True])
+def test_started_run_is_refused_without_resume_and_nothing_changes(tmp_path, finished):
+    out = str(tmp_path / "run")
+    run_dir.prepare_out_dir(out, _Cfg(), resume=False)
+    _start(out, 3)
+    if finished:
+        open(os.path.join(out, "results.json"), "w").write("{}")
+    open(os.path.join(out, "metrics.jsonl"), "w").write("{}\n")
+    before = _listing(out)
+    state = "finished" if finished else "checkpoint of segment 3"
+    with pytest.raises(UserError, match=rf"already holds a run \({state}\).*--resume"):
+        run_dir.prepare_out_dir(out, _Cfg(), resume=False)
+    assert _listing(out) == before
+    assert run_dir.prepare_out_dir(out, _Cfg(), resume=True)["a"] == 1
+    assert _listing(out) == before  # resuming a started run rewrites nothing here
+
+
+def test_resume_names_every_differing_field(tmp_path):
+    out = str(tmp_path / "run")
+    run_dir.prepare_out_dir(out, _Cfg(), resume=False)
+    _start(out)
+    with pytest.raises(UserError) as error:
+        run_dir.prepare_out_dir(out, _Cfg(a=2, inner=_Inner(lr=0.5)), resume=True)
+    message = str(error.value)
+    assert "config differs" in message and "\n" not in message
+    assert "a: saved 1, given 2" in message and "inner.lr: saved 0.1, given 0.5" in message
+    assert "b:" not in message  # equal fields are not listed
+
+
+def test_config_differences_lists_added_and_removed_fields():
+    diff = run_dir.config_differences({"x": 1, "y": {"z": 2}}, {"x": 1, "y": {"w": 2}})
+    assert diff == ["y.w: saved (absent), given 2", "y.z: saved 2, given (absent)"]
+
+
+@pytest.mark.parametrize("make", ["missing", "empty"])
+def test_resume_without_a_run_is_an_error(tmp_path, make):
+    out = tmp_path / "nothing"
+    if make == "empty":
+        out.mkdir()
+    with pytest.raises(UserError, match="--resume: .* holds no run"):
+        run_dir.prepare_out_dir(str(out), _Cfg(), resume=True)
+    assert not (out / "config.json").exists()
+
+
+def test_out_under_a_file_or_read_only_folder_is_an_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(UserError, match="is a file, not a folder"):
+        run_dir.prepare_out_dir(str(blocker / "run"), _Cfg(), resume=False)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as root: permissions are not enforced")
+        with pytest.raises(UserError, match="not writable"):
+            run_dir.prepare_out_dir(str(locked / "run"), _Cfg(), resume=False)
+        assert os.listdir(locked) == []
+    finally:
+        locked.chmod(0o700)
+
+
+def test_unreadable_saved_config_is_a_user_error(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "config.json").write_text("{not json")
+    with pytest.raises(UserError, match="cannot read"):
+        run_dir.prepare_out_dir(str(out), _Cfg(), resume=True)
+
+
+def test_a_failed_write_is_a_user_error(tmp_path, monkeypatch):
+    """What a read-only folder does when permission checks pass (e.g. as root)."""
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "makedirs", refuse)
+    with pytest.raises(UserError, match=r"cannot write \(Permission denied\)"):
+        run_dir.prepare_out_dir(str(tmp_path / "run"), _Cfg(), resume=False)

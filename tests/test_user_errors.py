@@ -1,0 +1,200 @@
+"""Every user mistake of issue 14 ends as one `error: <what> (<how to fix>)` line, exit 2,
+before anything is written; `--debug` / SAILOR_DEBUG=1 bring the traceback back."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from test_experiments import ROOT, _load
+
+from sailor_jax import errors, run_dir
+from sailor_jax.errors import UserError
+from sailor_jax.rankers import model_source
+
+# ------------------------------------------------------------------- the reporting path
+
+
+def _raise_user_error(argv):
+    raise UserError("--thing 3: too big", "use 2")
+
+
+def test_user_error_is_one_line_and_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        errors.report_user_errors(_raise_user_error, ["--x"])
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert err == "error: --thing 3: too big (use 2)\n" and out == ""
+
+
+def test_debug_flag_or_env_shows_the_traceback(monkeypatch):
+    seen = []
+    with pytest.raises(UserError):
+        errors.report_user_errors(lambda argv: seen.append(argv) or _raise_user_error(argv),
+                                  ["--a", "--debug"])
+    assert seen == [["--a"]]  # --debug never reaches the parser
+    monkeypatch.setenv(errors.DEBUG_ENV, "1")
+    with pytest.raises(UserError):
+        errors.report_user_errors(_raise_user_error, [])
+
+
+def test_bugs_keep_their_traceback():
+    def bug(argv):
+        raise KeyError("a real bug")
+
+    with pytest.raises(KeyError):
+        errors.report_user_errors(bug, [])
+
+
+def test_missing_file_error_is_both_kinds():
+    error = errors.MissingFileError("no x", "make x")
+    assert isinstance(error, FileNotFoundError) and isinstance(error, ValueError)
+    assert str(error) == "no x (make x)"
+
+
+# ------------------------------------------------------------------- the model check
+
+
+def test_model_folder_checks(tmp_path):
+    with pytest.raises(UserError, match="no such folder"):
+        model_source.check_model_source(str(tmp_path / "missing"), None)
+    with pytest.raises(UserError, match="no such folder"):
+        model_source.check_model_source("./relative/model", None)
+    with pytest.raises(UserError, match="has no config.json"):
+        model_source.check_model_source(str(tmp_path), None)
+    with pytest.raises(UserError, match="has no judge.gguf"):
+        model_source.check_model_source(str(tmp_path), "judge.gguf")
+    (tmp_path / "config.json").write_text("{}")
+    model_source.check_model_source(str(tmp_path), None)
+    model_source.check_model_source(None, None)  # the embedded model (installed for tests)
+
+
+def test_tiny_llm_folder_passes(tiny_llm_dir):
+    model_source.check_model_source(tiny_llm_dir, None)
+
+
+def test_hub_ids_offline_and_online(monkeypatch):
+    with pytest.raises(UserError, match="not a local folder nor a Hugging Face model id"):
+        model_source.check_model_source("bad name!", None)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(UserError, match="not in the local Hugging Face cache.*hf download"):
+        model_source.check_model_source("no-such-org/no-such-model", None)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    import huggingface_hub
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    def raising(error_type):
+        def model_info(self, repo_id, timeout=None):
+            raise error_type.__new__(error_type)
+        return model_info
+
+    for error_type, match in ((RepositoryNotFoundError, "no such model on the Hugging Face"),
+                              (GatedRepoError, "gated model"),
+                              (ConnectionError, "cannot reach the Hugging Face Hub")):
+        monkeypatch.setattr(huggingface_hub.HfApi, "model_info", raising(error_type))
+        with pytest.raises(UserError, match=match):
+            model_source.check_model_source("no-such-org/no-such-model", None)
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", lambda self, r, timeout=None: {})
+    model_source.check_model_source("some-org/some-model", None)  # exists on the Hub
+
+
+# --------------------------------------------------- the CLIs, in-process (issue 14 cases)
+
+
+def _listing(folder) -> list[str]:
+    return sorted(os.path.relpath(os.path.join(r, n), folder)
+                  for r, dirs, names in os.walk(folder) for n in names + dirs)
+
+
+def _started_run(out, cfg) -> None:
+    run_dir.prepare_out_dir(str(out), cfg, resume=False)
+    os.makedirs(out / "checkpoints" / "1")
+
+
+@pytest.fixture(scope="module")
+def scripts():
+    return {name: _load(f"experiments/{name}.py")
+            for name in ("sailor", "train_ppo", "ablations", "plot", "transfer_dqn")}
+
+
+def _entry(scripts, name):
+    module = scripts[name]
+    if name == "train_ppo":
+        import tyro
+
+        return lambda argv: module.main(tyro.cli(module.Args, args=argv))
+    return module.main
+
+
+CASES = {
+    "model folder missing": ("sailor", ["--sailor.ranker.llm.model", "/nonexistent/model",
+                                        "--out", "o"], "no such folder"),
+    "hub id, offline": ("sailor", ["--sailor.ranker.llm.model", "no-such-org/no-such-model",
+                                   "--out", "o"], "not in the local Hugging Face cache"),
+    "resume, no folder": ("sailor", ["--resume", "--out", "nothere"], "holds no run"),
+    "finished run": ("sailor", ["--out", "finished"], r"already holds a run \(finished\)"),
+    "resume, other config": ("sailor", ["--resume", "--out", "started", "--sailor.iterations",
+                                        "3", "--sailor.seed", "7"],
+                             "iterations: saved 2, given 3; seed: saved 0, given 7"),
+    "devices": ("sailor", ["--devices", "64", "--out", "o"], "--devices must be in 1.."),
+    "train_ppo resume": ("train_ppo", ["--resume", "--out", "nothere"], "holds no run"),
+    "unknown variant": ("ablations", ["--variants", "nope", "--out", "o"], "unknown variant"),
+    "repeated variant": ("ablations", ["--variants", "baseline", "baseline", "--out", "o"],
+                         "repeats a name"),
+    "plot, not a run": ("plot", ["empty"], "no results.json in empty"),
+    "transfer, not a run": ("transfer_dqn", ["--sailor-results", "empty", "--out", "o"],
+                            "no SAILOR results.json"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_cli_user_mistakes_are_one_line(case, scripts, tmp_path, monkeypatch, capsys):
+    name, argv, match = CASES[case]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv(errors.DEBUG_ENV, raising=False)
+    (tmp_path / "empty").mkdir()
+    smoke = scripts["sailor"].PRESETS["smoke"]
+    _started_run(tmp_path / "started", smoke)
+    _started_run(tmp_path / "finished", smoke)
+    (tmp_path / "finished" / "results.json").write_text(json.dumps({}))
+    before = _listing(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        errors.report_user_errors(_entry(scripts, name), argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert re.search(match, err), err
+    assert _listing(tmp_path) == before  # nothing written
+
+
+def test_bad_theta_star_fails_while_parsing(scripts, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        scripts["sailor"].parse(["--sailor.ranker.kind", "linear_oracle",
+                                 "--sailor.ranker.theta-star", "1", "2"])
+    assert exit_.value.code == 2
+    assert "theta_star must have shape (8,)" in " ".join(capsys.readouterr().err.split())
+
+
+# --------------------------------------------------------- the real entry point, end to end
+
+
+def test_sailor_script_prints_one_line_or_the_traceback_with_debug(tmp_path):
+    command = [sys.executable, os.path.join(ROOT, "experiments", "sailor.py"),
+               "--sailor.ranker.llm.model", str(tmp_path / "missing"), "--out", "o"]
+    env = {k: v for k, v in os.environ.items() if k != errors.DEBUG_ENV}
+    plain = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env,
+                           timeout=120)
+    assert plain.returncode == 2 and "Traceback" not in plain.stderr
+    assert plain.stderr.splitlines() == [
+        f"error: --sailor.ranker.llm.model {tmp_path / 'missing'}: no such folder "
+        "(pass an existing model folder or a Hugging Face id)"]
+    debug = subprocess.run([*command, "--debug"], cwd=tmp_path, capture_output=True,
+                           text=True, env=env, timeout=120)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+    assert "sailor_jax.errors.UserError" in debug.stderr
+    assert not (tmp_path / "o").exists()
