@@ -176,14 +176,40 @@ def is_main_process() -> bool:
 def broadcast_from_main(x: np.ndarray) -> np.ndarray:
     """Process 0's value of the host array `x` on every process (identity with one process).
 
-    Every process must call it with an array of the same shape and dtype.
+    Every process must call it with an array of the same shape and dtype. The processes
+    meet at a `barrier` first: process 0 may arrive long after the others (it runs the
+    judge), and Gloo, JAX's CPU collectives, gives up on a peer after 30 s.
     """
     if jax.process_count() == 1:
         return x
+    barrier("broadcast_from_main")
     return np.asarray(multihost_utils.broadcast_one_to_all(np.asarray(x)))
 
 
-def barrier(name: str) -> None:
-    """Wait until every process reaches `name` (no-op with one process)."""
-    if jax.process_count() > 1:
-        multihost_utils.sync_global_devices(name)
+BARRIER_TIMEOUT_S = 24 * 3600
+"""How long a process waits at a `barrier` for the others (a dead process is noticed
+sooner: the coordination service's heartbeats end the program)."""
+_barriers_passed = 0
+
+
+def barrier(name: str, timeout_s: float = BARRIER_TIMEOUT_S) -> None:
+    """Wait until every process reaches `name` (no-op with one process).
+
+    A barrier of JAX's coordination service (the key-value store behind
+    `jax.distributed`), not a device collective, so it has no 30 s Gloo deadline. Every
+    process must pass the same barriers in the same order (each call gets a unique id).
+
+    Raises:
+      RuntimeError: `jax.distributed` is not initialised with more than one process, or
+        the others did not arrive within `timeout_s` (JAX's error).
+    """
+    global _barriers_passed
+    if jax.process_count() == 1:
+        return
+    from jax._src import distributed  # the client is not exposed publicly
+
+    client = distributed.global_state.client
+    if client is None:
+        raise RuntimeError("sharding.barrier: several processes but no jax.distributed client")
+    _barriers_passed += 1
+    client.wait_at_barrier(f"sailor_jax/{name}/{_barriers_passed}", int(timeout_s * 1000))
