@@ -5,8 +5,8 @@ for Robot Skills Using Large Language Models via Self-Alignment". Preference-bas
 once R_theta orders every sampled trajectory as the judge does (no discordant pairs), even when
 the agent's game score has stopped improving. Refinement then asks the LLM a short question:
 which single feature weight should be raised or lowered? The answer is parsed robustly
-(`parse_suggestion`); an invalid answer is logged and ignored. A valid one makes the search
-interval of that weight one-sided, `[w + min_step, w + max_step]` (raise) or
+(`suggestion.parse_suggestion`); an invalid answer is logged and ignored. A valid one makes the
+search interval of that weight one-sided, `[w + min_step, w + max_step]` (raise) or
 `[w - max_step, w - min_step]` (lower), within the bounds, with every other weight fixed, and
 the usual Bayesian-optimisation update picks the point of that interval that best keeps
 R_theta's agreement with the judge on all judged pairs (accepted when the weighted pair error
@@ -18,7 +18,6 @@ Off by default (`RefineConfig.enabled`); `loop.SailorConfig.refine` switches it 
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -33,12 +32,8 @@ from sailor_jax.rankers.base import Ranker
 from sailor_jax.rankers.hf_backend import LLMBackend
 from sailor_jax.rankers.llm import LLMRanker
 from sailor_jax.reward import RewardSpec
+from sailor_jax.suggestion import Suggestion, parse_suggestion
 from sailor_jax.types import Preferences, Ranking
-
-# No "up"/"down"/"more"/"less": in 2048 answers those are usually moves or tile counts.
-RAISE_WORDS = ("raise", "raising", "increase", "increasing", "higher")
-LOWER_WORDS = ("lower", "lowering", "decrease", "decreasing", "reduce", "reducing")
-_DIRECTION = re.compile(r"\b(" + "|".join(RAISE_WORDS + LOWER_WORDS) + r")\b")
 
 SYSTEM_PROMPT = "You are an expert 2048 player who designs reward functions for game agents."
 
@@ -46,15 +41,6 @@ ANSWER_PREFIX = "I would"
 """The assistant turn starts with this; the parsed answer is prefix + generated text. Without
 it SmolLM2-135M answered "The agent should choose score_gain ..." (no direction); with it,
 "I would choose to raise the score_gain feature." (measured on the embedded model)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Suggestion:
-    """A parsed advisor answer: change weight `feature` (index `index`) by `direction` (+1/-1)."""
-
-    feature: str
-    index: int
-    direction: int
 
 
 def refinement_prompt(spec: RewardSpec, theta, stats: dict[str, Any]) -> str:
@@ -85,48 +71,6 @@ def refinement_prompt(spec: RewardSpec, theta, stats: dict[str, Any]) -> str:
         "larger tiles? Choose one of: " + ", ".join(tunable) + ".\n"
         "Answer with one line: raise <feature> or lower <feature>."
     )
-
-
-def _feature_pattern(name: str) -> re.Pattern:
-    words = name.split("_")
-    return re.compile(r"\b" + r"[\s_-]*".join(map(re.escape, words)) + r"s?\b")
-
-
-def parse_suggestion(text: str, spec: RewardSpec) -> tuple[Suggestion | None, str]:
-    """Read "raise <feature>" / "lower <feature>" from free text. Host-only.
-
-    Looks for a direction word (`RAISE_WORDS` or `LOWER_WORDS`) followed within 60
-    characters by a feature name (underscores, spaces or hyphens between its words;
-    case-insensitive) and takes the first such match; otherwise a feature name followed within
-    40 characters by a direction word ("empty_cells should be higher"). The named feature must
-    be tunable.
-
-    Returns:
-      `(Suggestion, "")` or `(None, reason)` when nothing valid was found.
-    """
-    low = text.lower()
-    patterns = {n: _feature_pattern(n) for n in spec.names}
-    found: list[tuple[int, str, int]] = []  # (position, feature, direction)
-    for m in _DIRECTION.finditer(low):
-        sign = 1 if m.group(1) in RAISE_WORDS else -1
-        window = low[m.end():m.end() + 60]
-        hits = [(p.search(window), n) for n, p in patterns.items()]
-        hits = [(h.start(), n) for h, n in hits if h is not None]
-        if hits:
-            found.append((m.start(), min(hits)[1], sign))
-    if not found:
-        for name, pattern in patterns.items():
-            for m in pattern.finditer(low):
-                d = _DIRECTION.search(low[m.end():m.end() + 40])
-                if d is not None:
-                    found.append((m.start(), name, 1 if d.group(1) in RAISE_WORDS else -1))
-    if not found:
-        return None, "no 'raise/lower <feature>' found"
-    _, name, sign = min(found)
-    index = list(spec.names).index(name)
-    if not spec.tunable[index]:
-        return None, f"feature {name!r} is not tunable"
-    return Suggestion(name, index, sign), ""
 
 
 def one_sided_box(theta, suggestion: Suggestion, spec: RewardSpec, cfg: RefineConfig

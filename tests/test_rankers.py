@@ -190,10 +190,14 @@ def test_fit_trajectory_text_meets_a_token_budget():
         ("My ranking is [Trajectory 2, Trajectory 1, Trajectory 3].", 3, [1, 0, 2]),
         ("Best: T3 > T1 > T2", 3, [2, 0, 1]),
         ("ranking: [2, 0, 1]", 3, [2, 0, 1]),  # 0-based
-        ("Final Ranking: [3, 1]", 3, [2, 0, 1]),  # partial list completed with the missing one
-        ("Final Ranking: [3, 3, 1, 2]", 3, [2, 0, 1]),  # duplicate dropped
-        ("Final Ranking: [7, 3, 1, 2]", 3, [2, 0, 1]),  # out of range ignored
+        ("Final Ranking: 3, 1, 2", 3, [2, 0, 1]),
+        ("1. T2\n2. T3\n3. T1", 3, [1, 2, 0]),  # numbered list, one label per line
+        ("Final Ranking: [3, 1]", 3, None),  # incomplete: never completed (was [2, 0, 1])
+        ("Final Ranking: [3, 3, 1, 2]", 3, None),  # duplicate: not a ranking (was [2, 0, 1])
+        ("Final Ranking: [7, 3, 1, 2]", 3, None),  # out of range: not a ranking (was [2, 0, 1])
         ("Final Ranking: [4]", 4, None),  # too partial
+        ("Final Ranking: I cannot decide, 2 and 3 are similar", 3, None),  # words: no ranking
+        ("[1, 2, 3]\nFinal Ranking: none yet", 3, None),  # only text after the phrase counts
         ("I like turtles.", 3, None),
         ("Trajectory 1 looks good", 3, None),  # whole-text reading is never completed
         ("", 2, None),

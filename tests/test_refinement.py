@@ -31,38 +31,6 @@ SPEC = RewardSpec()
 NAMES = list(SPEC.names)
 
 
-@pytest.mark.parametrize("text, feature, direction", [
-    ("raise empty_cells", "empty_cells", 1),
-    ("RAISE EmptyCells", "empty_cells", 1),
-    ("I would LOWER the weight of monotonicity.", "monotonicity", -1),
-    ("Answer: increase `max tile in corner` so the agent keeps its tile there",
-     "max_tile_in_corner", 1),
-    ("The smoothness weight should be higher.", "smoothness", 1),
-    ("reduce merges-available, then raise score_gain", "merges_available", -1),
-    ("Decreasing the Game Over weight helps", "game_over", -1),
-])
-def test_parse_suggestion_reads_direction_and_feature(text, feature, direction):
-    suggestion, reason = refinement.parse_suggestion(text, SPEC)
-    assert reason == ""
-    assert suggestion == Suggestion(feature, NAMES.index(feature), direction)
-
-
-@pytest.mark.parametrize("text", [
-    "", "I like turtles", "Move down, then left, keep the max tile in the lower left corner",
-    "raise the stakes", "empty_cells", "raise the empty",
-])
-def test_parse_suggestion_rejects_invalid_answers(text):
-    suggestion, reason = refinement.parse_suggestion(text, SPEC)
-    assert suggestion is None and "found" in reason
-
-
-def test_parse_suggestion_rejects_fixed_features():
-    spec = SPEC.with_tunable(("empty_cells",))
-    suggestion, reason = refinement.parse_suggestion("raise score_gain", spec)
-    assert suggestion is None and "not tunable" in reason
-    assert refinement.parse_suggestion("raise empty cells", spec)[0].feature == "empty_cells"
-
-
 def test_one_sided_box_raise_lower_and_bounds():
     cfg = RefineConfig(min_step=0.05, max_step=0.3)
     theta = np.asarray(SPEC.theta0, np.float64)
