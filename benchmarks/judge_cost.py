@@ -44,8 +44,10 @@ import tyro
 
 from sailor_jax import judge_eval, report
 from sailor_jax.config import LLMRankerConfig
+from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.rankers import ExpertRanker, LLMRanker, hf_backend
 from sailor_jax.rankers.factory import EMBEDDED_MODEL
+from sailor_jax.rankers.model_source import check_model_source
 
 RANDOM_QWEN = "random:qwen2.5-1.5b"
 MODES: dict[str, dict[str, Any]] = {
@@ -118,6 +120,7 @@ def qwen_config(tokenizer: Any) -> Any:
 def load_backend(args: Args) -> tuple[hf_backend.LLMBackend, str]:
     """The shared model of every mode and its name (see the module docstring). Host-only."""
     if args.model != RANDOM_QWEN:
+        check_model_source(args.model, None, "--model")
         backend = hf_backend.load_model(args.model, None, args.dtype, args.device)
         return backend, args.model or EMBEDDED_MODEL
     import torch
@@ -191,7 +194,7 @@ def run(args: Args) -> Iterator[dict]:
     """
     unknown = [m for m in args.modes if m not in MODES]
     if unknown or args.groups < 1:
-        raise ValueError(f"modes must be among {list(MODES)} and groups >= 1, got "
+        raise UserError(f"modes must be among {list(MODES)} and groups >= 1, got "
                          f"{list(args.modes)}, groups={args.groups}")
     pool = judge_eval.build_pool(args.epsilons, args.games_per_player, args.max_len,
                                  args.pool_depth, args.seed)
@@ -252,7 +255,4 @@ def main(args: Args) -> list[dict]:
 
 
 if __name__ == "__main__":
-    try:
-        main(tyro.cli(Args))
-    except ValueError as e:
-        sys.exit(f"error: {e}")
+    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))

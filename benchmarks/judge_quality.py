@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import time
 
 import numpy as np
@@ -34,8 +33,9 @@ import tyro
 
 from sailor_jax import judge_eval, report
 from sailor_jax.config import LLMRankerConfig, RankerConfig
+from sailor_jax.errors import report_user_errors
 from sailor_jax.rankers import ExpertRanker, OutcomeRanker
-from sailor_jax.rankers.factory import judge_name, make_ranker
+from sailor_jax.rankers.factory import check_ranker, judge_name, make_ranker
 from sailor_jax.reward import RewardSpec
 
 
@@ -77,6 +77,7 @@ def make_judge(args: Args):
         cfg = RankerConfig(kind="linear_oracle", theta_star=tuple(theta_star))
     else:
         cfg = RankerConfig(kind=args.judge, llm=args.llm, expert_depth=args.expert_depth)
+    check_ranker(cfg)
     return cfg, make_ranker(cfg)
 
 
@@ -121,7 +122,4 @@ def main(args: Args) -> dict:
 
 
 if __name__ == "__main__":
-    try:
-        main(tyro.cli(Args))
-    except ValueError as e:
-        sys.exit(f"error: {e}")
+    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))

@@ -23,7 +23,6 @@ import dataclasses
 import json
 import math
 import os
-import sys
 import time
 
 import jax
@@ -37,6 +36,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from sailor_jax import ppo, report  # noqa: E402
 from sailor_jax.config import EvalConfig, PPOConfig  # noqa: E402
 from sailor_jax.config.recipes import RECIPES, recipe  # noqa: E402
+from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.reward import RewardSpec  # noqa: E402
 from sailor_jax.run_dir import prepare_out_dir  # noqa: E402
 from sailor_jax.runner import FixedReward, evaluate_rows, run_segments  # noqa: E402
@@ -97,7 +97,7 @@ def run_config(args: Args, name: str) -> LearningRun:
     """
     for field in ("total_timesteps", "num_seeds", "eval_every"):
         if getattr(args, field) <= 0:
-            raise ValueError(f"--{field.replace('_', '-')} must be positive, "
+            raise UserError(f"--{field.replace('_', '-')} must be positive, "
                              f"got {getattr(args, field)}")
     cfg = recipe(name)
     updates = max(1, round(args.eval_every / cfg.batch_size))
@@ -221,7 +221,4 @@ def main(args: Args) -> dict[str, list[dict]]:
 
 
 if __name__ == "__main__":
-    try:
-        main(tyro.cli(Args))
-    except ValueError as e:
-        sys.exit(f"error: {e}")
+    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))

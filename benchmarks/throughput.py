@@ -39,6 +39,7 @@ import tyro
 from sailor_jax import env
 from sailor_jax.config.recipes import recipe
 from sailor_jax.env_sharding import make_env_mesh, make_train_env_sharded
+from sailor_jax.errors import report_user_errors
 from sailor_jax.features import phi
 from sailor_jax.ppo import make_train
 from sailor_jax.reward import RewardSpec, reward
@@ -188,4 +189,4 @@ def main(args: Args) -> None:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(Args))
+    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))

@@ -23,6 +23,7 @@ import jax
 import numpy as np
 import scipy.stats
 
+from sailor_jax.errors import UserError
 from sailor_jax.expert import expert_act
 from sailor_jax.rollout import make_act_collect
 from sailor_jax.types import Ranking, TrajectoryBatch
@@ -46,11 +47,11 @@ def build_pool(epsilons: Sequence[float] = DEFAULT_EPSILONS, games_per_player: i
     Deterministic in `seed` (player `k` plays with key `fold_in(key(seed), k)`).
 
     Raises:
-      ValueError: an epsilon outside [0, 1], or non-positive counts.
+      UserError: no epsilons, or non-positive counts.
     """
     if games_per_player <= 0 or max_len <= 0 or not epsilons:
-        raise ValueError(f"need epsilons and positive games_per_player and max_len, got "
-                         f"{list(epsilons)}, {games_per_player}, {max_len}")
+        raise UserError(f"need epsilons and positive games_per_player and max_len, got "
+                        f"{list(epsilons)}, {games_per_player}, {max_len}")
     parts = []
     for k, eps in enumerate(epsilons):
         collect = make_act_collect(expert_act(depth, eps), games_per_player, max_len)
@@ -63,11 +64,11 @@ def sample_groups(pool_size: int, m: int, num_groups: int, seed: int = 0) -> lis
     """`num_groups` index arrays of `m` distinct pool trajectories each (seeded). Host-only.
 
     Raises:
-      ValueError: `m` < 2 or larger than the pool, or `num_groups` < 1.
+      UserError: `m` < 2 or larger than the pool, or `num_groups` < 1.
     """
     if not 2 <= m <= pool_size or num_groups < 1:
-        raise ValueError(f"need 2 <= m <= pool size ({pool_size}) and groups >= 1, got m={m}, "
-                         f"groups={num_groups}")
+        raise UserError(f"need 2 <= m <= pool size ({pool_size}) and groups >= 1, got m={m}, "
+                        f"groups={num_groups}")
     rng = np.random.default_rng(seed)
     return [np.sort(rng.choice(pool_size, m, replace=False)) for _ in range(num_groups)]
 

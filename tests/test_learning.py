@@ -23,7 +23,7 @@ def test_recipes_are_looked_up_by_name():
     assert v0.network == NetworkConfig(hidden_sizes=(256, 256), activation="tanh",
                                        first_layer="one_hot", trunk="separate")
     assert all(isinstance(c, PPOConfig) for c in recipes.RECIPES.values())
-    with pytest.raises(ValueError, match="unknown recipe 'v9'; known: v0, default"):
+    with pytest.raises(ValueError, match=r"unknown recipe 'v9' \(known: v0, default"):
         recipes.recipe("v9")
 
 

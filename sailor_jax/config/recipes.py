@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from sailor_jax.config.agent import NetworkConfig, PPOConfig
+from sailor_jax.errors import UserError
 
 V0 = PPOConfig(num_envs=1024, num_steps=128, update_epochs=4, num_minibatches=4,
                updates_per_segment=10, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01,
@@ -72,8 +73,8 @@ def recipe(name: str) -> PPOConfig:
     """The `PPOConfig` of a named recipe.
 
     Raises:
-      ValueError: unknown name (the message lists the known ones).
+      UserError: unknown name (the message lists the known ones).
     """
     if name not in RECIPES:
-        raise ValueError(f"unknown recipe {name!r}; known: {', '.join(RECIPES)}")
+        raise UserError(f"unknown recipe {name!r}", f"known: {', '.join(RECIPES)}")
     return RECIPES[name]
