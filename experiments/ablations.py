@@ -4,7 +4,7 @@
     python experiments/ablations.py --preset cpu --out runs/ablations_cpu       # < 30 min on CPU
     python experiments/ablations.py --preset gpu --out runs/ablations_gpu       # one GPU
     python experiments/ablations.py --preset cpu --variants baseline sailor_bo_outcome
-    python experiments/ablations.py --preset expert --out runs/ablations_expert # ~1 h on CPU
+    python experiments/ablations.py --preset expert --out runs/ablations_expert # ~45 min on CPU
 
 Every variant is a `SailorConfig` derived from the preset's base config: the same PPO
 segments, env-step budget, seeds (vmapped in one compiled program per variant) and evaluation
@@ -180,7 +180,7 @@ def judge_label(cfg: SailorConfig) -> str:
 
 PRESET_HELP = {"smoke": "about 2 minutes on a 2-core CPU",
                "cpu": "under 30 minutes on a 2-core CPU", "gpu": "one GPU, every variant",
-               "expert": "the expert-judge experiment (issue 11), about an hour on a 2-core CPU"}
+               "expert": "the expert-judge experiment (issue 11), about 45 minutes on a 2-core CPU"}
 
 
 def parse(argv: list[str]) -> tuple[str, Args]:

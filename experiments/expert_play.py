@@ -23,8 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import tyro
-from rich.console import Console
 
+from sailor_jax.cli import make_console
 from sailor_jax.errors import report_user_errors
 from sailor_jax.evaluation import make_act_evaluate, summarize
 from sailor_jax.expert import expert_act, expert_action_values
@@ -95,7 +95,7 @@ def main(args: Args) -> dict:
     """Run and print (a summary line, and the JSON line with --json). Host-only."""
     record = play(args)
     rates = ", ".join(f"{t}: {r:.2f}" for t, r in record["max_tile_rates"].items())
-    Console().print(f"expert depth {args.depth}, epsilon {args.epsilon}: {args.games} games, "
+    make_console().print(f"expert depth {args.depth}, epsilon {args.epsilon}: {args.games} games, "
                     f"mean score {record['score_mean']:,.0f}, 2048 in {record['win_rate']:.0%}"
                     f" (tile rates {rates}); {record['moves_per_s']:,.0f} moves/s "
                     f"({record['play_s']:.1f} s play, {record['compile_s']:.1f} s compile)")

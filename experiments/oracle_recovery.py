@@ -41,6 +41,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sailor_jax.alignment import update_theta
+from sailor_jax.cli import make_console
 from sailor_jax.config import AlignmentConfig, NetworkConfig, PreferenceConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.features import FEATURE_NAMES
@@ -267,7 +268,7 @@ def summary(result: dict, args: Args) -> dict:
 
 def main(args: Args) -> list[dict]:
     """Run the experiment, print the tables (and JSON lines with --json). Host-only."""
-    console = Console()
+    console = make_console()
     t0 = time.perf_counter()
     results = run_recovery(args)
     info = results[0]["sampling"]

@@ -1,11 +1,13 @@
 """The main job: SAILOR reward self-alignment with an LLM judge on 2048.
 
-    python experiments/sailor.py --preset smoke --out runs/sailor_smoke     # ~1 min on CPU
-    python experiments/sailor.py --preset cpu --out runs/sailor_cpu         # <= ~30 min on CPU
+    python experiments/sailor.py --preset smoke --out runs/sailor_smoke     # 1-2 min on CPU
+    python experiments/sailor.py --preset cpu --out runs/sailor_cpu         # ~26 min on CPU
     python experiments/sailor.py --preset gpu --out runs/sailor_gpu \\
-        --sailor.ranker.llm.model Qwen/Qwen2.5-1.5B-Instruct               # one GPU
+        --sailor.ranker.llm.model Qwen/Qwen2.5-3B-Instruct                 # one GPU
+    python experiments/sailor.py --help          # the presets and every option
 
-Any field of `SailorConfig` can be overridden after the preset (see --help). With no
+Any field of `SailorConfig` can be overridden after the preset, which may also be named
+without `--preset` (`python experiments/sailor.py cpu --sailor.iterations 3`). With no
 `--sailor.ranker.llm.model` the judge is the embedded SmolLM2-135M-Instruct (a pipeline demo,
 not a strong judge). Results go to `--out` (default `runs/{preset}__{judge}__{seed}__{time}`):
 results.json, metrics.jsonl, llm.jsonl, tb/, checkpoints/. A killed run continues with
@@ -22,8 +24,9 @@ import sys
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 from sailor_jax.cli import join_processes  # noqa: E402
+from sailor_jax.errors import report_user_errors  # noqa: E402
 
-join_processes(sys.argv[1:])  # --distributed: before pgx's import starts JAX's backend
+report_user_errors(join_processes)  # --distributed: before pgx's import starts JAX's backend
 
 import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
@@ -91,8 +94,8 @@ class Args:
     """Devices and processes."""
 
 
-PRESET_HELP = {"smoke": "about 1 minute on a 2-core CPU, tiny budgets, the real LLM judge",
-               "cpu": "about 17 minutes on a 2-core CPU",
+PRESET_HELP = {"smoke": "1-2 minutes on a 2-core CPU, tiny budgets, the real LLM judge",
+               "cpu": "about 26 minutes on a 2-core CPU, 2 + 2 baseline seeds, the SmolLM2 judge",
                "gpu": "one 80 GB GPU: 8 seeds + 8 baseline rows x 4096 envs, a Qwen judge"}
 
 
@@ -105,7 +108,7 @@ def parse(argv: list[str]) -> tuple[str, Args]:
 def summary(results: SailorResults, console: Console) -> None:
     """Print the theta history, preference counts, evaluation and wall-clock tables."""
     names, history = results.feature_names, results.theta_history
-    theta = Table(title="theta history (mean over seeds) and preference pairs per iteration")
+    theta = Table(title="theta (seed mean), preference pairs")
     theta.add_column("feature")
     for t in range(len(history)):
         theta.add_column(f"it{t}", justify="right")
@@ -150,4 +153,4 @@ def main(argv: list[str] | None = None) -> SailorResults:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

@@ -25,10 +25,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import tyro
-from rich.console import Console
 
 from sailor_jax import dqn, report, run_dir, runner
-from sailor_jax.cli import progress_bar
+from sailor_jax.cli import make_console, progress_bar
 from sailor_jax.config import DQNConfig, EvalConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.logging import to_jsonable
@@ -159,7 +158,7 @@ def run(args: Args, progress=None) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     args = tyro.cli(Args, args=argv)
-    console = Console()
+    console = make_console()
     with progress_bar(console, "segments") as progress:
         results = run(args, progress)
     with open(results["tables"]["md"], encoding="utf-8") as f:

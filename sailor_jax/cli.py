@@ -1,4 +1,4 @@
-"""What the `experiments/` CLIs share: presets through tyro, run names, the progress bar.
+"""What the `experiments/` CLIs share: presets through tyro, run names, console, progress bar.
 
 Host-only. `ScaleArgs` are the device and multi-process flags every CLI shares (`--devices`,
 `--distributed`, ...; `start` applies them). Presets are tyro's own mechanism
@@ -11,6 +11,7 @@ after it); `--preset NAME` is accepted as the same thing, so
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Annotated, TypeVar
@@ -21,8 +22,11 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from sailor_jax import sharding
+from sailor_jax.errors import DEBUG_HELP
 
 T = TypeVar("T")
+PIPE_WIDTH = 160
+"""Columns of the CLI console when stdout is not a terminal."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -55,7 +59,7 @@ def join_processes(argv: Sequence[str]) -> None:
     first, before those imports, and parse the `ScaleArgs` flags out of `argv` alone.
 
     Raises:
-      ValueError: the distributed arguments are incomplete (see
+      UserError: the distributed arguments are incomplete (see
         `sharding.initialize_distributed`).
     """
     if "--distributed" not in argv:
@@ -72,11 +76,24 @@ def start(scale: ScaleArgs) -> Console:
 
     Raises:
       RuntimeError: `--distributed` was given but `join_processes` did not run first.
+      UserError: `--devices` is more than JAX sees (`sharding.resolve_devices`), checked
+        here, before the run writes its folder.
     """
     if scale.distributed and not jax.distributed.is_initialized():
         raise RuntimeError("--distributed: call cli.join_processes(sys.argv) before "
                            "importing pgx or anything that starts JAX")
-    return Console() if sharding.is_main_process() else Console(quiet=True)
+    sharding.resolve_devices(scale.devices)
+    return make_console(quiet=not sharding.is_main_process())
+
+
+def make_console(quiet: bool = False) -> Console:
+    """A `rich` console as wide as the terminal, or `PIPE_WIDTH` columns when the output goes
+    to a file or pipe (where rich's default of 80 wraps the summary tables); `COLUMNS` in the
+    environment still wins."""
+    console = Console(quiet=quiet)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = PIPE_WIDTH
+    return console
 
 
 def parse_with_presets(presets: Mapping[str, tuple[str, T]], argv: Sequence[str],
@@ -86,7 +103,8 @@ def parse_with_presets(presets: Mapping[str, tuple[str, T]], argv: Sequence[str]
     Args:
       presets: preset name -> (one-line description, default config object).
       argv: command-line arguments: `[--preset NAME | NAME] [--field value ...]`.
-      description: the `--help` text.
+      description: what the CLI is, the first words of its `--help` text (which goes on
+        with the preset, every preset, and `--debug`: `preset_help`).
       default: the preset used when none is named.
 
     Raises:
@@ -102,11 +120,23 @@ def parse_with_presets(presets: Mapping[str, tuple[str, T]], argv: Sequence[str]
     else:
         if argv and argv[0] in presets:
             name = argv.pop(0)
-    choices = ",".join(sorted(presets))
     config = tyro.extras.overridable_config_cli(
-        presets, args=[name, *argv],
-        description=f"{description} (preset: {name}; choose with --preset {{{choices}}})")
+        {key: (preset_help(description, key, presets, default), value)
+         for key, (_, value) in presets.items()},
+        args=[name, *argv], description=description)
     return name, config
+
+
+def preset_help(description: str, name: str, presets: Mapping[str, tuple[str, object]],
+                default: str = "smoke") -> str:
+    """The `--help` text of preset `name`: what it is, every preset, `--debug`."""
+    width = max(map(len, presets))
+    lines = [f"{description}: the options of preset {name} ({presets[name][0]}).", "",
+             f"Presets (--preset {{{','.join(presets)}}}, or the name as the first argument; "
+             f"default {default}):"]
+    lines += [f"  {key:<{width}}  {text}" for key, (text, _) in presets.items()]
+    lines += ["", f"Every option below overrides the preset's value. {DEBUG_HELP}"]
+    return "\n".join(lines)
 
 
 def default_run_name(preset: str, judge: str, seed: int, root: str = "runs") -> str:

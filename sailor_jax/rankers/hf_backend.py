@@ -10,12 +10,14 @@ prompt's result does not depend on the other prompts in its batch (up to float r
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import importlib.util
 import inspect
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -197,6 +199,36 @@ class LLMBackend:
         return texts, seconds
 
 
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """Hide transformers' own progress bars while a model loads; restore them after.
+
+    The bars are "Converting and de-quantizing GGUF tensors..." (a plain `tqdm` imported by
+    `transformers.modeling_gguf_pytorch_utils`) and "Loading weights" (transformers' `tqdm`,
+    silenced through `transformers.utils.logging.set_tqdm_hook`). Download bars of the hub
+    stay. Either part is skipped if this transformers version lacks it.
+    """
+    from transformers.utils import logging as hf_logging
+
+    try:
+        gguf = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    except ImportError:  # the module needs the optional `gguf` package on some versions
+        gguf = None
+    bar = getattr(gguf, "tqdm", None)
+    set_hook = getattr(hf_logging, "set_tqdm_hook", None)
+    if set_hook:
+        previous = set_hook(lambda make, args, kw: make(*args, **{**kw, "disable": True}))
+    if bar is not None:
+        gguf.tqdm = functools.partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        if bar is not None:
+            gguf.tqdm = bar
+        if set_hook:
+            set_hook(previous)
+
+
 def load_model(model: str | None, gguf_file: str | None, dtype: str, device: str) -> LLMBackend:
     """Load tokenizer and causal LM; left padding, a pad token, eval mode, on `device`.
 
@@ -230,8 +262,9 @@ def load_model(model: str | None, gguf_file: str | None, dtype: str, device: str
     kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
     if os.path.isdir(model):
         kwargs["local_files_only"] = True
-    tokenizer = transformers.AutoTokenizer.from_pretrained(model, **kwargs)
-    lm = transformers.AutoModelForCausalLM.from_pretrained(model, dtype=torch_dtype, **kwargs)
+    with quiet_loading():
+        tokenizer = transformers.AutoTokenizer.from_pretrained(model, **kwargs)
+        lm = transformers.AutoModelForCausalLM.from_pretrained(model, dtype=torch_dtype, **kwargs)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         if tokenizer.eos_token is None:

@@ -1,0 +1,300 @@
+"""The commands the README and the scripts' docstrings show must parse.
+
+Every `python experiments/...` or `python benchmarks/...` command of README.md (fenced and
+indented code blocks, with `\\` continuations joined, env assignments and `$ ` prompts
+allowed, and inline code spans) and of the module docstrings of `experiments/*.py` and
+`benchmarks/*.py` goes through its script's own parser in-process: `parse(argv)` where the
+script has one (sailor.py, ablations.py), else `tyro.cli(Args, args=argv)` as its
+`__main__` block does. A renamed flag then fails here instead of leaving the docs wrong.
+Appending `--help` would not catch it: tyro prints the help and exits 0 however many
+unknown flags come before `--help`.
+
+Also: every `--flag` a script's docstring names is in that script's `--help`, and every one
+the README's prose names is in some script's (or is pip's, sbatch's, XLA's: `OTHER_FLAGS`);
+`--help` exits 0 for every script (in-process, plus one real subprocess for the scripts with
+presets, whose help must name `--preset {...}` and `--debug`); `.ci/run` runs the README's
+install command word for word; the CLI console does not wrap tables at 80 columns in a file.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import glob
+import importlib.util
+import io
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from types import ModuleType
+
+import pytest
+import tyro
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(ROOT, "README.md")
+SCRIPTS = sorted(glob.glob(os.path.join(ROOT, "experiments", "*.py"))
+                 + glob.glob(os.path.join(ROOT, "benchmarks", "*.py")))
+
+COMMAND = re.compile(r"((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*python\s+"
+                     r"(?:experiments|benchmarks)/[\w.]+\.py\b.*)", re.DOTALL)
+"""A command: optional `NAME=value` env assignments, `python`, a script, its arguments."""
+
+PLACEHOLDERS: frozenset[str] = frozenset()
+"""Commands shown with placeholders (`...`) for arguments: the only ones not parsed (none)."""
+
+
+def extract_commands(text: str) -> list[str]:
+    """Return every command `text` (Markdown or a docstring) shows, in order.
+
+    Lines of fenced code blocks and lines that start with a command (indented blocks,
+    docstring examples) are read with `\\` continuations joined and a leading `$ ` or other
+    words before `python` (`srun`) dropped; then inline code spans (which may wrap) that
+    start with a command. Shell comments stay in the command (`shlex` drops them).
+    """
+    commands, rest, fenced = [], [], False
+    lines = iter(text.splitlines())
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            rest.append("")
+            continue
+        starts = re.match(r"\s*(\$\s+)?" + COMMAND.pattern, line)
+        if fenced or starts:
+            while line.rstrip().endswith("\\"):
+                line = line.rstrip()[:-1] + " " + next(lines, "").strip()
+            found = COMMAND.search(line)
+            if found:
+                commands.append(" ".join(found.group(1).split()))
+            rest.append("")
+        else:
+            rest.append(line)
+    for span in re.findall(r"`([^`]+)`", "\n".join(rest)):
+        if COMMAND.match(span.strip()):
+            commands.append(" ".join(span.split()))
+    return commands
+
+
+def split_command(command: str) -> tuple[str, list[str]]:
+    """`(script path relative to the repo, argv)` of a command; env assignments dropped."""
+    words = shlex.split(command, comments=True)
+    while "=" in words[0]:
+        words.pop(0)
+    assert words[0] == "python", command
+    return words[1], [w for w in words[2:] if w != "--debug"]
+
+
+def docstring_commands(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        doc = ast.get_docstring(ast.parse(f.read()), clean=False) or ""
+    return extract_commands(doc)
+
+
+def readme_commands() -> list[str]:
+    with open(README, encoding="utf-8") as f:
+        return extract_commands(f.read())
+
+
+def _load(relpath: str) -> ModuleType:
+    """Import a script by path (its module-level `join_processes` is a no-op here)."""
+    name = "readme_" + relpath.replace("/", "_")[:-3]
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, relpath))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses resolve string annotations through it
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def parser(relpath: str) -> Callable[[list[str]], object]:
+    """The script's argument parser: its `parse(argv)`, else `tyro.cli(Args, args=argv)`."""
+    module = _load(relpath)
+    if hasattr(module, "parse"):
+        return module.parse
+    return lambda argv: tyro.cli(module.Args, args=argv)
+
+
+def _relpath(path: str) -> str:
+    return os.path.relpath(path, ROOT).replace(os.sep, "/")
+
+
+ALL_COMMANDS = sorted({(where, c) for where, cmds in
+                       [("README.md", readme_commands())]
+                       + [(_relpath(p), docstring_commands(p)) for p in SCRIPTS]
+                       for c in cmds if c not in PLACEHOLDERS})
+
+
+def test_extractor_reads_blocks_continuations_and_spans():
+    text = "\n".join([
+        "Run `python experiments/a.py --x 1`, or wrapped `python experiments/b.py",
+        "--y 2`; not `experiments/c.py --z` nor `python -m pytest`.",
+        "```bash",
+        "XLA_FLAGS=--xla_force_host_platform_device_count=4 python benchmarks/d.py \\",
+        "    --devices 4   # a comment",
+        "srun python experiments/e.py --distributed",
+        "```",
+        "```",
+        "$ python experiments/f.py --preset smoke",
+        "┃ output ┃",
+        "```",
+        "    python experiments/g.py --json",
+    ])
+    assert extract_commands(text) == [
+        "XLA_FLAGS=--xla_force_host_platform_device_count=4 python benchmarks/d.py "
+        "--devices 4 # a comment",
+        "python experiments/e.py --distributed",
+        "python experiments/f.py --preset smoke",
+        "python experiments/g.py --json",
+        "python experiments/a.py --x 1",
+        "python experiments/b.py --y 2",
+    ]
+    assert split_command(extract_commands(text)[0]) == ("benchmarks/d.py", ["--devices", "4"])
+
+
+def _rename_first_flag(command: str) -> str | None:
+    """`command` with its first `--flag` renamed `--renamed-flag`; None if it has no flag."""
+    renamed = re.sub(r"(?<=\s)--(?=[A-Za-z])", "--renamed-", command, count=1)
+    return None if renamed == command else renamed
+
+
+def test_a_renamed_flag_in_the_readme_fails(capsys):
+    """Issue 14's README (`--ranker.llm.model` for `--sailor.ranker.llm.model`) must fail,
+    and so must every README command with its first flag renamed."""
+    with open(README, encoding="utf-8") as f:
+        text = f.read()
+    assert "--sailor.ranker.llm.model Qwen/" in text
+    broken = [c for c in extract_commands(text.replace("--sailor.ranker.llm.model Qwen/",
+                                                       "--ranker.llm.model Qwen/"))
+              if "--ranker.llm.model" in c and "--sailor.ranker" not in c]
+    assert broken
+    broken += [r for c in set(readme_commands()) - PLACEHOLDERS
+               if (r := _rename_first_flag(c)) is not None]
+    assert len(broken) >= 20
+    for command in broken:
+        script, argv = split_command(command)
+        with pytest.raises(SystemExit) as error:
+            parser(script)(argv)
+        assert error.value.code != 0, command
+    capsys.readouterr()
+
+
+FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w.-]*")
+"""A `--flag` in prose, help text or a command (`--base.*` gives `--base.`)."""
+
+OTHER_FLAGS = frozenset({
+    "--index-url", "--no-deps", "--dry-run",  # pip
+    "--nodes", "--ntasks-per-node", "--gpus-per-node", "--time",  # sbatch
+    "--xla_force_host_platform_device_count",  # XLA_FLAGS
+})
+"""Flags the README and docstrings name that belong to other programs."""
+
+
+@functools.cache
+def script_flags(relpath: str) -> frozenset[str]:
+    """Every flag the script's `--help` lists (plus `--preset` and `--debug` with presets)."""
+    printed = io.StringIO()
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "400"  # no wrapping inside the help
+    try:
+        with contextlib.redirect_stdout(printed), pytest.raises(SystemExit):
+            parser(relpath)(["--help"])
+    finally:
+        if old is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = old
+    flags = {f.rstrip(".-") for f in FLAG.findall(printed.getvalue())}
+    return frozenset(flags | ({"--preset", "--debug"} if hasattr(_load(relpath), "PRESETS")
+                              else set()))
+
+
+def unknown_flags(text: str, known: frozenset[str]) -> list[str]:
+    """The flags `text` names that are neither in `known` nor prefixes of known ones."""
+    named = {f.rstrip("-") for f in FLAG.findall(text)}
+    return sorted(f for f in named - OTHER_FLAGS
+                  if f.rstrip(".") not in known
+                  and not (f.endswith(".") and any(k.startswith(f) for k in known)))
+
+
+@pytest.mark.parametrize("script", [_relpath(p) for p in SCRIPTS])
+def test_docstring_names_only_the_scripts_flags(script: str):
+    with open(os.path.join(ROOT, script), encoding="utf-8") as f:
+        doc = ast.get_docstring(ast.parse(f.read())) or ""
+    assert unknown_flags(doc, script_flags(script)) == []
+
+
+def test_readme_names_only_existing_flags():
+    with open(README, encoding="utf-8") as f:
+        text = f.read()
+    known = frozenset().union(*(script_flags(_relpath(p)) for p in SCRIPTS))
+    assert unknown_flags(text, known) == []
+    assert unknown_flags("`--base.*` and `--sailor.nope`", known) == ["--sailor.nope"]
+
+
+def test_readme_and_docstrings_show_commands():
+    scripts = {split_command(c)[0] for _, c in ALL_COMMANDS}
+    assert "experiments/sailor.py" in scripts and len(ALL_COMMANDS) >= 30
+    assert scripts <= {_relpath(p) for p in SCRIPTS}, scripts - {_relpath(p) for p in SCRIPTS}
+    assert PLACEHOLDERS <= set(readme_commands())  # drop a placeholder the README lost
+
+
+@pytest.mark.parametrize(("where", "command"), ALL_COMMANDS)
+def test_command_parses(where: str, command: str):
+    script, argv = split_command(command)
+    stderr, helps = io.StringIO(), "--help" in argv or "-h" in argv
+    try:
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+            parser(script)(argv)
+    except SystemExit as error:
+        if not (helps and error.code == 0):
+            pytest.fail(f"{where}: `{command}` does not parse (exit {error.code}):\n"
+                        f"{stderr.getvalue()}")
+    else:
+        assert not helps, f"{where}: `{command}` should print the help and exit"
+
+
+@pytest.mark.parametrize("script", [_relpath(p) for p in SCRIPTS])
+def test_help_exits_zero(script: str, capsys):
+    with pytest.raises(SystemExit) as error:
+        parser(script)(["--help"])
+    assert error.value.code == 0
+    printed = capsys.readouterr().out
+    assert "usage:" in printed
+    if hasattr(_load(script), "PRESETS"):
+        assert "--preset" in printed and "--debug" in printed
+
+
+@pytest.mark.parametrize("script", ["experiments/sailor.py", "experiments/ablations.py"])
+def test_help_in_a_real_process(script: str):
+    """`python SCRIPT --help` as a user types it: exit 0, presets and --debug named."""
+    done = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "100"})
+    assert done.returncode == 0, done.stderr
+    presets = ",".join(_load(script).PRESETS)
+    assert f"--preset {{{presets}}}" in done.stdout
+    assert "--debug" in done.stdout
+
+
+def test_ci_installs_as_the_readme_says():
+    """`.ci/run` runs the README's install command, word for word."""
+    with open(README, encoding="utf-8") as f:
+        install = re.search(r"## Install.*?```bash\n(.*?)\n```", f.read(), re.DOTALL).group(1)
+    with open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8") as f:
+        ci = f.read().splitlines()
+    assert "--index-url https://download.pytorch.org/whl/cpu" in install
+    assert install in ci
+
+
+def test_console_is_wide_when_output_goes_to_a_file(monkeypatch):
+    """The README shows the smoke tables as drawn into a file: `PIPE_WIDTH` wide, not 80."""
+    from sailor_jax import cli
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    assert cli.make_console().width == cli.PIPE_WIDTH
+    monkeypatch.setenv("COLUMNS", "100")
+    assert cli.make_console().width == 100
