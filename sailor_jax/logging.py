@@ -1,9 +1,10 @@
 """Host log sinks: one JSONL writer, one JSON sanitiser, and TensorBoard metrics. Host-only.
 
 `JsonlSink` is the only JSONL writer of the package (metrics, the LLM judge's `llm.jsonl`, the
-refinement advisor's `refine.jsonl`); `to_jsonable` is the only JSON sanitiser. TensorBoard
-tags follow CleanRL's group/name form: `charts/episodic_return`, `losses/value_loss`,
-`sailor/alignment`, `sailor/theta_<name>`.
+refinement advisor's `refine.jsonl`) and `rewind_jsonl` the only rewriter (a resume drops what
+it writes again); `to_jsonable` is the only JSON sanitiser. TensorBoard tags follow CleanRL's
+group/name form: `charts/episodic_return`, `losses/value_loss`, `sailor/alignment`,
+`sailor/theta_<name>`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -53,19 +54,27 @@ class JsonlSink:
     Args:
       path: JSONL file to append to; None writes no file (only `records`).
       keep: how many of the newest records to keep in `records`; None keeps all, 0 none.
+      context: fields put first in every record (a record's own fields win), e.g. the SAILOR
+        `iteration` the LLM judge is ranking for; the owner may replace it between writes.
 
     Attributes:
-      records: the kept records (as given, not sanitised), newest last.
+      records: the kept records (as given plus `context`, not sanitised), newest last.
+      context: see Args.
     """
 
-    def __init__(self, path: str | None, keep: int | None = 0) -> None:
+    def __init__(self, path: str | None, keep: int | None = 0,
+                 context: dict[str, Any] | None = None) -> None:
         if keep is not None and keep < 0:
             raise ValueError(f"keep must be >= 0 or None, got {keep}")
         self.path, self.keep = path, keep
+        self.context: dict[str, Any] = dict(context or {})
         self.records: list[dict[str, Any]] = []
 
     def write(self, record: dict[str, Any]) -> None:
-        """Append `record` (sanitised by `to_jsonable`) to the file and keep it in memory."""
+        """Append `{**context, **record}` (sanitised by `to_jsonable`) to the file and keep it
+        in memory."""
+        if self.context:
+            record = {**self.context, **record}
         if self.keep != 0:
             self.records.append(record)
             if self.keep is not None:
@@ -73,6 +82,53 @@ class JsonlSink:
         if self.path is not None:
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write(json_line(record) + "\n")
+
+
+def rewind_jsonl(path: str, keep: Callable[[dict[str, Any]], bool]) -> int:
+    """Rewrite the JSONL file `path` with only the records `keep` accepts; return how many
+    were dropped. Host-only.
+
+    Lines that are not a JSON object (a record cut short by a kill) are dropped too. The file
+    is replaced atomically (`os.replace` of a sibling `.tmp`) and left untouched when nothing
+    is dropped; a missing file drops nothing.
+
+    Raises:
+      OSError: the file cannot be read or replaced.
+    """
+    if not os.path.exists(path):
+        return 0
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+    kept = [line for line in lines if _keep_line(line, keep)]
+    if len(kept) < len(lines):
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            f.writelines(line if line.endswith("\n") else line + "\n" for line in kept)
+        os.replace(path + ".tmp", path)
+    return len(lines) - len(kept)
+
+
+def _keep_line(line: str, keep: Callable[[dict[str, Any]], bool]) -> bool:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(record, dict) and bool(keep(record))
+
+
+def rewind_logs(out_dir: str, segment: int, iteration: int) -> dict[str, int]:
+    """Drop from every `*.jsonl` in `out_dir` the records a run resumed at `segment` writes
+    again; return `{file name: records dropped}`. Host-only.
+
+    Dropped: records tagged `"segment" >= segment` (the runner's `metrics.jsonl` tag) or
+    `"iteration" >= iteration` (SAILOR: the judge's `llm.jsonl` and `refine.jsonl` records and
+    the iteration records; `iteration` is the first iteration the resumed run judges again,
+    `hooks.next_iteration`), and lines cut short by a kill. Untagged records stay.
+    """
+    def keep(record: dict) -> bool:
+        return record.get("segment", -1) < segment and record.get("iteration", -1) < iteration
+
+    return {name: rewind_jsonl(os.path.join(out_dir, name), keep)
+            for name in sorted(os.listdir(out_dir)) if name.endswith(".jsonl")}
 
 
 class MetricLogger:
@@ -83,10 +139,15 @@ class MetricLogger:
         None writes nothing (the processes other than 0 of a multi-process run).
       name: JSONL file stem.
       tensorboard: also write scalars with tensorboardX.
+
+    Attributes:
+      context: fields written after `step` in every JSONL record (not to TensorBoard); the
+        segment runner sets `{"segment": k}` while segment k's records are written.
     """
 
     def __init__(self, out_dir: str | None, name: str = "metrics", tensorboard: bool = True):
         self.path = None if out_dir is None else os.path.join(out_dir, f"{name}.jsonl")
+        self.context: dict[str, Any] = {}
         self._sink = JsonlSink(self.path, keep=0)
         self._tb = None
         if out_dir is not None:
@@ -97,10 +158,10 @@ class MetricLogger:
             self._tb = SummaryWriter(os.path.join(out_dir, "tb"))
 
     def log(self, step: int, record: dict[str, Any]) -> None:
-        """Write `{"step": step, **record}` to the JSONL file (NaN -> null); numeric leaves
-        of a nested `record` also go to TensorBoard, tagged by their '/'-joined keys."""
+        """Write `{"step": step, **context, **record}` to the JSONL file (NaN -> null); numeric
+        leaves of a nested `record` also go to TensorBoard, tagged by their '/'-joined keys."""
         record = to_jsonable(record)
-        self._sink.write({"step": int(step), **record})
+        self._sink.write({"step": int(step), **self.context, **record})
         if self._tb is not None:
             for tag, value in _flatten(record, "/"):
                 if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -17,8 +17,10 @@ fixed state and the main thread applies judgements in iteration order.
 A checkpoint taken while judge(t) is in flight stores iteration t's training summary
 (`pending`); `after_restore` collects iteration t's games again from the restored runner
 state (same params, same key) and resubmits the judgement, so kill + resume gives the theta
-history of an uninterrupted run. `finish` waits for the last judgement (its theta trains
-nothing but completes `theta_history`).
+history of an uninterrupted run, and its logs: `next_iteration` is then t, so the resume first
+drops the in-flight judgement's `llm.jsonl` / `refine.jsonl` records (`logging.rewind_logs`).
+`finish` waits for the last judgement (its theta trains nothing but completes
+`theta_history`).
 """
 
 from __future__ import annotations
@@ -79,6 +81,11 @@ class PipelinedHooks(loop.SailorHooks):
         """Wait for the judgement in flight, apply and log it, and stop the worker."""
         self._settle(logger)
         self._pool.shutdown()
+
+    def abort(self) -> None:
+        """Stop the worker after the judgement under way (the run is stopping on an error),
+        so that nothing writes to the logs once the run has returned."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def to_json(self) -> dict:
         return {**self.state.to_json(), "pending": self.pending}

@@ -7,16 +7,22 @@ pgx `State`, optax states), and a restored state must train on exactly like the 
 
 from __future__ import annotations
 
+import glob
+import json
+import os
+
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import orbax.checkpoint as ocp
 import pytest
 
 from sailor_jax import env, ppo
-from sailor_jax.checkpoint import Checkpointer
+from sailor_jax.checkpoint import DIGEST_KEY, Checkpointer, state_digest
 from sailor_jax.config import NetworkConfig, PPOConfig
+from sailor_jax.errors import UserError
 from sailor_jax.features import NUM_FEATURES
 from sailor_jax.reward import RewardSpec
 from sailor_jax.types import RunnerState, RunningStats
@@ -188,3 +194,96 @@ def test_saving_a_step_older_than_the_latest_is_not_silently_dropped(tmp_path):
         restored, meta = ckpt.restore(abstract, step=5)
     np.testing.assert_array_equal(restored["theta"], -THETA)
     assert meta == {"step": 5}
+
+
+# Issue 14, item 5: a damaged newest checkpoint must not end the run.
+X = jnp.arange(1000, dtype=jnp.float32)
+X_ABSTRACT = {"x": jax.ShapeDtypeStruct(X.shape, X.dtype)}
+
+
+def _save_steps(directory, steps, max_to_keep=3):
+    with Checkpointer(directory, max_to_keep=max_to_keep) as ckpt:
+        for step in steps:
+            ckpt.save(step, {"x": X * step}, {"step": step})
+
+
+def damage(step_dir, how: str) -> None:
+    """Truncate the meta JSON, or flip bytes in the middle of the largest state file."""
+    if how == "truncated_meta":
+        path = os.path.join(step_dir, "meta", "metadata")
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) // 2)
+        return
+    files = [p for p in glob.glob(os.path.join(step_dir, "state", "**"), recursive=True)
+             if os.path.isfile(p)]
+    path = max(files, key=os.path.getsize)
+    data = bytearray(open(path, "rb").read())
+    for i in range(len(data) // 2, len(data) // 2 + 8):
+        data[i] ^= 0xFF
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+
+
+def test_max_to_keep_below_two_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="max_to_keep must be >= 2"):
+        Checkpointer(tmp_path, max_to_keep=1)
+
+
+@pytest.mark.parametrize("how", ["truncated_meta", "flipped_state_bytes"])
+def test_restore_newest_skips_a_damaged_step_and_moves_it_aside(tmp_path, how):
+    _save_steps(tmp_path, (1, 2, 3))
+    damage(tmp_path / "3", how)
+    with Checkpointer(tmp_path, max_to_keep=3) as ckpt:
+        restored = ckpt.restore_newest(X_ABSTRACT)
+        assert (restored.step, restored.meta) == (2, {"step": 2})
+        np.testing.assert_array_equal(restored.state["x"], X * 2)
+        assert [step for step, _ in restored.skipped] == [3]
+        assert "\n" not in restored.skipped[0][1] and len(restored.skipped[0][1]) <= 160
+        assert ckpt.all_steps() == [1, 2]
+        ckpt.save(3, {"x": -X}, {"step": 3})  # the damaged step's number is free again
+        assert ckpt.restore_newest(X_ABSTRACT).step == 3
+    assert sorted(os.listdir(tmp_path)) == ["1", "2", "3", "3.unusable"]
+
+
+def test_restore_checks_the_state_digest(tmp_path):
+    _save_steps(tmp_path, (1,))
+    path = tmp_path / "1" / "meta" / "metadata"
+    meta = json.loads(path.read_text())
+    assert meta[DIGEST_KEY] == state_digest({"x": X})
+    path.write_text(json.dumps({**meta, DIGEST_KEY: state_digest({"x": X + 1})}))
+    with Checkpointer(tmp_path) as ckpt, pytest.raises(ValueError, match="SHA-256 differs"):
+        ckpt.restore(X_ABSTRACT)
+    del meta[DIGEST_KEY]  # a checkpoint written before the digest existed: not checked
+    path.write_text(json.dumps(meta))
+    with Checkpointer(tmp_path) as ckpt:
+        assert ckpt.restore(X_ABSTRACT)[1] == {"step": 1}
+
+
+def test_no_step_restores_is_one_user_error_line_naming_the_folder(tmp_path):
+    _save_steps(tmp_path, (1, 2))
+    damage(tmp_path / "2", "truncated_meta")
+    damage(tmp_path / "1", "flipped_state_bytes")
+    with Checkpointer(tmp_path) as ckpt, pytest.raises(UserError) as error:
+        ckpt.restore_newest(X_ABSTRACT)
+    message = str(error.value)
+    assert "\n" not in message and str(tmp_path) in message
+    assert "step 2: JSONDecodeError" in message and "step 1: " in message
+    assert sorted(os.listdir(tmp_path)) == ["1", "2"]  # nothing moved
+
+
+def test_a_save_killed_midway_leaves_no_step(tmp_path, monkeypatch):
+    _save_steps(tmp_path, (1,))
+
+    async def killed(*args, **kwargs):
+        raise KeyboardInterrupt("simulated kill")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(ocp.handlers.JsonCheckpointHandler, "async_save", killed)
+        with Checkpointer(tmp_path) as ckpt, pytest.raises(KeyboardInterrupt):
+            ckpt.save(2, {"x": X * 2}, {"step": 2})
+    assert sorted(os.listdir(tmp_path)) == ["1", "2.orbax-checkpoint-tmp"]
+    with Checkpointer(tmp_path) as ckpt:
+        assert ckpt.all_steps() == [1] and ckpt.restore_newest(X_ABSTRACT).step == 1
+        ckpt.save(2, {"x": X * 2}, {"step": 2})
+        assert ckpt.all_steps() == [1, 2]
+    assert sorted(os.listdir(tmp_path)) == ["1", "2"]

@@ -13,7 +13,14 @@ import numpy as np
 import pytest
 from tensorboardX.proto import event_pb2
 
-from sailor_jax.logging import JsonlSink, MetricLogger, json_line, to_jsonable
+from sailor_jax.logging import (
+    JsonlSink,
+    MetricLogger,
+    json_line,
+    rewind_jsonl,
+    rewind_logs,
+    to_jsonable,
+)
 
 
 def read_jsonl(path) -> list[dict]:
@@ -124,3 +131,63 @@ def test_metric_logger_without_tensorboard_writes_only_jsonl(tmp_path):
         logger.log(0, {"x": 1})
     assert os.listdir(tmp_path) == ["m.jsonl"]
     assert read_jsonl(tmp_path / "m.jsonl") == [{"step": 0, "x": 1}]
+
+
+def test_jsonl_sink_context_goes_first_and_the_records_own_fields_win(tmp_path):
+    sink = JsonlSink(str(tmp_path / "llm.jsonl"), keep=None, context={"iteration": 3})
+    sink.write({"event": "group", "g": 0})
+    sink.write({"iteration": 9, "event": "own"})
+    sink.context = {}
+    sink.write({"event": "plain"})
+    expected = [{"iteration": 3, "event": "group", "g": 0}, {"iteration": 9, "event": "own"},
+                {"event": "plain"}]
+    assert read_jsonl(sink.path) == sink.records == expected
+    assert list(sink.records[0]) == ["iteration", "event", "g"]
+
+
+def test_metric_logger_context_follows_the_step(tmp_path):
+    with MetricLogger(str(tmp_path), tensorboard=False) as logger:
+        logger.log(5, {"x": 1})
+        logger.context = {"segment": 2}
+        logger.log(6, {"x": 2})
+    records = read_jsonl(tmp_path / "metrics.jsonl")
+    assert records == [{"step": 5, "x": 1}, {"step": 6, "segment": 2, "x": 2}]
+    assert list(records[1]) == ["step", "segment", "x"]
+
+
+def test_rewind_jsonl_keeps_what_the_predicate_accepts(tmp_path):
+    path = str(tmp_path / "log.jsonl")
+    assert rewind_jsonl(path, lambda r: True) == 0  # no file: nothing to drop
+    with open(path, "w") as f:
+        f.write('{"i": 0}\n{"i": 1}\n[1, 2]\n{"i": 2}\n{"i": 3, "cut sho')  # a killed write
+    assert rewind_jsonl(path, lambda r: r["i"] < 2) == 3
+    assert read_jsonl(path) == [{"i": 0}, {"i": 1}]
+    before = os.stat(path)
+    assert rewind_jsonl(path, lambda r: True) == 0
+    after = os.stat(path)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # untouched
+    assert rewind_jsonl(path, lambda r: False) == 2 and read_jsonl(path) == []
+    assert os.listdir(tmp_path) == ["log.jsonl"]  # no temporary file left
+
+
+def test_rewind_logs_drops_the_records_a_resume_writes_again(tmp_path):
+    logs = {
+        "metrics.jsonl": [{"step": 8, "segment": 0}, {"step": 8, "segment": 0, "iteration": 0},
+                          {"step": 16, "segment": 1}, {"step": 16, "segment": 2,
+                                                       "iteration": 1}, {"step": 1}],
+        "llm.jsonl": [{"iteration": 0, "event": "group"}, {"iteration": 1, "event": "group"}],
+        "refine.jsonl": [{"iteration": 1, "answer": "raise"}],
+    }
+    for name, records in logs.items():
+        with open(tmp_path / name, "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in records)
+    (tmp_path / "results.json").write_text("{}")
+    # Checkpoint of segment 2 with iteration 1 in flight (pipelined): iteration 1 is redone.
+    assert rewind_logs(str(tmp_path), 2, 1) == {"llm.jsonl": 1, "metrics.jsonl": 1,
+                                                       "refine.jsonl": 1}
+    metrics = [json.loads(line) for line in open(tmp_path / "metrics.jsonl")]
+    assert metrics == logs["metrics.jsonl"][:3] + [{"step": 1}]  # untagged records stay
+    assert (tmp_path / "refine.jsonl").read_text() == ""
+    assert rewind_logs(str(tmp_path), 0, 0) == {"llm.jsonl": 1, "metrics.jsonl": 3,
+                                                       "refine.jsonl": 0}
+    assert (tmp_path / "results.json").read_text() == "{}"

@@ -69,6 +69,7 @@ def test_run_with_tiny_llm_writes_results(tmp_path, tiny_llm_dir):
     with open(os.path.join(out, "llm.jsonl")) as f:
         llm_records = [json.loads(line) for line in f]
     assert llm_records, "every LLM call must be logged"
+    assert sorted({r["iteration"] for r in llm_records}) == [0, 1]  # resume truncates by it
     metrics = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
     assert any("sailor/alignment" in m for m in metrics)
     for phase in loop.PHASES:

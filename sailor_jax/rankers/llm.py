@@ -20,7 +20,8 @@ all groups in one `rank_groups` call go through batched forward passes.
 
 Every prompt, output (or label log-probabilities), parse result and timing is logged through a
 `logging.JsonlSink`: to `log_path` as JSONL when set, and always to the bounded in-memory list
-`records`.
+`records`; every record starts with the fields of `log_context` (the SAILOR loop's
+`iteration`).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class LLMRanker(Ranker):
     Attributes:
       backend: the loaded `LLMBackend` (also exposed as `tokenizer`, `model`, `device`).
       records: bounded list of log records (dicts), newest last.
+      log_context: fields every log record starts with (settable; the loop sets `iteration`).
       load_seconds: time spent loading the model (about 0 when `backend` was given).
       last_label_mass: mean label mass over the prompts of the last call (pairwise `pA + pB`,
         pointwise `sum_r p_r`; NaN before, and in listwise mode).
@@ -110,6 +112,15 @@ class LLMRanker(Ranker):
     @property
     def records(self) -> list[dict[str, Any]]:
         return self._sink.records
+
+    @property
+    def log_context(self) -> dict[str, Any]:
+        """Fields added to every log record from now on (the loop sets `{"iteration": t}`)."""
+        return self._sink.context
+
+    @log_context.setter
+    def log_context(self, context: dict[str, Any]) -> None:
+        self._sink.context = dict(context)
 
     def _resolve_budget(self) -> int:
         cfg = self.config

@@ -1,0 +1,195 @@
+"""Fault injection (issue 14, items 5 and 6): kill a SAILOR run at each phase boundary, or
+damage its newest checkpoint; `--resume` must give the uninterrupted run's results and logs.
+
+A kill is a `KeyboardInterrupt` raised from a monkeypatched function at the boundary, in the
+second of two iterations (the first has been checkpointed): after the segment (before its
+games are collected), after ranking (the judge has logged its prompts, before the
+preferences and the update), after the update (theta updated and logged, before the
+checkpoint), and mid-checkpoint (inside orbax, after its temporary folder exists). The
+judge is the tiny offline LLM (`tests/llm_fixtures.py`) so that `llm.jsonl` is written.
+Logs are compared record by record with the timing fields removed (`_untimed`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import logging
+import os
+import shutil
+
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+from test_checkpoint import damage
+from test_loop import TINY
+
+from sailor_jax import loop
+from sailor_jax.config import AlignmentConfig, EvalConfig, LLMRankerConfig, RankerConfig
+from sailor_jax.errors import UserError
+
+TIMING_KEYS = {"seconds", "sps", "timings", "charts/SPS"}
+"""Keys whose values are wall-clock measurements (plus keys ending `_s` or starting `time/`)."""
+
+
+@pytest.fixture(scope="module")
+def cfg(tiny_llm_dir):
+    """Two iterations, two seeds, the tiny LLM judging 2 pairs per seed (8 prompts each)."""
+    llm = LLMRankerConfig(model=tiny_llm_dir, batch_size=8, max_prompt_tokens=768,
+                          max_pairs_per_group=2, device="cpu")
+    return dataclasses.replace(
+        TINY, baseline=False, max_len=20, ranker=RankerConfig(kind="llm", llm=llm),
+        alignment=AlignmentConfig(method="bt_mcmc", mcmc_samples=200, mcmc_burn_in=50,
+                                  mcmc_chains=2),
+        eval=EvalConfig(episodes=2, max_len=50))
+
+
+@pytest.fixture(scope="module")
+def reference(cfg, tmp_path_factory):
+    """The uninterrupted run: its folder and results."""
+    out = str(tmp_path_factory.mktemp("reference") / "run")
+    results = loop.run(cfg, out)
+    llm = _logs(out)["llm.jsonl"]
+    assert [sum(r["iteration"] == t for r in llm) for t in (0, 1)] == [10, 10]  # 8 + 2 each
+    return out, results
+
+
+def _untimed(x):
+    """`x` without the timing fields, recursively."""
+    if isinstance(x, dict):
+        return {k: _untimed(v) for k, v in x.items() if k not in TIMING_KEYS
+                and not k.endswith("_s") and not k.startswith("time/")}
+    if isinstance(x, list):
+        return [_untimed(v) for v in x]
+    return x
+
+
+def _logs(out: str) -> dict[str, list]:
+    """Every JSONL log of the run folder, timing fields removed."""
+    logs = {}
+    for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
+        with open(path, encoding="utf-8") as f:
+            logs[os.path.basename(path)] = [_untimed(json.loads(line)) for line in f]
+    return logs
+
+
+def assert_same_run(out: str, results, reference) -> None:
+    """Results, results.json and every log of `out` equal the uninterrupted run's."""
+    ref_out, ref = reference
+    np.testing.assert_array_equal(np.asarray(results.theta_history),
+                                  np.asarray(ref.theta_history))
+    assert results.preferences == ref.preferences
+    assert results.evaluation == ref.evaluation
+    with open(os.path.join(out, "results.json")) as a, \
+            open(os.path.join(ref_out, "results.json")) as b:
+        assert _untimed(json.load(a)) == _untimed(json.load(b))
+    logs, ref_logs = _logs(out), _logs(ref_out)
+    assert set(logs) == set(ref_logs) == {"metrics.jsonl", "llm.jsonl"}
+    for name, records in ref_logs.items():
+        assert logs[name] == records, name
+
+
+def _kill_when(monkeypatch, name: str, position: int, t: int, after: bool = False) -> None:
+    """Replace `loop.<name>` by a wrapper that raises KeyboardInterrupt when its positional
+    argument `position` (the iteration) is `t`, before or after calling the original."""
+    original = getattr(loop, name)
+
+    def killer(*args, **kwargs):
+        if not after and args[position] == t:
+            raise KeyboardInterrupt(f"simulated kill before {name} of iteration {t}")
+        out = original(*args, **kwargs)
+        if after and args[position] == t:
+            raise KeyboardInterrupt(f"simulated kill after {name} of iteration {t}")
+        return out
+
+    monkeypatch.setattr(loop, name, killer)
+
+
+def _kill_mid_checkpoint(monkeypatch, step: int) -> None:
+    """Kill orbax's save of `step` after its temporary folder exists (the meta item's save)."""
+    original = ocp.handlers.JsonCheckpointHandler.async_save
+
+    async def killer(self, directory, *args, **kwargs):
+        if f"{os.sep}{step}.orbax-checkpoint-tmp" in str(directory):
+            raise KeyboardInterrupt(f"simulated kill while saving checkpoint {step}")
+        return await original(self, directory, *args, **kwargs)
+
+    monkeypatch.setattr(ocp.handlers.JsonCheckpointHandler, "async_save", killer)
+
+
+KILLS = {
+    "after_segment": lambda mp: _kill_when(mp, "collect_batch", 2, 1),  # (ctx, runner, t)
+    "after_ranking": lambda mp: _kill_when(mp, "align_step", 5, 1),  # (..., cfg, t, ...)
+    "after_update": lambda mp: _kill_when(mp, "record_iteration", 2, 1, after=True),
+    "mid_checkpoint": lambda mp: _kill_mid_checkpoint(mp, 2),
+}
+
+
+@pytest.mark.parametrize("kill", list(KILLS))
+def test_kill_at_each_phase_boundary_then_resume_equals_uninterrupted(
+        kill, cfg, reference, tmp_path, monkeypatch):
+    out = str(tmp_path / "run")
+    with monkeypatch.context() as mp:
+        KILLS[kill](mp)
+        with pytest.raises(KeyboardInterrupt, match="simulated kill"):
+            loop.run(cfg, out)
+    steps = sorted(os.listdir(os.path.join(out, "checkpoints")))
+    assert steps[0] == "1" and "2" not in steps  # iteration 1 was never checkpointed
+    assert_same_run(out, loop.run(cfg, out, resume=True), reference)
+
+
+def test_pipelined_kill_with_a_judgement_in_flight_then_resume_equals_uninterrupted(
+        cfg, tmp_path, monkeypatch):
+    """Killed while saving checkpoint 2, with judge(1) running in the worker (it finishes and
+    logs before the run returns); checkpoint 1 has judge(0) in flight: the resume drops every
+    llm.jsonl record and judges iteration 0 again (`PipelinedHooks.after_restore`)."""
+    piped = dataclasses.replace(cfg, pipeline=True)
+    reference = str(tmp_path / "reference"), loop.run(piped, str(tmp_path / "reference"))
+    out = str(tmp_path / "run")
+    with monkeypatch.context() as mp:
+        _kill_mid_checkpoint(mp, 2)
+        with pytest.raises(KeyboardInterrupt, match="simulated kill"):
+            loop.run(piped, out)
+    with open(os.path.join(out, "llm.jsonl")) as f:
+        assert {json.loads(line)["iteration"] for line in f} == {0, 1}
+    assert_same_run(out, loop.run(piped, out, resume=True), reference)
+
+
+def test_kill_in_the_first_segment_then_resume_starts_over(cfg, reference, tmp_path,
+                                                           monkeypatch):
+    out = str(tmp_path / "run")
+    with monkeypatch.context() as mp:
+        _kill_when(mp, "align_step", 5, 0)
+        with pytest.raises(KeyboardInterrupt):
+            loop.run(cfg, out)
+    assert os.path.getsize(os.path.join(out, "llm.jsonl")) > 0  # iteration 0 was judged
+    assert_same_run(out, loop.run(cfg, out, resume=True), reference)
+
+
+@pytest.mark.parametrize("how", ["truncated_meta", "flipped_state_bytes"])
+def test_damaged_newest_checkpoint_falls_back_to_the_older_one(how, cfg, reference, tmp_path,
+                                                               caplog):
+    out = str(tmp_path / "run")
+    shutil.copytree(reference[0], out)
+    damage(os.path.join(out, "checkpoints", "2"), how)
+    with caplog.at_level(logging.WARNING, logger="sailor_jax.runner"):
+        resumed = loop.run(cfg, out, resume=True)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "sailor_jax.runner"]
+    assert len(warnings) == 1 and "\n" not in warnings[0]
+    assert "step 2: " in warnings[0] and "continuing from checkpoint step 1" in warnings[0]
+    assert "2.unusable" in os.listdir(os.path.join(out, "checkpoints"))
+    assert_same_run(out, resumed, reference)
+
+
+def test_no_checkpoint_restores_is_one_line_naming_the_folder(cfg, reference, tmp_path):
+    out = str(tmp_path / "run")
+    shutil.copytree(reference[0], out)
+    damage(os.path.join(out, "checkpoints", "2"), "truncated_meta")
+    damage(os.path.join(out, "checkpoints", "1"), "flipped_state_bytes")
+    with pytest.raises(UserError) as error:
+        loop.run(cfg, out, resume=True)
+    message = str(error.value)
+    assert "\n" not in message and os.path.join(out, "checkpoints") in message
+    assert "step 2: " in message and "step 1: " in message
+    assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["1", "2"]  # nothing moved
