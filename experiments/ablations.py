@@ -68,7 +68,7 @@ from sailor_jax.config import (  # noqa: E402
 )
 from sailor_jax.features import FEATURE_NAMES  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
-from sailor_jax.rankers.factory import judge_name  # noqa: E402
+from sailor_jax.rankers.factory import check_judges, judge_name  # noqa: E402
 from sailor_jax.results import SailorResults  # noqa: E402
 from sailor_jax.run_dir import config_json  # noqa: E402
 
@@ -208,7 +208,7 @@ def check_variant(name: str, cfg: SailorConfig, folder: str) -> None:
 
     Raises:
       UserError: the folder holds a run of another configuration, or the judge's model
-        cannot be found (`loop.check_judges`).
+        cannot be found (`rankers.factory.check_judges`).
     """
     results_path = os.path.join(folder, "results.json")
     if os.path.exists(results_path):
@@ -218,7 +218,7 @@ def check_variant(name: str, cfg: SailorConfig, folder: str) -> None:
         return
     run_dir.check_out_dir(folder, cfg, os.path.exists(os.path.join(folder, "config.json")))
     if cfg.self_align:
-        loop.check_judges(cfg, None, None)
+        check_judges(cfg)
 
 
 def run_variant(name: str, cfg: SailorConfig, folder: str, console: Console,

@@ -108,7 +108,7 @@ def parse(argv: list[str]) -> tuple[str, Args]:
 def summary(results: SailorResults, console: Console) -> None:
     """Print the theta history, preference counts, evaluation and wall-clock tables."""
     names, history = results.feature_names, results.theta_history
-    theta = Table(title="theta (seed mean), preference pairs")
+    theta = Table(title="theta history (seed mean), preference pairs")
     theta.add_column("feature")
     for t in range(len(history)):
         theta.add_column(f"it{t}", justify="right")

@@ -30,6 +30,7 @@ from sailor_jax import dqn, report, run_dir, runner
 from sailor_jax.cli import make_console, progress_bar
 from sailor_jax.config import DQNConfig, EvalConfig
 from sailor_jax.errors import report_user_errors
+from sailor_jax.fixed_reward import FixedReward
 from sailor_jax.logging import to_jsonable
 from sailor_jax.results import final_thetas
 from sailor_jax.reward import RewardSpec
@@ -87,7 +88,7 @@ def _curve(metrics: dict, num_seeds: int) -> dict:
 
 
 @dataclasses.dataclass
-class TransferHooks(runner.FixedReward):
+class TransferHooks(FixedReward):
     """`runner.SegmentHooks` of the transfer test: fixed rewards, per-variant DQN curves."""
 
     num_seeds: int = 1

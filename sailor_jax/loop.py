@@ -29,8 +29,7 @@ from sailor_jax import ppo, refinement, run_dir, runner, sharding
 from sailor_jax.config import SailorConfig
 from sailor_jax.logging import MetricLogger
 from sailor_jax.rankers.base import Ranker
-from sailor_jax.rankers.factory import check_ranker, make_ranker, ranker_description
-from sailor_jax.rankers.model_source import check_model_source
+from sailor_jax.rankers.factory import check_judges, make_ranker, ranker_description
 from sailor_jax.results import PHASES, IterationRecord, LoopState, SailorResults, SeedUpdate
 from sailor_jax.reward import RewardSpec
 from sailor_jax.rollout import cut_windows, make_collect
@@ -84,6 +83,12 @@ class SailorHooks:
         self.state.iterations.append(record)
         tau = runner.nanmean(s.kendall_tau_after for s in record.seeds)
         return f"SAILOR  SPS {record.sps:8,.0f}  agreement(tau) {tau:+.2f}"
+
+    @property
+    def next_iteration(self) -> int:
+        """The first iteration not yet recorded: on resume, log records tagged with it or a
+        later `iteration` are dropped (`logging.rewind_logs`) and judged again."""
+        return self.state.iteration
 
     def to_json(self) -> dict:
         return self.state.to_json()
@@ -142,7 +147,8 @@ def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | 
 
     Reads `state` (thetas, stall counters, past scores) and changes nothing, so it may run in
     a worker thread (`pipeline`). Process 0 judges; the others return zeros, replaced by
-    process 0's thetas in `settle`.
+    process 0's thetas in `settle`. A judge with a `log_context` (the LLM) tags its log
+    records with `"iteration": t`, as the refinement advisor does.
     """
     cfg, s = ctx.cfg, ctx.cfg.num_seeds
     if not sharding.is_main_process():  # process 0 judges; the others take its thetas
@@ -151,6 +157,8 @@ def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | 
                          {"rank": 0.0, "update": 0.0}, [])
     t0 = time.perf_counter()
     ctx.ranker.reseed(int(np.random.default_rng([cfg.seed, t]).integers(2**31)))
+    if hasattr(ctx.ranker, "log_context"):
+        ctx.ranker.log_context = {"iteration": t}
     rankings = ctx.ranker.rank_groups([jax.tree.map(lambda x, i=i: x[i], batch)
                                        for i in range(s)])
     rank_s = time.perf_counter() - t0
@@ -238,20 +246,6 @@ def _collector(cfg: SailorConfig) -> Callable:
                                            cfg.window)
 
 
-def check_judges(cfg: SailorConfig, ranker: Ranker | None,
-                 advisor: refinement.Advisor | None) -> None:
-    """Check that the judge and the refinement advisor `cfg` names can be built (those not
-    given ready-made), without loading them. Host-only.
-
-    Raises:
-      UserError: a model cannot be found (`rankers.model_source.check_model_source`).
-    """
-    if ranker is None:
-        check_ranker(cfg.ranker)
-    if cfg.refine.enabled and advisor is None and cfg.refine.model is not None:
-        check_model_source(cfg.refine.model, cfg.refine.gguf_file, "--sailor.refine.model")
-
-
 def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | None = None,
         progress=None, advisor: refinement.Advisor | None = None,
         devices: int | None = None) -> SailorResults:
@@ -279,7 +273,7 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
     """
     main = sharding.is_main_process()
     if cfg.self_align and main:  # before the folder is written or anything compiles
-        check_judges(cfg, ranker, advisor)
+        check_judges(cfg, ranker is not None, advisor is not None)
     config = run_dir.prepare_out_dir(out_dir, cfg, resume)
     spec = cfg.reward_spec()
     theta0 = spec.validate(spec.theta0)

@@ -2,18 +2,18 @@
 
 Host-only. Every training job here (the SAILOR loop, fixed-reward PPO, the DQN transfer test)
 is the same sequence around a compiled `segment(runner_state, thetas[R, F]) -> (runner_state,
-metrics)`: write `config.json` (refusing to mix runs), restore the latest checkpoint on
-resume, compile ahead of time (timed alone), then per segment: ask the hooks for the rows'
-reward weights, train, fetch the metrics to the host, let the hooks do their between-segment
-work (SAILOR: collect, judge, preferences, update, refine), checkpoint, report progress.
-What happens between segments is the `SegmentHooks` protocol; `FixedReward` is the hooks of a
-fixed-reward run (no judge).
+metrics)`: write `config.json` (refusing to mix runs), on resume restore the newest checkpoint
+that restores and drop the log records written after it, compile ahead of time (timed alone),
+then per segment: ask the hooks for the rows' reward weights, train, fetch the metrics to the
+host, let the hooks do their between-segment work (SAILOR: collect, judge, preferences,
+update, refine), checkpoint, report progress. What happens between segments is the
+`SegmentHooks` protocol; `fixed_reward.FixedReward` is the hooks of a fixed-reward run
+(no judge).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
+import logging
 import os
 import time
 from typing import Any, Protocol
@@ -21,12 +21,10 @@ from typing import Any, Protocol
 import jax
 import numpy as np
 
-from sailor_jax import evaluation, ppo, sharding
+from sailor_jax import evaluation, sharding
 from sailor_jax.checkpoint import Checkpointer
-from sailor_jax.config import EvalConfig, NetworkConfig, TrainConfig
-from sailor_jax.logging import MetricLogger, to_jsonable
-from sailor_jax.reward import RewardSpec
-from sailor_jax.run_dir import prepare_out_dir
+from sailor_jax.config import EvalConfig, NetworkConfig
+from sailor_jax.logging import MetricLogger, rewind_logs, to_jsonable
 
 UPDATE_METRICS: dict[str, str] = {
     "charts/episodic_return": "episode_score", "charts/episodic_length": "episode_length",
@@ -37,6 +35,8 @@ UPDATE_METRICS: dict[str, str] = {
     "losses/explained_variance": "explained_variance"}
 """Log tag -> `SegmentMetrics` field, averaged over seeds per PPO update (CleanRL's tags)."""
 
+_log = logging.getLogger(__name__)
+
 
 class SegmentHooks(Protocol):
     """What a run does between compiled segments (host-only).
@@ -45,8 +45,10 @@ class SegmentHooks(Protocol):
     and `checkpoint`, the hooks their own phases. `to_json` / `load_json` carry the hooks'
     state through every checkpoint, so a resumed run continues exactly. Hooks with work in
     flight between segments (`pipeline.PipelinedHooks`) also define `after_restore(runner)`,
-    called once after a checkpoint is restored, and `finish(logger)`, called after the last
-    segment.
+    called once after a checkpoint is restored, `finish(logger)`, called after the last
+    segment, and `abort()`, called when the run stops with an exception. Hooks whose logs
+    carry an `iteration` field define `next_iteration`, the first iteration whose records the
+    restored state does not cover (`logging.rewind_logs` drops them on resume).
     """
 
     num_segments: int
@@ -66,6 +68,10 @@ class SegmentHooks(Protocol):
         """Restore the state `to_json` returned (on resume)."""
 
 
+KEEP_CHECKPOINTS = 2
+"""Checkpoints a run keeps: the newest, and one to fall back to when the newest is damaged."""
+
+
 def run_segments(out_dir: str, runner: Any, segment: Any, hooks: SegmentHooks, *,
                  resume: bool = False, tensorboard: bool = True, progress=None,
                  label: str = "train", hparams: dict | None = None,
@@ -75,6 +81,9 @@ def run_segments(out_dir: str, runner: Any, segment: Any, hooks: SegmentHooks, *
     The R rows are laid out over `devices` devices (`sharding.SeedLayout`, padded to a
     multiple of the device count); hooks and checkpoints see exactly the R real rows, so a
     run checkpointed on one device count resumes on another. Only process 0 writes logs.
+    Every `metrics.jsonl` record gets `"segment": k`, the segment after which it was written
+    (`hooks.finish`'s: `num_segments`), so that a resume can drop what it writes again
+    (`resume_run`). Should anything raise, `hooks.abort()` (if defined) stops work in flight.
 
     Args:
       out_dir: run folder (already holding `config.json`, see `prepare_out_dir`); receives
@@ -83,7 +92,8 @@ def run_segments(out_dir: str, runner: Any, segment: Any, hooks: SegmentHooks, *
         on resume, the shapes the latest checkpoint is restored into.
       segment: the jitted `segment(runner, thetas float32[R', F]) -> (runner, metrics)`.
       hooks: what happens between segments (see `SegmentHooks`).
-      resume: continue from the latest checkpoint in `out_dir`, if there is one.
+      resume: continue from the newest checkpoint in `out_dir` that restores, if there is
+        one (see `resume_run`).
       tensorboard: also write TensorBoard events (and the hyperparameter table `hparams`).
       progress: optional `rich.progress.Progress` (one task named `label`).
       hparams: the run config as JSON, logged to TensorBoard once (CleanRL's table).
@@ -94,45 +104,83 @@ def run_segments(out_dir: str, runner: Any, segment: Any, hooks: SegmentHooks, *
 
     Raises:
       ValueError: `devices` is more than JAX sees.
+      UserError: `resume`, and checkpoints exist but none restores.
     """
     layout = sharding.SeedLayout(len(hooks.thetas()), devices)
     main = sharding.is_main_process()
-    with Checkpointer(os.path.join(out_dir, "checkpoints"), max_to_keep=2) as ckpt, \
+    with Checkpointer(os.path.join(out_dir, "checkpoints"),
+                      max_to_keep=KEEP_CHECKPOINTS) as ckpt, \
             MetricLogger(out_dir if main else None, tensorboard=tensorboard) as logger:
-        start = 0
-        if resume and ckpt.latest_step() is not None:
-            restored, meta = ckpt.restore(layout.abstract_checkpoint(runner))
-            runner = layout.pad(restored)
-            start = meta["segment"]
-            hooks.load_json(meta["hooks"])
-            if hasattr(hooks, "after_restore"):
-                hooks.after_restore(runner)
-        else:
-            runner = layout.put(runner)
-            if hparams is not None:
-                logger.log_hparams(hparams)
-        t0 = time.perf_counter()
-        segment = segment.lower(runner, layout.put(hooks.thetas())).compile()
-        hooks.timings["compile"] = time.perf_counter() - t0  # ahead of time: timed alone
-        task = progress.add_task(label, total=hooks.num_segments, completed=start) \
-            if progress else None
-        for seg in range(start, hooks.num_segments):
+        restored = resume_run(out_dir, ckpt, layout, runner, hooks) if resume else None
+        runner, start = restored or (layout.put(runner), 0)
+        if restored is None and hparams is not None:
+            logger.log_hparams(hparams)
+        try:
             t0 = time.perf_counter()
-            runner, metrics = segment(runner, layout.put(hooks.thetas()))
-            metrics = layout.to_host(metrics)  # blocks until the segment is done
-            seconds = time.perf_counter() - t0
-            hooks.timings["train"] = hooks.timings.get("train", 0.0) + seconds
-            description = hooks.after_segment(seg, runner, metrics, seconds, logger)
-            t0 = time.perf_counter()
-            ckpt.save(seg + 1, layout.unpad(runner), to_jsonable({"segment": seg + 1,
-                                                                  "hooks": hooks.to_json()}))
-            hooks.timings["checkpoint"] = (hooks.timings.get("checkpoint", 0.0)
-                                           + time.perf_counter() - t0)
-            if progress:
-                progress.update(task, advance=1, description=description)
-        if hasattr(hooks, "finish"):
-            hooks.finish(logger)
+            segment = segment.lower(runner, layout.put(hooks.thetas())).compile()
+            hooks.timings["compile"] = time.perf_counter() - t0  # ahead of time: timed alone
+            task = progress.add_task(label, total=hooks.num_segments, completed=start) \
+                if progress else None
+            for seg in range(start, hooks.num_segments):
+                t0 = time.perf_counter()
+                runner, metrics = segment(runner, layout.put(hooks.thetas()))
+                metrics = layout.to_host(metrics)  # blocks until the segment is done
+                seconds = time.perf_counter() - t0
+                hooks.timings["train"] = hooks.timings.get("train", 0.0) + seconds
+                logger.context = {"segment": seg}
+                description = hooks.after_segment(seg, runner, metrics, seconds, logger)
+                t0 = time.perf_counter()
+                ckpt.save(seg + 1, layout.unpad(runner),
+                          to_jsonable({"segment": seg + 1, "hooks": hooks.to_json()}))
+                hooks.timings["checkpoint"] = (hooks.timings.get("checkpoint", 0.0)
+                                               + time.perf_counter() - t0)
+                if progress:
+                    progress.update(task, advance=1, description=description)
+            logger.context = {"segment": hooks.num_segments}
+            if hasattr(hooks, "finish"):
+                hooks.finish(logger)
+        except BaseException:
+            if hasattr(hooks, "abort"):
+                hooks.abort()
+            raise
     return layout.unpad(runner)
+
+
+def resume_run(out_dir: str, ckpt: Checkpointer, layout: sharding.SeedLayout, runner: Any,
+               hooks: SegmentHooks) -> tuple[Any, int] | None:
+    """Restore the newest checkpoint that restores, and rewind the logs to it. Host-only.
+
+    A damaged newer checkpoint is moved aside and reported as a warning of the
+    `sailor_jax.runner` logger (shown on the console): which steps were skipped, why, and
+    which step the run continues from. Then the hooks get the checkpoint's state
+    (`load_json`, `after_restore`) and every `*.jsonl` log in `out_dir` loses the records
+    the resumed run writes again (`rewind_logs`; all of them when there is no checkpoint).
+
+    Returns:
+      `(runner state padded to the layout, segment to continue from)`, or None when
+      `out_dir` has no checkpoint (the run starts from segment 0).
+
+    Raises:
+      UserError: checkpoints exist but none restores (`Checkpointer.restore_newest`).
+    """
+    restored = None
+    if ckpt.latest_step() is not None:
+        restored = ckpt.restore_newest(layout.abstract_checkpoint(runner))
+        if restored.skipped:
+            why = "; ".join(f"step {s}: {reason}" for s, reason in restored.skipped)
+            _log.warning("resume: newer checkpoints in %s did not restore (%s) and were "
+                         "renamed <step>.unusable; continuing from checkpoint step %d",
+                         ckpt.directory, why, restored.step)
+        hooks.load_json(restored.meta["hooks"])
+    start = 0 if restored is None else restored.meta["segment"]
+    if sharding.is_main_process():
+        rewind_logs(out_dir, start, getattr(hooks, "next_iteration", start))
+    if restored is None:
+        return None
+    runner = layout.pad(restored.state)
+    if hasattr(hooks, "after_restore"):
+        hooks.after_restore(runner)
+    return runner, start
 
 
 def log_updates(logger: MetricLogger, metrics: Any, env_steps_start: int,
@@ -184,86 +232,3 @@ def evaluate_rows(params: Any, net: NetworkConfig, eval_cfg: EvalConfig, key: ja
     pooled["per_seed"] = [evaluation.summarize(jax.tree.map(lambda x, s=s: x[s], stats))
                           for s in range(num_seeds)]
     return pooled
-
-
-@dataclasses.dataclass
-class FixedReward:
-    """`SegmentHooks` of a fixed-reward run: every row trains on `theta`, no judge.
-
-    Logs every PPO update (`log_updates`) and the segment's env steps per second over all
-    rows (`charts/SPS`).
-    """
-
-    theta_rows: np.ndarray
-    """`float32[R, F]` reward weights of the rows."""
-    num_segments: int
-    steps_per_segment: int
-    batch_size: int
-    timings: dict[str, float] = dataclasses.field(
-        default_factory=lambda: {"compile": 0.0, "train": 0.0, "checkpoint": 0.0})
-
-    def thetas(self) -> np.ndarray:
-        return self.theta_rows
-
-    def after_segment(self, segment, runner, metrics, seconds, logger) -> str:
-        log_updates(logger, metrics, segment * self.steps_per_segment, self.batch_size)
-        sps = len(self.theta_rows) * self.steps_per_segment / seconds
-        logger.log((segment + 1) * self.steps_per_segment, {"charts/SPS": sps})
-        last = np.asarray(metrics.episode_score, np.float64)[..., -1]
-        return f"train  score {nanmean(last):7.0f}  SPS {sps:9,.0f}"
-
-    def to_json(self) -> dict:
-        return {"timings": dict(self.timings)}
-
-    def load_json(self, state: dict) -> None:
-        self.timings.update(state["timings"])
-
-
-def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=None,
-                devices: int | None = None) -> dict:
-    """Train PPO on one fixed reward theta over vmapped seeds; evaluate; write `results.json`.
-
-    Host-only. The runner with `FixedReward` hooks; the final greedy evaluation sits next to a
-    uniformly random legal-move policy's (`cfg.evaluate_random`).
-
-    Args:
-      cfg: the run configuration.
-      out_dir: output folder (config.json, metrics.jsonl, tb/, checkpoints/, results.json).
-      resume: continue from the latest checkpoint in `out_dir` (config must match).
-      progress: optional `rich.progress.Progress`.
-      devices: devices the seeds are sharded over (`sharding.SeedLayout`; None: all).
-
-    Returns:
-      The results dict written to `results.json` by process 0 (config, theta, feature_names,
-      env_steps_per_seed, evaluation, random_policy_evaluation, timings, sps).
-
-    Raises:
-      ValueError: `out_dir` holds a run and `resume` is False, or its config differs.
-    """
-    config = prepare_out_dir(out_dir, cfg, resume)
-    spec = RewardSpec()
-    theta = spec.validate(cfg.theta if cfg.theta is not None else spec.theta0)
-    init, segment = ppo.make_train(cfg.ppo, num_seeds=cfg.num_seeds)
-    key_init, key_eval, key_random = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
-    hooks = FixedReward(np.tile(theta, (cfg.num_seeds, 1)), cfg.num_segments,
-                        cfg.ppo.steps_per_segment, cfg.ppo.batch_size)
-    runner = run_segments(out_dir, init(key_init), segment, hooks, resume=resume,
-                          tensorboard=cfg.tensorboard, progress=progress, hparams=config,
-                          devices=devices)
-    t0 = time.perf_counter()
-    results = {"config": config, "theta": theta.tolist(), "feature_names": list(spec.names),
-               "env_steps_per_seed": cfg.num_segments * cfg.ppo.steps_per_segment,
-               "evaluation": evaluate_rows(runner.params, cfg.ppo.network, cfg.eval, key_eval,
-                                           cfg.num_seeds)}
-    if cfg.evaluate_random:
-        stats = evaluation.random_policy_stats(key_random, cfg.eval.episodes * cfg.num_seeds,
-                                               cfg.eval.max_len)
-        results["random_policy_evaluation"] = evaluation.summarize(stats)
-    hooks.timings["eval"] = time.perf_counter() - t0
-    train_s = hooks.timings["train"]
-    results["timings"] = {f"{k}_s": v for k, v in hooks.timings.items()}
-    results["sps"] = cfg.num_seeds * results["env_steps_per_seed"] / train_s if train_s else None
-    if sharding.is_main_process():
-        with open(os.path.join(out_dir, "results.json"), "w", encoding="utf-8") as f:
-            json.dump(to_jsonable(results), f, indent=2)
-    return results

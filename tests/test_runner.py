@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sailor_jax import ppo, runner
+from sailor_jax import fixed_reward, ppo, runner
 from sailor_jax.config import EvalConfig, NetworkConfig, PPOConfig, TrainConfig
 from sailor_jax.logging import MetricLogger
 from sailor_jax.reward import RewardSpec
@@ -90,7 +90,27 @@ def test_run_segments_resume_matches_uninterrupted(tmp_path):
     np.testing.assert_array_equal(np.asarray(resumed), np.asarray(full))
     assert resumed_hooks.history == full_hooks.history
     logged = [json.loads(line)["step"] for line in open(os.path.join(out, "metrics.jsonl"))]
-    assert logged == [0, 1, 2, 2, 3]  # the killed segment's record, then the redone one
+    assert logged == [0, 1, 2, 3]  # the killed segment's record was dropped, then redone
+
+
+def test_resume_falls_back_past_a_damaged_checkpoint_and_says_so(tmp_path, caplog):
+    from test_checkpoint import damage
+
+    full_hooks = _Hooks(3)
+    full = _run(str(tmp_path / "full"), full_hooks)
+    out = str(tmp_path / "damaged")
+    _run(out, _Hooks(3))
+    damage(os.path.join(out, "checkpoints", "3"), "truncated_meta")
+    resumed_hooks = _Hooks(3)
+    with caplog.at_level("WARNING", logger="sailor_jax.runner"):
+        resumed = _run(out, resumed_hooks, resume=True)
+    (message,) = [r.getMessage() for r in caplog.records if r.name == "sailor_jax.runner"]
+    assert "step 3: JSONDecodeError" in message and "from checkpoint step 2" in message
+    assert resumed_hooks.segments_seen == [2]
+    np.testing.assert_array_equal(np.asarray(resumed), np.asarray(full))
+    records = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
+    assert [(r["step"], r["segment"]) for r in records] == [(0, 0), (1, 1), (2, 2)]
+    assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["2", "3", "3.unusable"]
 
 
 def _metrics(score, lr):
@@ -127,7 +147,7 @@ def test_train_fixed_equals_the_bare_compiled_program(tmp_path):
     theta = (1.0, 0.1, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0)
     cfg = TrainConfig(total_timesteps=128, num_seeds=2, seed=3, theta=theta, ppo=TINY_PPO,
                       eval=TINY_EVAL, evaluate_random=False, tensorboard=False)
-    results = runner.train_fixed(cfg, str(tmp_path / "run"))
+    results = fixed_reward.train_fixed(cfg, str(tmp_path / "run"))
     assert cfg.num_segments == 2 and results["env_steps_per_seed"] == 128
     assert set(results["timings"]) == {"compile_s", "train_s", "checkpoint_s", "eval_s"}
     # Independently: the compiled program and the evaluation, without the runner.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from sailor_jax.config import RankerConfig
+from sailor_jax.config import RankerConfig, SailorConfig
 from sailor_jax.rankers.base import Ranker
 from sailor_jax.rankers.expert import ExpertRanker
 from sailor_jax.rankers.llm import LLMRanker
@@ -41,6 +41,20 @@ def check_ranker(cfg: RankerConfig) -> None:
     """
     if cfg.kind == "llm":
         check_model_source(cfg.llm.model, cfg.llm.gguf_file)
+
+
+def check_judges(cfg: SailorConfig, ranker_given: bool = False,
+                 advisor_given: bool = False) -> None:
+    """Check, without loading anything, that a SAILOR run's judge and refinement advisor can
+    be built (those not given ready-made). Host-only.
+
+    Raises:
+      UserError: a model cannot be found (`model_source.check_model_source`).
+    """
+    if not ranker_given:
+        check_ranker(cfg.ranker)
+    if cfg.refine.enabled and not advisor_given and cfg.refine.model is not None:
+        check_model_source(cfg.refine.model, cfg.refine.gguf_file, "--sailor.refine.model")
 
 
 def ranker_description(cfg: RankerConfig) -> dict:
