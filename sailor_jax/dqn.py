@@ -31,9 +31,9 @@ from sailor_jax.env import GAME_2048, EnvFns
 from sailor_jax.features import NUM_FEATURES
 from sailor_jax.networks import MASKED_LOGIT, make_network
 from sailor_jax.policy import episode_metrics, policy_step
-from sailor_jax.ppo import jit_seeds
 from sailor_jax.replay import ReplayBuffer, buffer_add, buffer_sample, init_buffer
 from sailor_jax.reward import reward
+from sailor_jax.seeds import jit_seeds
 
 MASKED_Q: float = MASKED_LOGIT
 """Q-value given to illegal actions: far below any real value, finite (0 * MASKED_Q = 0)."""

@@ -29,9 +29,10 @@ from sailor_jax.features import NUM_FEATURES
 from sailor_jax.networks import make_network, masked_log_prob_entropy
 from sailor_jax.policy import episode_metrics, policy_step
 from sailor_jax.reward import reward
+from sailor_jax.seeds import jit_seeds
 from sailor_jax.types import RunnerState, RunningStats, SegmentMetrics, Transition
 
-__all__ = ["GAME_2048", "EnvFns", "gae", "jit_seeds", "learn", "lr_schedule", "make_optimizer",
+__all__ = ["GAME_2048", "EnvFns", "gae", "learn", "lr_schedule", "make_optimizer",
            "make_train", "minibatch_step", "ppo_loss", "rollout_step", "shuffle", "update_epoch"]
 
 
@@ -111,31 +112,6 @@ def make_train(cfg: PPOConfig, num_seeds: int | None = None, env_fns: EnvFns = G
       ValueError: `num_seeds` not positive.
     """
     return jit_seeds(*_make_pure(cfg, env_fns), num_seeds)
-
-
-def jit_seeds(init, segment, num_seeds: int | None):
-    """Compile single-seed `(init, segment)` closures, lifted over `num_seeds` seeds.
-
-    `num_seeds=None`: `(jit(init), jit(segment))`. Otherwise `init(key)` stacks the runs of
-    `jax.random.split(key, S)` and `segment` is `jit(vmap(segment))`. The segment's state
-    argument is donated. Shared by `ppo.make_train` and `dqn.make_train`.
-
-    Raises:
-      ValueError: `num_seeds` not positive.
-    """
-    if num_seeds is None:
-        return jax.jit(init), jax.jit(segment, donate_argnums=0)
-    if int(num_seeds) <= 0:
-        raise ValueError(f"num_seeds must be positive, got {num_seeds}")
-    init_one = jax.jit(init)
-
-    def init_seeds(key: jax.Array):
-        # A Python loop, not vmap: the vmapped orthogonal initialiser (QR) deadlocked the
-        # XLA:CPU runtime here (jax 0.10.2). Init runs once per run, so this costs nothing.
-        states = [init_one(k) for k in jax.random.split(key, num_seeds)]
-        return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
-
-    return init_seeds, jax.jit(jax.vmap(segment), donate_argnums=0)
 
 
 def _make_pure(cfg: PPOConfig, fns: EnvFns):

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 DEVICE_MODULES = ("env", "features", "reward", "networks", "ppo", "rollout", "evaluation",
-                  "dqn", "collectives", "env_sharding")
+                  "dqn", "collectives", "env_sharding", "seeds")
 HOST_ONLY = ("transformers", "torch", "skopt", "orbax", "tensorboardX", "sklearn")
 
 
