@@ -37,7 +37,7 @@ import math
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import tyro
@@ -63,6 +63,10 @@ PROMPT_EVENTS = {"pairwise": "pairwise_prompt", "pointwise": "pointwise_prompt",
 ModeName = Literal["pairwise", "pairwise_prefix", "pointwise_k1", "pointwise_k3", "listwise"]
 
 
+PoolFlags = Annotated[judge_eval.PoolArgs, tyro.conf.OmitArgPrefixes]
+"""Pool settings as flags without a prefix (`--epsilons`, `--m`, `--groups`, ...)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Args:
     """Judge-cost benchmark."""
@@ -71,10 +75,8 @@ class Args:
     """LLM modes to measure, in this order."""
     model: str | None = None
     """None = embedded SmolLM2; a local folder / HF id; or random:qwen2.5-1.5b."""
-    groups: int = 2
-    """Groups of `m` trajectories judged per mode."""
-    m: int = 8
-    """Trajectories per group."""
+    pool: PoolFlags = judge_eval.PoolArgs(groups=2)
+    """The graded-skill pool and group draw (`--epsilons`, `--m`, `--groups`, ...)."""
     batch_size: int = 8
     """Prompts per forward pass / generate call."""
     max_prompt_tokens: int | None = None
@@ -85,18 +87,8 @@ class Args:
     """Torch device of the model."""
     dtype: str = "auto"
     """Torch dtype of the model (auto: float32 on CPU)."""
-    epsilons: tuple[float, ...] = judge_eval.DEFAULT_EPSILONS
-    """Exploration rates of the pool's players (0 = the expert, 1 = uniformly random)."""
-    games_per_player: int = 8
-    """Games per player in the pool."""
-    max_len: int = 200
-    """Moves per game at most."""
-    pool_depth: int = 2
-    """Expectimax depth of the pool's players."""
     expert_depth: int = 2
     """Depth of the reference expert judge (`agreement_expert`)."""
-    seed: int = 0
-    """Seed of the pool's games and of the group draw."""
     json: bool = False
     """Also print one JSON line per mode."""
 
@@ -127,7 +119,7 @@ def load_backend(args: Args) -> tuple[hf_backend.LLMBackend, str]:
     import transformers
 
     embedded = hf_backend.load_model(None, None, args.dtype, args.device)
-    torch.manual_seed(args.seed)
+    torch.manual_seed(args.pool.seed)
     model = transformers.Qwen2ForCausalLM(qwen_config(embedded.tokenizer))
     model = model.to(device=embedded.device, dtype=embedded.dtype).eval()
     name = "Qwen2.5-1.5B config, random weights (SmolLM2 tokenizer)"
@@ -193,12 +185,10 @@ def run(args: Args) -> Iterator[dict]:
       ValueError: an unknown mode or `groups` < 1 (before anything is built).
     """
     unknown = [m for m in args.modes if m not in MODES]
-    if unknown or args.groups < 1:
+    if unknown or args.pool.groups < 1:
         raise UserError(f"modes must be among {list(MODES)} and groups >= 1, got "
-                         f"{list(args.modes)}, groups={args.groups}")
-    pool = judge_eval.build_pool(args.epsilons, args.games_per_player, args.max_len,
-                                 args.pool_depth, args.seed)
-    index = judge_eval.sample_groups(len(pool.epsilon), args.m, args.groups, args.seed)
+                        f"{list(args.modes)}, groups={args.pool.groups}")
+    pool, index = args.pool.draw()
     groups = judge_eval.group_batches(pool, index)
     references = {"expert": ExpertRanker(depth=args.expert_depth).rank_groups(groups)}
     import torch
@@ -208,10 +198,8 @@ def run(args: Args) -> Iterator[dict]:
     backend, model_name = load_backend(args)
     load_seconds = time.perf_counter() - t0
     backend.next_token_logprobs(["warm-up"], [0], 1)
-    common = {"model": model_name, "m": args.m, "groups": args.groups, "seed": args.seed,
-              "batch_size": args.batch_size, "epsilons": list(args.epsilons),
-              "games_per_player": args.games_per_player, "max_len": args.max_len,
-              "pool_depth": args.pool_depth, "load_seconds": load_seconds,
+    common = {"model": model_name, **args.pool.record(), "batch_size": args.batch_size,
+              "load_seconds": load_seconds,
               "torch_dtype": str(backend.dtype), "torch_device": backend.device,
               "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
               "transformers": transformers.__version__, **report.machine(),

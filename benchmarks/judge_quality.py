@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from typing import Annotated
 
 import numpy as np
 import tyro
@@ -37,6 +38,9 @@ from sailor_jax.errors import report_user_errors
 from sailor_jax.rankers import ExpertRanker, OutcomeRanker
 from sailor_jax.rankers.factory import check_ranker, judge_name, make_ranker
 from sailor_jax.reward import RewardSpec
+
+PoolFlags = Annotated[judge_eval.PoolArgs, tyro.conf.OmitArgPrefixes]
+"""Pool settings as flags without a prefix (`--epsilons`, `--m`, `--groups`, ...)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,20 +56,8 @@ class Args:
     """Reward of the linear-oracle judge (8 values); None = the baseline theta0."""
     expert_depth: int = 2
     """Depth of the expert judge (and of the reference expert)."""
-    epsilons: tuple[float, ...] = judge_eval.DEFAULT_EPSILONS
-    """Exploration rates of the pool's players (0 = the expert, 1 = uniformly random)."""
-    games_per_player: int = 8
-    """Games per player in the pool."""
-    max_len: int = 200
-    """Moves per game at most (games still running are cut there)."""
-    pool_depth: int = 2
-    """Expectimax depth of the pool's players."""
-    m: int = 8
-    """Trajectories per group."""
-    groups: int = 8
-    """Groups judged."""
-    seed: int = 0
-    """Seed of the pool's games and of the group draw."""
+    pool: PoolFlags = judge_eval.PoolArgs()
+    """The graded-skill pool and group draw (`--epsilons`, `--m`, `--groups`, ...)."""
     json: bool = False
     """Also print the result as one JSON line."""
 
@@ -84,9 +76,7 @@ def make_judge(args: Args):
 def run(args: Args) -> dict:
     """Build the pool and groups, rank them with the judge and the references; the record."""
     cfg, judge = make_judge(args)
-    pool = judge_eval.build_pool(args.epsilons, args.games_per_player, args.max_len,
-                                 args.pool_depth, args.seed)
-    index = judge_eval.sample_groups(len(pool.epsilon), args.m, args.groups, args.seed)
+    pool, index = args.pool.draw()
     groups = judge_eval.group_batches(pool, index)
     references = {"expert": ExpertRanker(depth=args.expert_depth).rank_groups(groups),
                   "outcome": OutcomeRanker().rank_groups(groups)}
@@ -96,14 +86,12 @@ def run(args: Args) -> dict:
     record = {"judge": judge_name(cfg), "kind": args.judge,
               **judge_eval.judge_metrics(rankings, [pool.epsilon[i] for i in index],
                                          references),
-              "seconds_per_group": seconds / args.groups}
+              "seconds_per_group": seconds / args.pool.groups}
     if args.judge == "llm":
         record |= {"mode": args.llm.mode, **judge_eval.llm_prompt_stats(judge.records)}
     lengths = np.asarray(pool.batch.lengths)
-    record |= {"epsilons": list(args.epsilons), "games_per_player": args.games_per_player,
-               "max_len": args.max_len, "pool_depth": args.pool_depth, "m": args.m,
-               "groups": args.groups, "seed": args.seed,
-               "pool_length_mean": float(lengths.mean()), **report.machine()}
+    record |= {**args.pool.record(), "pool_length_mean": float(lengths.mean()),
+               **report.machine()}
     return record
 
 

@@ -40,6 +40,40 @@ class Pool:
     epsilon: np.ndarray
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PoolArgs:
+    """The graded-skill pool and the group draw of a judge benchmark (`benchmarks/judge_*`)."""
+
+    epsilons: tuple[float, ...] = DEFAULT_EPSILONS
+    """Exploration rates of the pool's players (0 = the expert, 1 = uniformly random)."""
+    games_per_player: int = 8
+    """Games per player in the pool."""
+    max_len: int = 200
+    """Moves per game at most (games still running are cut there)."""
+    pool_depth: int = 2
+    """Expectimax depth of the pool's players."""
+    m: int = 8
+    """Trajectories per group."""
+    groups: int = 8
+    """Groups judged."""
+    seed: int = 0
+    """Seed of the pool's games and of the group draw."""
+
+    def draw(self) -> tuple[Pool, list[np.ndarray]]:
+        """Play the pool (`build_pool`) and draw its groups (`sample_groups`). Host-only.
+
+        Raises:
+          UserError: as `build_pool` and `sample_groups`.
+        """
+        pool = build_pool(self.epsilons, self.games_per_player, self.max_len,
+                          self.pool_depth, self.seed)
+        return pool, sample_groups(len(pool.epsilon), self.m, self.groups, self.seed)
+
+    def record(self) -> dict:
+        """The settings as a benchmark record's fields (`epsilons` as a list)."""
+        return {**dataclasses.asdict(self), "epsilons": list(self.epsilons)}
+
+
 def build_pool(epsilons: Sequence[float] = DEFAULT_EPSILONS, games_per_player: int = 8,
                max_len: int = 200, depth: int = 2, seed: int = 0) -> Pool:
     """Play `games_per_player` games for each epsilon-greedy expert, at most `max_len` moves.

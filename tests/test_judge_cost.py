@@ -8,10 +8,13 @@ import json
 import pytest
 from test_experiments import _load
 
+from sailor_jax.judge_eval import PoolArgs
+
 REQUIRED = {"mode", "prompts_per_group", "prompt_tokens_per_group", "seconds_per_group",
             "label_mass", "skill_order_accuracy", "parse_rate", "model", "cpu"}
-TINY_POOL = dict(epsilons=(0.0, 1.0), games_per_player=3, max_len=40, pool_depth=1,
-                 expert_depth=1, m=4, groups=1, batch_size=4, max_prompt_tokens=1024)
+TINY_POOL = dict(pool=PoolArgs(epsilons=(0.0, 1.0), games_per_player=3, max_len=40,
+                               pool_depth=1, m=4, groups=1),
+                 expert_depth=1, batch_size=4, max_prompt_tokens=1024)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from test_experiments import _load
 
 from sailor_jax import judge_eval
 from sailor_jax.config import LLMRankerConfig
+from sailor_jax.judge_eval import PoolArgs
 from sailor_jax.types import Ranking
 
 
@@ -34,8 +35,8 @@ def bench():
     return _load("benchmarks/judge_quality.py")
 
 
-TINY_POOL = dict(epsilons=(0.0, 1.0), games_per_player=3, max_len=40, pool_depth=1,
-                 expert_depth=1, m=4, groups=2)
+TINY_POOL = dict(pool=PoolArgs(epsilons=(0.0, 1.0), games_per_player=3, max_len=40,
+                               pool_depth=1, m=4, groups=2), expert_depth=1)
 
 
 @pytest.mark.parametrize("judge", ["expert", "outcome"])
