@@ -9,7 +9,7 @@
 Run it with your judge model before a long SAILOR run: a judge that cannot tell the
 expert from a random player (`skill_order_accuracy` near 0.5) has nothing to teach theta.
 
-The pool (`sailor_jax.judge_eval.build_pool`): for each epsilon in `--epsilons`,
+The pool (`sailor_jax.judges.judge_eval.build_pool`): for each epsilon in `--epsilons`,
 `--games-per-player` games of the epsilon-greedy expectimax expert (depth `--pool-depth`;
 epsilon 1 = uniformly random legal moves), cut at `--max-len` moves; `--groups` groups of
 `--m` trajectories drawn from it (seeded). Every judge sees the same groups. The expert judge
@@ -32,12 +32,12 @@ from typing import Annotated
 import numpy as np
 import tyro
 
-from sailor_jax import judge_eval, report
+from sailor_jax import report
 from sailor_jax.config import LLMRankerConfig, RankerConfig
 from sailor_jax.errors import report_user_errors
-from sailor_jax.rankers import ExpertRanker, OutcomeRanker
-from sailor_jax.rankers.factory import check_ranker, judge_name, make_ranker
-from sailor_jax.reward import RewardSpec
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.judges import ExpertRanker, OutcomeRanker, judge_eval
+from sailor_jax.judges.factory import check_ranker, judge_name, make_ranker
 
 PoolFlags = Annotated[judge_eval.PoolArgs, tyro.conf.OmitArgPrefixes]
 """Pool settings as flags without a prefix (`--epsilons`, `--m`, `--groups`, ...)."""

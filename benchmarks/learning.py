@@ -33,14 +33,15 @@ import tyro
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from sailor_jax import ppo, report  # noqa: E402
+from sailor_jax import report  # noqa: E402
+from sailor_jax.agents import ppo  # noqa: E402
 from sailor_jax.config import EvalConfig, PPOConfig  # noqa: E402
 from sailor_jax.config.recipes import RECIPES, recipe  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
-from sailor_jax.fixed_reward import FixedReward  # noqa: E402
-from sailor_jax.reward import RewardSpec  # noqa: E402
-from sailor_jax.run_dir import prepare_out_dir  # noqa: E402
-from sailor_jax.runner import evaluate_rows, run_segments  # noqa: E402
+from sailor_jax.game.reward import RewardSpec  # noqa: E402
+from sailor_jax.run.fixed_reward import FixedReward  # noqa: E402
+from sailor_jax.run.run_dir import prepare_out_dir  # noqa: E402
+from sailor_jax.run.runner import evaluate_rows, run_segments  # noqa: E402
 
 TILES = (512, 1024, 2048, 4096)
 

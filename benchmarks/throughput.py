@@ -36,14 +36,14 @@ import jax.numpy as jnp
 import numpy as np
 import tyro
 
-from sailor_jax import env
+from sailor_jax.agents.ppo import make_train
 from sailor_jax.config.recipes import recipe
-from sailor_jax.env_sharding import make_env_mesh, make_train_env_sharded
 from sailor_jax.errors import report_user_errors
-from sailor_jax.features import phi
-from sailor_jax.ppo import make_train
-from sailor_jax.reward import RewardSpec, reward
-from sailor_jax.sharding import SeedLayout
+from sailor_jax.game import env
+from sailor_jax.game.features import phi
+from sailor_jax.game.reward import RewardSpec, reward
+from sailor_jax.scale.env_sharding import make_env_mesh, make_train_env_sharded
+from sailor_jax.scale.sharding import SeedLayout
 
 ALL = ("env_random", "env_features", "ppo_train", "ppo_train_seeds", "ppo_train_envs")
 

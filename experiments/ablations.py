@@ -14,7 +14,7 @@ variants whose theta never differs produce identical results).
 
 Variants (`VARIANTS`; each SAILOR variant also exists as `<name>_outcome`, judged by the final
 game score instead of the LLM, and as `<name>_expert`, judged by the expectimax expert's
-verdict on each move (`rankers.expert.ExpertRanker`), to separate the method from the judge's
+verdict on each move (`judges.expert.ExpertRanker`), to separate the method from the judge's
 quality):
   baseline                       fixed theta0 (the seed plan's baseline reward), no ranking
   score_only                     fixed theta = score gain only
@@ -51,12 +51,7 @@ report_user_errors(join_processes)  # --distributed: before pgx's import starts 
 
 from rich.console import Console  # noqa: E402
 
-from sailor_jax import (  # noqa: E402
-    loop,
-    report,
-    run_dir,
-    sharding,
-)
+from sailor_jax import report  # noqa: E402
 from sailor_jax.cli import Scale, ScaleArgs, parse_with_presets, progress_bar, start  # noqa: E402
 from sailor_jax.config import (  # noqa: E402
     AlignmentConfig,
@@ -66,11 +61,13 @@ from sailor_jax.config import (  # noqa: E402
     RankerConfig,
     SailorConfig,
 )
-from sailor_jax.features import FEATURE_NAMES  # noqa: E402
+from sailor_jax.game.features import FEATURE_NAMES  # noqa: E402
+from sailor_jax.judges.factory import check_judges, judge_name  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
-from sailor_jax.rankers.factory import check_judges, judge_name  # noqa: E402
-from sailor_jax.results import SailorResults  # noqa: E402
-from sailor_jax.run_dir import config_json  # noqa: E402
+from sailor_jax.run import loop, run_dir  # noqa: E402
+from sailor_jax.run.results import SailorResults  # noqa: E402
+from sailor_jax.run.run_dir import config_json  # noqa: E402
+from sailor_jax.scale import sharding  # noqa: E402
 
 FIXED_VARIANTS = ("baseline", "score_only")
 SAILOR_VARIANTS = ("sailor_bo", "sailor_bo_constrained", "sailor_bo_weighted_confidence",
@@ -208,7 +205,7 @@ def check_variant(name: str, cfg: SailorConfig, folder: str) -> None:
 
     Raises:
       UserError: the folder holds a run of another configuration, or the judge's model
-        cannot be found (`rankers.factory.check_judges`).
+        cannot be found (`judges.factory.check_judges`).
     """
     results_path = os.path.join(folder, "results.json")
     if os.path.exists(results_path):

@@ -1,4 +1,4 @@
-"""Play 2048 with the expert (`sailor_jax.expert`): strength and speed at a depth.
+"""Play 2048 with the expert (`sailor_jax.game.expert`): strength and speed at a depth.
 
     python experiments/expert_play.py --games 100 --depth 2 --json
     python experiments/expert_play.py --games 100 --depth 2 --epsilon 0.1   # a weaker player
@@ -24,12 +24,12 @@ import jax.numpy as jnp
 import numpy as np
 import tyro
 
+from sailor_jax.agents.evaluation import make_act_evaluate, summarize
+from sailor_jax.agents.rollout import make_act_collect
 from sailor_jax.cli import make_console
 from sailor_jax.errors import report_user_errors
-from sailor_jax.evaluation import make_act_evaluate, summarize
-from sailor_jax.expert import expert_act, expert_action_values
+from sailor_jax.game.expert import expert_act, expert_action_values
 from sailor_jax.report import machine
-from sailor_jax.rollout import make_act_collect
 
 
 @dataclasses.dataclass(frozen=True)

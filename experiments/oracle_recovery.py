@@ -40,15 +40,15 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-from sailor_jax.alignment import update_theta
+from sailor_jax.alignment.preferences import build_preferences, pair_agreement
+from sailor_jax.alignment.recovery import PairStore, phi_batch, sample_phi, tunable_cosine
+from sailor_jax.alignment.updates import update_theta
 from sailor_jax.cli import make_console
 from sailor_jax.config import AlignmentConfig, NetworkConfig, PreferenceConfig
 from sailor_jax.errors import report_user_errors
-from sailor_jax.features import FEATURE_NAMES
-from sailor_jax.preferences import build_preferences, pair_agreement
-from sailor_jax.rankers import LinearOracleRanker
-from sailor_jax.recovery import PairStore, phi_batch, sample_phi, tunable_cosine
-from sailor_jax.reward import RewardSpec
+from sailor_jax.game.features import FEATURE_NAMES
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.judges import LinearOracleRanker
 from sailor_jax.types import Ranking
 
 DEFAULT_THETA_STAR = "0.5,0.3,0.4,0.2,0.1,0,0.3,-0.5"

@@ -34,7 +34,7 @@ import tyro  # noqa: E402
 
 from sailor_jax import report  # noqa: E402
 from sailor_jax.errors import MissingFileError, report_user_errors
-from sailor_jax.results import SailorResults  # noqa: E402
+from sailor_jax.run.results import SailorResults  # noqa: E402
 
 FIGURES = ("learning_curves", "final_performance", "theta_trajectories",
            "max_tile_distribution", "agreement", "max_tile_position")

@@ -32,7 +32,6 @@ import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from sailor_jax import loop  # noqa: E402
 from sailor_jax.cli import (  # noqa: E402
     Scale,
     ScaleArgs,
@@ -49,8 +48,9 @@ from sailor_jax.config import (  # noqa: E402
     RankerConfig,
     SailorConfig,
 )
-from sailor_jax.rankers.factory import judge_name, ranker_description  # noqa: E402
-from sailor_jax.results import SailorResults  # noqa: E402
+from sailor_jax.judges.factory import judge_name, ranker_description  # noqa: E402
+from sailor_jax.run import loop  # noqa: E402
+from sailor_jax.run.results import SailorResults  # noqa: E402
 
 PRESETS: dict[str, SailorConfig] = {
     "smoke": SailorConfig(

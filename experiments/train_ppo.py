@@ -23,7 +23,7 @@ from rich.table import Table  # noqa: E402
 
 from sailor_jax.cli import Scale, ScaleArgs, progress_bar, start  # noqa: E402
 from sailor_jax.config import TrainConfig  # noqa: E402
-from sailor_jax.fixed_reward import train_fixed  # noqa: E402
+from sailor_jax.run.fixed_reward import train_fixed  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

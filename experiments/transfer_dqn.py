@@ -7,7 +7,7 @@ theta of SAILOR seed `s mod S_sailor`. Both rewards train in one compiled progra
 `[2S, F]`: rows 0..S-1 the SAILOR thetas, rows S..2S-1 the baseline `RewardSpec().theta0`),
 from the same initial networks and games per seed and for the same env-step budget, and are
 evaluated with the same greedy protocol and keys as PPO. Training goes through the one segment
-runner (`sailor_jax.runner`: checkpoints every segment, `--resume`). Writes `transfer.csv`,
+runner (`sailor_jax.run.runner`: checkpoints every segment, `--resume`). Writes `transfer.csv`,
 `transfer.md` (the `report` table: `dqn_sailor_theta`, `dqn_baseline_theta`), `config.json`,
 `metrics.jsonl` and `results.json` (config, thetas, evaluations, training curves, timings,
 SPS) under `--out`.
@@ -26,14 +26,16 @@ import jax.numpy as jnp
 import numpy as np
 import tyro
 
-from sailor_jax import dqn, report, run_dir, runner
+from sailor_jax import report
+from sailor_jax.agents import dqn
 from sailor_jax.cli import make_console, progress_bar
 from sailor_jax.config import DQNConfig, EvalConfig
 from sailor_jax.errors import report_user_errors
-from sailor_jax.fixed_reward import FixedReward
+from sailor_jax.game.reward import RewardSpec
 from sailor_jax.logging import to_jsonable
-from sailor_jax.results import final_thetas
-from sailor_jax.reward import RewardSpec
+from sailor_jax.run import run_dir, runner
+from sailor_jax.run.fixed_reward import FixedReward
+from sailor_jax.run.results import final_thetas
 
 VARIANTS: tuple[str, str] = ("dqn_sailor_theta", "dqn_baseline_theta")
 

@@ -21,8 +21,8 @@ import tyro
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from sailor_jax import sharding
 from sailor_jax.errors import DEBUG_HELP
+from sailor_jax.scale import sharding
 
 T = TypeVar("T")
 PIPE_WIDTH = 160
@@ -55,7 +55,7 @@ def join_processes(argv: Sequence[str]) -> None:
     """With `--distributed` in `argv`, join the multi-process program now.
 
     `jax.distributed.initialize` must run before JAX starts its backend, and importing pgx
-    (so `sailor_jax.env` and everything above it) already starts it: the CLIs call this
+    (so `sailor_jax.game.env` and everything above it) already starts it: the CLIs call this
     first, before those imports, and parse the `ScaleArgs` flags out of `argv` alone.
 
     Raises:

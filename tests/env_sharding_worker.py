@@ -1,4 +1,4 @@
-"""Multi-device checks of `sailor_jax.env_sharding`, run by tests/test_env_sharding.py.
+"""Multi-device checks of `sailor_jax.scale.env_sharding`, run by tests/test_env_sharding.py.
 
 A script, not a test module: XLA reads `--xla_force_host_platform_device_count` when JAX
 starts, and the pytest process has already started it with one CPU device. The tests run
@@ -19,11 +19,12 @@ import numpy as np
 import optax
 from jax.sharding import PartitionSpec as P
 
-from sailor_jax import collectives, env_sharding, ppo
+from sailor_jax.agents import collectives, ppo
+from sailor_jax.agents.networks import make_network
+from sailor_jax.agents.policy import episode_metrics
 from sailor_jax.config import NetworkConfig, PPOConfig
-from sailor_jax.networks import make_network
-from sailor_jax.policy import episode_metrics
-from sailor_jax.reward import RewardSpec
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.scale import env_sharding
 from sailor_jax.types import RunningStats, Transition
 
 if os.environ.get("SAILOR_TEST_JAX_CACHE"):

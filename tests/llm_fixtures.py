@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from reference import numpy_2048 as ref
 
-from sailor_jax.rankers import prompts
-from sailor_jax.rankers.text import trajectory_text
+from sailor_jax.judges import prompts
+from sailor_jax.judges.text import trajectory_text
 from sailor_jax.types import TrajectoryBatch
 
 CHATML_TEMPLATE = (

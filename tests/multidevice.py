@@ -23,8 +23,8 @@ import jax
 import numpy as np
 from test_loop import TINY  # this script runs from tests/, next to test_loop.py
 
-from sailor_jax import loop
-from sailor_jax.rankers import OutcomeRanker
+from sailor_jax.judges import OutcomeRanker
+from sailor_jax.run import loop, phases
 
 CFG = dataclasses.replace(TINY, iterations=2, num_seeds=3)
 """`test_loop.TINY` (outcome judge) with 3 seeds, so 6 rows do not divide 4 devices."""
@@ -53,17 +53,17 @@ def summary(results, devices_seen: int | None = None) -> dict:
 def run_and_see_devices(out: str, devices: int, resume: bool = False) -> dict:
     """`loop.run`, recording how many devices the runner's parameters live on."""
     seen = []
-    original = loop.iteration
+    original = phases.iteration
 
     def spy(ctx, state, runner_state, *args):
         seen.append(len(jax.tree.leaves(runner_state.params)[0].sharding.device_set))
         return original(ctx, state, runner_state, *args)
 
-    loop.iteration = spy
+    phases.iteration = spy
     try:
         results = loop.run(CFG, out, resume=resume, devices=devices)
     finally:
-        loop.iteration = original
+        phases.iteration = original
     return summary(results, max(seen))
 
 

@@ -1,6 +1,6 @@
 """Tiny known-answer environments for PPO learning sanity (after Andy Jones' probe envs).
 
-Each probe is a `sailor_jax.policy.EnvFns`: pure single-game functions with auto-reset, so
+Each probe is a `sailor_jax.agents.policy.EnvFns`: pure single-game functions with auto-reset, so
 `ppo.make_train(cfg, env_fns=PROBE)` trains on it unchanged. The state is a dict of scalar
 `int32` arrays; the "board" the network sees is 16 exponents whose cell 0 encodes the state
 (cell value in 1..2, every other cell 0). The probe's reward travels as `score_gain` and
@@ -28,9 +28,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from sailor_jax.env import StepResult
-from sailor_jax.features import NUM_FEATURES
-from sailor_jax.policy import EnvFns
+from sailor_jax.agents.policy import EnvFns
+from sailor_jax.game.env import StepResult
+from sailor_jax.game.features import NUM_FEATURES
 
 REWARD_FEATURE: int = 0
 """The feature that carries the probe reward (the 2048 `score_gain` slot)."""

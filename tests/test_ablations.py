@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from test_experiments import _load
 
-from sailor_jax import loop, report
-from sailor_jax.features import FEATURE_NAMES
-from sailor_jax.rankers import OutcomeRanker
+from sailor_jax import report
+from sailor_jax.game.features import FEATURE_NAMES
+from sailor_jax.judges import OutcomeRanker
+from sailor_jax.run import loop
 
 TINY = ["--base.ppo.num-envs", "16", "--base.ppo.num-steps", "32",
         "--base.ppo.updates-per-segment", "1", "--base.ppo.network.hidden-sizes", "16",

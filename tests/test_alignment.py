@@ -1,4 +1,4 @@
-"""Tests for sailor_jax.alignment: objectives, constraints and both update rules."""
+"""Tests for sailor_jax.alignment.updates: objectives, constraints and both update rules."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from sailor_jax.alignment import (
+from sailor_jax.alignment.preferences import build_preferences
+from sailor_jax.alignment.updates import (
     AlignmentConfig,
     bt_nll,
     bt_scale,
@@ -17,8 +18,7 @@ from sailor_jax.alignment import (
     update_theta,
 )
 from sailor_jax.config import PreferenceConfig
-from sailor_jax.preferences import build_preferences
-from sailor_jax.reward import RewardSpec
+from sailor_jax.game.reward import RewardSpec
 from sailor_jax.types import Preferences, Ranking
 
 M, F = 60, 8

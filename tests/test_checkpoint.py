@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.checkpoint`: orbax round trips of real runner states.
+"""Tests for `sailor_jax.run.checkpoint`: orbax round trips of real runner states.
 
 Every restore goes against `jax.eval_shape` of a fresh init (STYLE.md section 8); the round
 trip must give back every leaf bit-for-bit and the same pytree node types (`RunnerState`,
@@ -19,12 +19,13 @@ import optax
 import orbax.checkpoint as ocp
 import pytest
 
-from sailor_jax import env, ppo
-from sailor_jax.checkpoint import DIGEST_KEY, Checkpointer, state_digest
+from sailor_jax.agents import ppo
 from sailor_jax.config import NetworkConfig, PPOConfig
 from sailor_jax.errors import UserError
-from sailor_jax.features import NUM_FEATURES
-from sailor_jax.reward import RewardSpec
+from sailor_jax.game import env
+from sailor_jax.game.features import NUM_FEATURES
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.run.checkpoint import DIGEST_KEY, Checkpointer, state_digest
 from sailor_jax.types import RunnerState, RunningStats
 
 # The same config as test_ppo.CFG: with the session's persistent compilation cache

@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.env` against the plain-Python 2048 in `tests/reference/numpy_2048.py`."""
+"""Tests for `game.env` against the plain-Python 2048 in `tests/reference/numpy_2048.py`."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import numpy_2048 as ref
 
-from sailor_jax import env
-from sailor_jax.features import phi
+from sailor_jax.game import env
+from sailor_jax.game.features import phi
 
 LEFT, UP, RIGHT, DOWN = 0, 1, 2, 3
 NUM_RANDOM_BOARDS = 2048

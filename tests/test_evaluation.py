@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.evaluation`: the compiled evaluator, `summarize`, the random baseline.
+"""Tests for `agents.evaluation`: the compiled evaluator, `summarize`, the random baseline.
 
 The evaluator is replayed move by move with `env.play` in a Python loop (same keys), and the
 final boards are checked against 2048's bookkeeping: every move spawns one tile (2 or 4), and a
@@ -16,11 +16,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sailor_jax import env, evaluation
+from sailor_jax.agents import evaluation
+from sailor_jax.agents.evaluation import EpisodeStats
+from sailor_jax.agents.networks import make_network
 from sailor_jax.config import NetworkConfig
-from sailor_jax.env import EnvFns, StepResult
-from sailor_jax.evaluation import EpisodeStats
-from sailor_jax.networks import make_network
+from sailor_jax.game import env
+from sailor_jax.game.env import EnvFns, StepResult
 
 NET = NetworkConfig(hidden_sizes=(32,))
 NUM_EPISODES = 32

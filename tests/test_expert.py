@@ -11,8 +11,8 @@ import pytest
 from reference import numpy_expert
 from reference.numpy_2048 import legal_mask, move
 
-from sailor_jax import expert
-from sailor_jax.evaluation import make_act_evaluate
+from sailor_jax.agents.evaluation import make_act_evaluate
+from sailor_jax.game import expert
 
 
 def _random_boards(n: int, seed: int, high: int = 12, fill: float = 0.7) -> np.ndarray:

@@ -6,12 +6,12 @@ import jax
 import numpy as np
 import pytest
 
+from sailor_jax.agents.rollout import make_act_collect
 from sailor_jax.config import RankerConfig
-from sailor_jax.expert import expert_act
-from sailor_jax.rankers import ExpertRanker
-from sailor_jax.rankers.expert import move_verdicts, pairwise_probabilities
-from sailor_jax.rankers.factory import make_ranker, ranker_description
-from sailor_jax.rollout import make_act_collect
+from sailor_jax.game.expert import expert_act
+from sailor_jax.judges import ExpertRanker
+from sailor_jax.judges.expert import move_verdicts, pairwise_probabilities
+from sailor_jax.judges.factory import make_ranker, ranker_description
 from sailor_jax.types import TrajectoryBatch
 
 

@@ -25,9 +25,9 @@ import pytest
 from test_checkpoint import damage
 from test_loop import TINY
 
-from sailor_jax import loop
 from sailor_jax.config import AlignmentConfig, EvalConfig, LLMRankerConfig, RankerConfig
 from sailor_jax.errors import UserError
+from sailor_jax.run import loop, phases
 
 TIMING_KEYS = {"seconds", "sps", "timings", "charts/SPS"}
 """Keys whose values are wall-clock measurements (plus keys ending `_s` or starting `time/`)."""
@@ -91,9 +91,9 @@ def assert_same_run(out: str, results, reference) -> None:
 
 
 def _kill_when(monkeypatch, name: str, position: int, t: int, after: bool = False) -> None:
-    """Replace `loop.<name>` by a wrapper that raises KeyboardInterrupt when its positional
+    """Replace `phases.<name>` by a wrapper that raises KeyboardInterrupt when its positional
     argument `position` (the iteration) is `t`, before or after calling the original."""
-    original = getattr(loop, name)
+    original = getattr(phases, name)
 
     def killer(*args, **kwargs):
         if not after and args[position] == t:
@@ -103,7 +103,7 @@ def _kill_when(monkeypatch, name: str, position: int, t: int, after: bool = Fals
             raise KeyboardInterrupt(f"simulated kill after {name} of iteration {t}")
         return out
 
-    monkeypatch.setattr(loop, name, killer)
+    monkeypatch.setattr(phases, name, killer)
 
 
 def _kill_mid_checkpoint(monkeypatch, step: int) -> None:
@@ -173,9 +173,9 @@ def test_damaged_newest_checkpoint_falls_back_to_the_older_one(how, cfg, referen
     out = str(tmp_path / "run")
     shutil.copytree(reference[0], out)
     damage(os.path.join(out, "checkpoints", "2"), how)
-    with caplog.at_level(logging.WARNING, logger="sailor_jax.runner"):
+    with caplog.at_level(logging.WARNING, logger="sailor_jax.run.runner"):
         resumed = loop.run(cfg, out, resume=True)
-    warnings = [r.getMessage() for r in caplog.records if r.name == "sailor_jax.runner"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "sailor_jax.run.runner"]
     assert len(warnings) == 1 and "\n" not in warnings[0]
     assert "step 2: " in warnings[0] and "continuing from checkpoint step 1" in warnings[0]
     assert "2.unusable" in os.listdir(os.path.join(out, "checkpoints"))

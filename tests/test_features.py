@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.features.phi` against `tests/reference/numpy_features.py`."""
+"""Tests for `sailor_jax.game.features.phi` against `tests/reference/numpy_features.py`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference.numpy_features import FEATURE_NAMES_REFERENCE, phi_reference
 
-from sailor_jax import features
+from sailor_jax.game import features
 
 NUM_RANDOM = 4096
 ATOL = 1e-6

@@ -1,14 +1,132 @@
-"""The import rule of STYLE.md: device modules never pull in host-only libraries."""
+"""The import rules: layers import downwards only, no import circle, device code stays host-free.
+
+The layers of `sailor_jax/` (README "Layout", docs/architecture.md), lowest first:
+
+    0 foundation  types, errors, logging, report (and the package __init__)
+    1 game        2048 rules, features, R_theta, the expectimax expert
+    2 config      frozen run configs (validates theta against game.reward)
+    3 agents      networks, policy step, PPO, DQN, rollouts, greedy evaluation
+    4 scale       seed rows and envs over devices and processes
+    5 judges      rankers: oracles, expert, LLM
+    6 alignment   preferences, theta updates, refinement
+    7 run         runner, SAILOR phases and hooks, checkpoints, results
+    8 cli         what the scripts share
+
+A module may import its own layer and the layers below. Every import statement counts:
+module-level, deferred inside a function and `if TYPE_CHECKING:` alike.
+"""
 
 from __future__ import annotations
 
+import ast
 import json
+import pathlib
 import subprocess
 import sys
 
-DEVICE_MODULES = ("env", "features", "reward", "networks", "ppo", "rollout", "evaluation",
-                  "dqn", "collectives", "env_sharding", "seeds")
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "sailor_jax"
+LAYERS = {"types": 0, "errors": 0, "logging": 0, "report": 0, "game": 1, "config": 2,
+          "agents": 3, "scale": 4, "judges": 5, "alignment": 6, "run": 7, "cli": 8}
+TOP_LEVEL_FILES = {"__init__.py", "types.py", "errors.py", "logging.py", "report.py", "cli.py"}
+DEVICE_MODULES = ("game.env", "game.features", "game.reward", "game.expert", "agents.networks",
+                  "agents.policy", "agents.ppo", "agents.rollout", "agents.evaluation",
+                  "agents.dqn", "agents.collectives", "agents.seeds", "agents.replay",
+                  "scale.env_sharding")
 HOST_ONLY = ("transformers", "torch", "skopt", "orbax", "tensorboardX", "sklearn")
+
+
+def imported_modules(source: str, modules: set[str]) -> set[str]:
+    """The `sailor_jax` modules a source imports anywhere in it (deferred and type-only too).
+
+    `from sailor_jax.pkg import name` counts as `sailor_jax.pkg.name` when that is a module of
+    `modules`, else as `sailor_jax.pkg`.
+    """
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "sailor_jax"}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                and node.module.split(".")[0] == "sailor_jax":
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in modules else node.module)
+    return found
+
+
+def layer(module: str) -> int:
+    """Layer of a dotted `sailor_jax` module name (the package itself is foundation)."""
+    parts = module.split(".")
+    return 0 if len(parts) == 1 else LAYERS[parts[1]]
+
+
+def package_graph(root: pathlib.Path = PACKAGE) -> dict[str, set[str]]:
+    """`{module: imported sailor_jax modules}` for every module under `root`."""
+    files = {".".join(("sailor_jax", *p.relative_to(root).with_suffix("").parts))
+             .removesuffix(".__init__"): p for p in root.rglob("*.py")}
+    return {m: imported_modules(p.read_text(), set(files)) - {m} for m, p in files.items()}
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a higher layer, as 'a (layer) -> b (layer)'."""
+    return sorted(f"{m} ({layer(m)}) -> {d} ({layer(d)})" for m, deps in graph.items()
+                  for d in deps if layer(d) > layer(m))
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Import circles (each as the modules along it), found by depth-first search.
+
+    A package counts as its `__init__` (importing a submodule runs it first), so
+    `judges.llm -> judges` is an edge only where the code imports the package itself.
+    """
+    cycles, state = [], {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = "open"
+        for d in sorted(graph.get(m, ())):
+            if state.get(d) == "open":
+                cycles.append(path[path.index(d):] + [d])
+            elif d not in state:
+                visit(d, path + [d])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    return cycles
+
+
+def test_layers_import_downwards_only():
+    assert upward_imports(package_graph()) == []
+
+
+def test_no_import_cycle_deferred_or_type_only_included():
+    assert import_cycles(package_graph()) == []
+
+
+def test_top_level_holds_only_the_foundation_and_cli():
+    assert {p.name for p in PACKAGE.glob("*.py")} == TOP_LEVEL_FILES
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} \
+        == {"game", "config", "agents", "scale", "judges", "alignment", "run"}
+
+
+@pytest.mark.parametrize("source, bad", [
+    ("from sailor_jax.run import loop\n", "sailor_jax.run.loop"),
+    ("def f():\n    from sailor_jax.judges.llm import LLMRanker\n", "sailor_jax.judges.llm"),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import sailor_jax.alignment\n",
+     "sailor_jax.alignment"),
+])
+def test_checker_flags_an_upward_import(source, bad, tmp_path):
+    """The rule can fail: an agents module importing run, judges or alignment is caught."""
+    graph = package_graph()
+    graph["sailor_jax.agents.scratch"] = imported_modules(source, set(graph))
+    assert upward_imports(graph) == [f"sailor_jax.agents.scratch (3) -> {bad} ({layer(bad)})"]
+
+
+def test_checker_finds_a_deferred_cycle():
+    graph = {"sailor_jax.run.a": {"sailor_jax.run.b"}, "sailor_jax.run.b": {"sailor_jax.run.a"}}
+    assert import_cycles(graph) == [["sailor_jax.run.a", "sailor_jax.run.b", "sailor_jax.run.a"]]
 
 
 def test_device_modules_do_not_import_host_libraries():
@@ -21,7 +139,7 @@ def test_device_modules_do_not_import_host_libraries():
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
-def test_rankers_package_imports_without_torch():
-    code = "import sys, sailor_jax.rankers, sailor_jax.loop; print('torch' in sys.modules)"
+def test_judges_package_imports_without_torch():
+    code = "import sys, sailor_jax.judges, sailor_jax.run.loop; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False"

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from test_experiments import _load
 
-from sailor_jax import judge_eval
 from sailor_jax.config import LLMRankerConfig
-from sailor_jax.judge_eval import PoolArgs
+from sailor_jax.judges import judge_eval
+from sailor_jax.judges.judge_eval import PoolArgs
 from sailor_jax.types import Ranking
 
 

@@ -9,7 +9,6 @@ import os
 import numpy as np
 import pytest
 
-from sailor_jax import loop
 from sailor_jax.config import (
     AlignmentConfig,
     EvalConfig,
@@ -19,7 +18,8 @@ from sailor_jax.config import (
     RankerConfig,
     SailorConfig,
 )
-from sailor_jax.rankers import OutcomeRanker
+from sailor_jax.judges import OutcomeRanker
+from sailor_jax.run import loop
 
 TINY = SailorConfig(
     iterations=2, num_seeds=2, trajectories=4, max_len=60,

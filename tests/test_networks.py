@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.networks`: the one factory, both heads, masking, jit/vmap, bad input."""
+"""Tests for `agents.networks`: the one factory, both heads, masking, jit/vmap, bad input."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from sailor_jax.agents.networks import MASKED_LOGIT, make_network, masked_log_prob_entropy
 from sailor_jax.config import NetworkConfig
-from sailor_jax.env import NUM_TILE_CLASSES
-from sailor_jax.networks import MASKED_LOGIT, make_network, masked_log_prob_entropy
+from sailor_jax.game.env import NUM_TILE_CLASSES
 
 NET = NetworkConfig(hidden_sizes=(32, 16), activation="tanh", trunk="separate")  # v0 towers
 BOARDS = jax.random.randint(jax.random.PRNGKey(1), (5, 16), 0, 12)

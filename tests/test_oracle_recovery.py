@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sailor_jax.recovery import PairStore, tunable_cosine
+from sailor_jax.alignment.recovery import PairStore, tunable_cosine
 from sailor_jax.types import Preferences
 
 _PATH = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "oracle_recovery.py"

@@ -1,4 +1,4 @@
-"""Hardening of the judge's listwise answer parser (issue 14, items 1-2): `rankers.parsing.
+"""Hardening of the judge's listwise answer parser (issue 14, items 1-2): `judges.parsing.
 parse_ranking` gives an answer only when the text states one, never raises for any text, and
 runs in linear time (bounded here: < 1 s on 1 MB of adversarial text)."""
 
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from sailor_jax.rankers.parsing import MAX_CHARS, parse_ranking, parse_ranking_verbose
-from sailor_jax.reward import RewardSpec
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.judges.parsing import MAX_CHARS, parse_ranking, parse_ranking_verbose
 
 SPEC = RewardSpec()
 NAMES = list(SPEC.names)

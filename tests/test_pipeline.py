@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.pipeline`: stale-theta pipelining of the judge beside training."""
+"""Tests for `sailor_jax.run.pipeline`: stale-theta pipelining of the judge beside training."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from test_loop import TINY
 
-from sailor_jax import loop, pipeline
-from sailor_jax.rankers import OutcomeRanker
+from sailor_jax.judges import OutcomeRanker
+from sailor_jax.run import loop, pipeline
 
 PIPELINED = dataclasses.replace(TINY, iterations=3, pipeline=True)
 

@@ -16,10 +16,10 @@ import pytest
 import scipy.special
 from llm_fixtures import random_games
 
+from sailor_jax.alignment.preferences import PreferenceFallbackWarning, build_preferences
 from sailor_jax.config import LLMRankerConfig, PreferenceConfig, RankerConfig
 from sailor_jax.config.judge import NUM_POINTWISE_RUBRICS
-from sailor_jax.preferences import PreferenceFallbackWarning, build_preferences
-from sailor_jax.rankers import LLMRanker, pointwise, prompts
+from sailor_jax.judges import LLMRanker, pointwise, prompts
 
 RATINGS = np.arange(1, 10, dtype=np.float64)
 
@@ -172,7 +172,7 @@ def test_pointwise_config_validation(kwargs, match):
 def test_sailor_loop_runs_with_the_pointwise_judge(tmp_path, tiny_llm_dir):
     from test_loop import TINY
 
-    from sailor_jax import loop
+    from sailor_jax.run import loop
 
     llm = LLMRankerConfig(model=tiny_llm_dir, mode="pointwise", pointwise_variants=2,
                           batch_size=4, max_prompt_tokens=1024, device="cpu")

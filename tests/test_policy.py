@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.policy`: the shared move step and the episode metrics."""
+"""Tests for `sailor_jax.agents.policy`: the shared move step and the episode metrics."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sailor_jax import env
-from sailor_jax.policy import GAME_2048, episode_metrics, logits_policy, policy_step
+from sailor_jax.agents.policy import GAME_2048, episode_metrics, logits_policy, policy_step
+from sailor_jax.game import env
 
 
 def test_episode_metrics_against_numpy():

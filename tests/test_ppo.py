@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.ppo`: config validation, GAE, the compiled 2048 segment, seed vmap,
+"""Tests for `sailor_jax.agents.ppo`: config validation, GAE, the compiled 2048 segment, seed vmap,
 theta handling, and learning sanity on the probe environments of `tests/probe_envs.py`.
 
 Compiled functions are built once at module level (small configs; the 2048 segment compiles
@@ -17,11 +17,12 @@ import numpy as np
 import probe_envs
 import pytest
 
-from sailor_jax import env, ppo
+from sailor_jax.agents import ppo
+from sailor_jax.agents.networks import make_network
 from sailor_jax.config import NetworkConfig, PPOConfig
-from sailor_jax.features import NUM_FEATURES
-from sailor_jax.networks import make_network
-from sailor_jax.reward import RewardSpec
+from sailor_jax.game import env
+from sailor_jax.game.features import NUM_FEATURES
+from sailor_jax.game.reward import RewardSpec
 from sailor_jax.types import RunnerState, RunningStats, SegmentMetrics, Transition
 
 NET = NetworkConfig(hidden_sizes=(32,))

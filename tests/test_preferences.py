@@ -1,4 +1,4 @@
-"""Tests for sailor_jax.preferences against a brute-force double loop over every pair."""
+"""Tests for sailor_jax.alignment.preferences against a brute-force double loop over every pair."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sailor_jax.preferences import (
+from sailor_jax.alignment.preferences import (
     SOURCE_NONE,
     SOURCE_PAIRWISE,
     SOURCE_PAIRWISE_REVERSED,

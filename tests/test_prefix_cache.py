@@ -1,4 +1,4 @@
-"""Tests for sailor_jax.rankers.prefix_cache: the prefix planner (pure Python) and cached scoring
+"""Tests for sailor_jax.judges.prefix_cache: the prefix planner (pure Python) and cached scoring
 on the tiny offline Llama (float32), against the uncached `LLMBackend.next_token_logprobs`."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from llm_fixtures import random_games
 
 from sailor_jax.config import LLMRankerConfig
-from sailor_jax.rankers import LLMRanker, hf_backend, prefix_cache, prompts
-from sailor_jax.rankers.prefix_cache import common_prefix_len, plan_prefixes
-from sailor_jax.rankers.text import trajectory_text
+from sailor_jax.judges import LLMRanker, hf_backend, prefix_cache, prompts
+from sailor_jax.judges.prefix_cache import common_prefix_len, plan_prefixes
+from sailor_jax.judges.text import trajectory_text
 
 ATOL = 1e-4
 

@@ -1,4 +1,4 @@
-"""Tests for sailor_jax.rankers: oracles, scripted judge, trajectory text, parsing, Bradley-Terry
+"""Tests for sailor_jax.judges: oracles, scripted judge, trajectory text, parsing, Bradley-Terry
 and the LLM judge on a tiny offline model (plus one `slow` test on the embedded SmolLM2)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from llm_fixtures import random_games
 
 from sailor_jax.config import LLMRankerConfig
-from sailor_jax.rankers import (
+from sailor_jax.judges import (
     LinearOracleRanker,
     LLMRanker,
     OutcomeRanker,
@@ -28,7 +28,7 @@ from sailor_jax.rankers import (
     parse_ranking,
     trajectory_text,
 )
-from sailor_jax.rankers.text import MIN_CHARS, fit_trajectory_text
+from sailor_jax.judges.text import MIN_CHARS, fit_trajectory_text
 from sailor_jax.types import TrajectoryBatch
 
 HAND_BOARD = np.array([5, 1, 5, 0, 3, 3, 1, 0, 2, 0, 0, 0, 0, 0, 1, 0], np.int8)
@@ -404,7 +404,7 @@ def test_gguf_without_accelerate_says_how_to_install(monkeypatch):
 
 def test_importing_rankers_does_not_import_torch():
     code = (
-        "import sys, sailor_jax.rankers; "
+        "import sys, sailor_jax.judges; "
         "print(any(m in sys.modules for m in ('torch', 'transformers')))"
     )
     result = subprocess.run(

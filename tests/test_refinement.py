@@ -10,8 +10,9 @@ import re
 import numpy as np
 import pytest
 
-from sailor_jax import loop, refinement
-from sailor_jax.alignment import pair_error
+from sailor_jax.alignment import refinement
+from sailor_jax.alignment.refinement import Suggestion
+from sailor_jax.alignment.updates import pair_error
 from sailor_jax.config import (
     AlignmentConfig,
     EvalConfig,
@@ -21,10 +22,10 @@ from sailor_jax.config import (
     RefineConfig,
     SailorConfig,
 )
-from sailor_jax.rankers import ScriptedRanker, hf_backend
-from sailor_jax.rankers.llm import LLMRanker, LLMRankerConfig
-from sailor_jax.refinement import Suggestion
-from sailor_jax.reward import RewardSpec
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.judges import ScriptedRanker, hf_backend
+from sailor_jax.judges.llm import LLMRanker, LLMRankerConfig
+from sailor_jax.run import loop
 from sailor_jax.types import Ranking
 
 SPEC = RewardSpec()

@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.results`: JSON round trips, the results.json schema, clear load errors."""
+"""Tests for `run.results`: JSON round trips, the results.json schema, clear load errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from sailor_jax.results import (
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.run.results import (
     PHASES,
     IterationRecord,
     LoopState,
@@ -15,7 +16,6 @@ from sailor_jax.results import (
     SeedUpdate,
     final_thetas,
 )
-from sailor_jax.reward import RewardSpec
 
 SPEC = RewardSpec()
 

@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.reward`: `reward(theta, phi) = phi @ theta` and `RewardSpec`."""
+"""Tests for `sailor_jax.game.reward`: `reward(theta, phi) = phi @ theta` and `RewardSpec`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sailor_jax import features, reward
-from sailor_jax.reward import RewardSpec
+from sailor_jax.game import features, reward
+from sailor_jax.game.reward import RewardSpec
 
 F = 8
 NAMES = features.FEATURE_NAMES

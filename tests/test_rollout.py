@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.rollout`: trajectories for the judge, their feature sums, bad input."""
+"""Tests for `agents.rollout`: trajectories for the judge, their feature sums, bad input."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from reference.numpy_features import phi_reference
 
-from sailor_jax import rollout
+from sailor_jax.agents import rollout
+from sailor_jax.agents.networks import make_network
 from sailor_jax.config import NetworkConfig
-from sailor_jax.env import EnvFns, StepResult
-from sailor_jax.expert import expert_act
-from sailor_jax.features import NUM_FEATURES, phi
-from sailor_jax.networks import make_network
+from sailor_jax.game.env import EnvFns, StepResult
+from sailor_jax.game.expert import expert_act
+from sailor_jax.game.features import NUM_FEATURES, phi
 
 NET = NetworkConfig(hidden_sizes=(8,))
 PARAMS = make_network(NET)[0](jax.random.PRNGKey(0))

@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.run_dir`: which folders a run may use, and the one-line refusals."""
+"""Tests for `sailor_jax.run.run_dir`: which folders a run may use, and the one-line refusals."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from sailor_jax import run_dir
 from sailor_jax.errors import UserError
+from sailor_jax.run import run_dir
 
 
 @dataclasses.dataclass(frozen=True)

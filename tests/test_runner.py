@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.runner`: out-dir guard, the segment loop, resume, logs, train_fixed."""
+"""Tests for `sailor_jax.run.runner`: out-dir guard, the segment loop, resume, logs, train_fixed."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sailor_jax import fixed_reward, ppo, runner
+from sailor_jax.agents import ppo
 from sailor_jax.config import EvalConfig, NetworkConfig, PPOConfig, TrainConfig
+from sailor_jax.game.reward import RewardSpec
 from sailor_jax.logging import MetricLogger
-from sailor_jax.reward import RewardSpec
+from sailor_jax.run import fixed_reward, runner
 from sailor_jax.types import SegmentMetrics
 
 
@@ -102,9 +103,9 @@ def test_resume_falls_back_past_a_damaged_checkpoint_and_says_so(tmp_path, caplo
     _run(out, _Hooks(3))
     damage(os.path.join(out, "checkpoints", "3"), "truncated_meta")
     resumed_hooks = _Hooks(3)
-    with caplog.at_level("WARNING", logger="sailor_jax.runner"):
+    with caplog.at_level("WARNING", logger="sailor_jax.run.runner"):
         resumed = _run(out, resumed_hooks, resume=True)
-    (message,) = [r.getMessage() for r in caplog.records if r.name == "sailor_jax.runner"]
+    (message,) = [r.getMessage() for r in caplog.records if r.name == "sailor_jax.run.runner"]
     assert "step 3: JSONDecodeError" in message and "from checkpoint step 2" in message
     assert resumed_hooks.segments_seen == [2]
     np.testing.assert_array_equal(np.asarray(resumed), np.asarray(full))

@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.sharding`: seed rows over devices, checkpoints across device counts.
+"""Tests for `sailor_jax.scale.sharding`: seed rows over devices, checkpoints across device counts.
 
 The multi-device checks run `tests/multidevice.py` in a subprocess with 4 forced CPU
 devices (the flag must be set before JAX starts; this process already started it).
@@ -15,7 +15,7 @@ import jax
 import numpy as np
 import pytest
 
-from sailor_jax import sharding
+from sailor_jax.scale import sharding
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -50,7 +50,7 @@ def test_layout_round_trip_on_one_device():
 
 _PAD_CHECK = """
 import json, numpy as np
-from sailor_jax.sharding import SeedLayout
+from sailor_jax.scale.sharding import SeedLayout
 layout = SeedLayout(3, devices=4)
 x = np.arange(6, dtype=np.float32).reshape(3, 2)
 placed = layout.put(x)

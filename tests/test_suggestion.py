@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.suggestion`: the refinement advisor's answer parser reads
+"""Tests for `sailor_jax.alignment.suggestion`: the refinement advisor's answer parser reads
 "raise/lower <feature>", skips negated directions, never raises for any text, and runs in
 linear time (bounded here: < 1 s on 1 MB of adversarial text; issue 14)."""
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sailor_jax.reward import RewardSpec
-from sailor_jax.suggestion import Suggestion, parse_suggestion
+from sailor_jax.alignment.suggestion import Suggestion, parse_suggestion
+from sailor_jax.game.reward import RewardSpec
 
 SPEC = RewardSpec()
 NAMES = list(SPEC.names)

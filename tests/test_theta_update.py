@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.theta_update`: per-seed updates, judge failures, stall counters."""
+"""Tests for `sailor_jax.run.theta_update`: per-seed updates, judge failures, stall counters."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from sailor_jax.config import AlignmentConfig, SailorConfig
-from sailor_jax.results import LoopState
-from sailor_jax.reward import RewardSpec
-from sailor_jax.theta_update import align_step, segment_scores, update_stall
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.run.results import LoopState
+from sailor_jax.run.theta_update import align_step, segment_scores, update_stall
 from sailor_jax.types import Ranking
 
 SPEC = RewardSpec()

@@ -12,9 +12,10 @@ import sys
 import pytest
 from test_experiments import ROOT, _load
 
-from sailor_jax import errors, run_dir
+from sailor_jax import errors
 from sailor_jax.errors import UserError
-from sailor_jax.rankers import model_source
+from sailor_jax.judges import model_source
+from sailor_jax.run import run_dir
 
 # ------------------------------------------------------------------- the reporting path
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-from sailor_jax.reward import RewardSpec
+from sailor_jax.game.reward import RewardSpec
 
 WEIGHTINGS = ("none", "confidence", "discrepancy")
 METHODS = ("bo", "bt_mcmc")
@@ -25,7 +25,7 @@ RANKER_KINDS = ("llm", "outcome", "linear_oracle", "expert")
 EXPERT_VERDICTS = ("regret", "agreement")
 LLM_MODES = ("pairwise", "pointwise", "listwise")
 NUM_POINTWISE_RUBRICS = 4
-"""Rubric variants defined in `rankers.prompts.POINTWISE_RUBRICS` (a test keeps them equal)."""
+"""Rubric variants defined in `judges.prompts.POINTWISE_RUBRICS` (a test keeps them equal)."""
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 _POSITIVE_FIELDS = ("batch_size", "snapshot_every", "max_new_tokens", "max_pairs_per_group",
                     "max_records")
@@ -225,7 +225,7 @@ class RankerConfig:
 
     kind: Literal["llm", "outcome", "linear_oracle", "expert"] = "llm"
     """llm (Hugging Face model), outcome (final game score), linear_oracle (theta_star) or
-    expert (the expectimax player's verdict on each move, `rankers.expert.ExpertRanker`)."""
+    expert (the expectimax player's verdict on each move, `judges.expert.ExpertRanker`)."""
     llm: LLMRankerConfig = LLMRankerConfig()
     """LLM settings (kind=llm)."""
     theta_star: tuple[float, ...] | None = None

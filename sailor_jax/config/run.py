@@ -11,7 +11,7 @@ import math
 
 from sailor_jax.config.agent import EvalConfig, PPOConfig
 from sailor_jax.config.judge import AlignmentConfig, PreferenceConfig, RankerConfig, RefineConfig
-from sailor_jax.reward import RewardSpec
+from sailor_jax.game.reward import RewardSpec
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -88,7 +88,7 @@ class SailorConfig:
     """LLM-guided reward refinement when the rankings agree but the score stalls (off)."""
     pipeline: bool = False
     """Judge iteration t in a worker thread while segment t+1 trains on the theta before it;
-    the judged theta then trains from segment t+2 on (`sailor_jax/pipeline.py`)."""
+    the judged theta then trains from segment t+2 on (`sailor_jax/run/pipeline.py`)."""
     tensorboard: bool = True
     """Write TensorBoard event files."""
 

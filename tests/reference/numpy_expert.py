@@ -1,4 +1,4 @@
-"""Plain-Python expectimax of the expert (`sailor_jax.expert`), from its definition.
+"""Plain-Python expectimax of the expert (`sailor_jax.game.expert`), from its definition.
 
 Host-only test oracle, slow: loops over moves, empty cells and spawns. The heuristic is
 nneonneo/2048-ai's line score written out from its formula, on the rows and columns of the

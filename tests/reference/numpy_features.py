@@ -1,6 +1,6 @@
 """Plain-Python transition features phi, written from the issue's definition with explicit loops.
 
-Host-only test oracle, independent of `sailor_jax.features`. Computed in float64, returned as
+Host-only test oracle, independent of `sailor_jax.game.features`. Computed in float64, returned as
 float32.
 """
 

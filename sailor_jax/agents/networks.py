@@ -1,0 +1,216 @@
+"""Actor-critic and Q networks: `nnx.Module`s crossed into functional JAX once with `nnx.split`.
+
+Training code sees only `make_network(cfg, head) -> (init_params, apply)`, the one factory for
+the PPO actor-critic and the DQN Q-network; nothing else in the package touches Flax.
+Illegal actions are masked in the actor's logits; Q-values come back unmasked.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from sailor_jax.config import NetworkConfig
+from sailor_jax.game.env import NUM_ACTIONS, NUM_TILE_CLASSES, obs_one_hot
+
+MASKED_LOGIT = -1e9
+"""Logit given to illegal actions: large and finite, so softmax and entropy stay NaN-free."""
+
+_ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "tanh": jnp.tanh, "relu": jax.nn.relu, "gelu": jax.nn.gelu}
+
+
+def _hidden(sizes: list[int], rngs: nnx.Rngs) -> list[nnx.Linear]:
+    """Hidden layers `sizes[0] -> sizes[1] -> ...`: orthogonal sqrt(2), zero bias."""
+    return [nnx.Linear(a, b, kernel_init=nnx.initializers.orthogonal(np.sqrt(2)),
+                       bias_init=nnx.initializers.zeros_init(), rngs=rngs)
+            for a, b in zip(sizes[:-1], sizes[1:], strict=True)]
+
+
+def _output(width: int, out: int, scale: float, rngs: nnx.Rngs) -> nnx.Linear:
+    return nnx.Linear(width, out, kernel_init=nnx.initializers.orthogonal(scale),
+                      bias_init=nnx.initializers.zeros_init(), rngs=rngs)
+
+
+HEADS: dict[str, tuple[tuple[str, int, float], ...]] = {
+    "actor_critic": (("actor", NUM_ACTIONS, 0.01), ("critic", 1, 1.0)),
+    "q": (("q", NUM_ACTIONS, 1.0),)}
+"""Per head kind, its towers: (name, outputs, orthogonal scale of the output layer)."""
+
+
+class Towers(nnx.Module):
+    """MLP towers over the board, one per output head (or one shared trunk, `cfg.trunk`).
+
+    The first layer reads the board as `cfg.first_layer` says: a matmul on the one-hot
+    encoding, the same function as an embedding gather-and-sum (`embed`), or row and column
+    features (`LineFeatures`, a tower's `{tower}_lines`) feeding the first dense layer.
+
+    Layers are named attributes so that the parameters are a plain nested dict with string
+    keys (friendly to optax and orbax): separate towers `actor_0`, ..., `critic_0`, ... (or
+    `q_0`, ...), the last of each its output layer; a shared trunk `trunk_0`, ... and one
+    output layer per head, `actor_out`, `critic_out` (or `q_out`).
+    """
+
+    def __init__(self, cfg: NetworkConfig, head: str, rngs: nnx.Rngs):
+        lines = cfg.first_layer == "lines"
+        sizes = [8 * cfg.line_features if lines else 16 * NUM_TILE_CLASSES, *cfg.hidden_sizes]
+        self.activation, self.first_layer = cfg.activation, cfg.first_layer
+        self.heads = tuple(name for name, _, _ in HEADS[head])
+        self.towers = ("trunk",) if cfg.trunk == "shared" else self.heads
+        self.num_hidden = len(sizes) - 1
+        outputs = {name: (out, scale) for name, out, scale in HEADS[head]}
+        for tower in self.towers:  # creation order fixes the init RNG stream: keep it
+            if lines:
+                setattr(self, f"{tower}_lines", LineFeatures(cfg.line_features, rngs))
+            for k, layer in enumerate(_hidden(sizes, rngs)):
+                setattr(self, f"{tower}_{k}", layer)
+            if tower in outputs:
+                setattr(self, f"{tower}_{self.num_hidden}",
+                        _output(sizes[-1], *outputs[tower], rngs))
+        if cfg.trunk == "shared":
+            for name, (out, scale) in outputs.items():
+                setattr(self, f"{name}_out", _output(sizes[-1], out, scale, rngs))
+
+    def __call__(self, board: jax.Array) -> tuple[jax.Array, ...]:
+        """`[..., 16]` integer exponents -> one raw `[..., out]` output per head."""
+        act = _ACTIVATIONS[self.activation]
+        x = obs_one_hot(board) if self.first_layer == "one_hot" else None
+        features = {}
+        for tower in self.towers:
+            first = getattr(self, f"{tower}_0")
+            if self.first_layer == "lines":
+                h = act(first(getattr(self, f"{tower}_lines")(board, act)))
+            else:
+                h = act(first(x) if x is not None else embed(first, board))
+            for k in range(1, self.num_hidden):
+                h = act(getattr(self, f"{tower}_{k}")(h))
+            features[tower] = h
+        if self.towers == ("trunk",):
+            return tuple(getattr(self, f"{name}_out")(features["trunk"]) for name in self.heads)
+        return tuple(getattr(self, f"{name}_{self.num_hidden}")(features[name])
+                     for name in self.heads)
+
+
+def embed(layer: nnx.Linear, board: jax.Array) -> jax.Array:
+    """The first layer on the one-hot board as a gather-and-sum. Compiled-safe.
+
+    `one_hot(board) @ W + b` picks one row of `W [16 * 18, H]` per cell, row
+    `18 * cell + exponent`; gathering those 16 rows and summing them is the same function
+    (equal up to float summation order) at 16 H adds instead of 288 H multiply-adds per
+    board, and its gradient is a scatter-add into the same rows. Same parameters as the
+    one-hot layer, so the two are interchangeable on one checkpoint.
+
+    Args:
+      layer: the first `nnx.Linear(16 * 18, H)` of a tower.
+      board: `[..., 16]` integer exponents in `0..17`.
+
+    Returns:
+      `[..., H] float32`, before the activation.
+    """
+    table = layer.kernel.value.reshape(16, NUM_TILE_CLASSES, -1)  # [cell, exponent, H]
+    board = board.astype(jnp.int32)
+    # One [..., H] gather per cell, summed as we go: XLA:CPU fuses this; a single gather of
+    # [..., 16, H] followed by .sum(-2) materialises it and ran 4x slower than the matmul.
+    h = layer.bias.value
+    for cell in range(16):
+        h = h + jnp.take(table[cell], board[..., cell], axis=0)
+    return h
+
+
+class LineFeatures(nnx.Module):
+    """Row and column features of the board: a 1x4 and a 4x1 kernel over the one-hot lines.
+
+    Row `r`'s features are `act(sum_j rows[j, board[r, j]] + row_bias)`, one kernel shared by
+    the 4 rows (and `cols` by the 4 columns): a convolution with a 1x4 (4x1) kernel, valid
+    padding, over the `4 x 4 x 18` one-hot board, written as 4 gathers per line direction
+    (flax Conv is slow on XLA:CPU). The structure of tsangwpx/ml2048's 1x4/4x1 kernels.
+
+    Parameters: `rows`, `cols` `[4 positions, 18 exponents, F]` (normal, std 0.5, so a sum of
+    4 has unit variance), `row_bias`, `col_bias` `[F]` (zeros).
+    """
+
+    def __init__(self, features: int, rngs: nnx.Rngs):
+        init = nnx.initializers.normal(0.5)
+        self.rows = nnx.Param(init(rngs.params(), (4, NUM_TILE_CLASSES, features)))
+        self.cols = nnx.Param(init(rngs.params(), (4, NUM_TILE_CLASSES, features)))
+        self.row_bias = nnx.Param(jnp.zeros((features,)))
+        self.col_bias = nnx.Param(jnp.zeros((features,)))
+
+    def __call__(self, board: jax.Array, act: Callable) -> jax.Array:
+        """`[..., 16]` integer exponents (row-major) -> `[..., 8 F]` float32 line features."""
+        grid = board.astype(jnp.int32).reshape(*board.shape[:-1], 4, 4)  # [..., row, col]
+        rows, cols = self.rows.value, self.cols.value
+        h_rows, h_cols = self.row_bias.value, self.col_bias.value
+        for j in range(4):  # position along the line
+            h_rows = h_rows + jnp.take(rows[j], grid[..., :, j], axis=0)  # [..., row, F]
+            h_cols = h_cols + jnp.take(cols[j], grid[..., j, :], axis=0)  # [..., col, F]
+        lines = jnp.concatenate([act(h_rows), act(h_cols)], axis=-2)  # [..., 8, F]
+        return lines.reshape(*board.shape[:-1], -1)
+
+
+Params = dict
+InitFn = Callable[[jax.Array], Params]
+
+
+def make_network(cfg: NetworkConfig, head: str = "actor_critic") -> tuple[InitFn, Callable]:
+    """Build `(init_params, apply)` for the actor-critic (PPO) or the Q-network (DQN).
+
+    `init_params(key) -> params`: a nested dict of float32 arrays; orthogonal sqrt(2) hidden
+    layers, zero biases, output layers at scale 0.01 (policy), 1.0 (value, Q). Inputs are
+    `[..., 16]` integer exponents (one-hot encoded inside). Both functions are pure and
+    compiled-safe.
+
+    - head "actor_critic": `apply(params, board, legal_action_mask [..., 4] bool) ->
+      (logits [..., 4] float32, illegal = MASKED_LOGIT; value [...] float32)`.
+    - head "q": `apply(params, board) -> q [..., 4] float32` for every action, legal or not
+      (the DQN policy and target mask them).
+
+    Raises:
+      ValueError: unknown head.
+    """
+    if head not in HEADS:
+        raise ValueError(f"unknown network head {head!r}; known: {', '.join(HEADS)}")
+    graphdef, abstract_state = nnx.split(nnx.eval_shape(lambda: Towers(cfg, head, nnx.Rngs(0))))
+    forward = functools.partial(_forward, graphdef, abstract_state)
+    init_params = functools.partial(_init_params, cfg, head)
+    if head == "q":
+        return init_params, functools.partial(_q_values, forward)
+    return init_params, functools.partial(_actor_critic, forward)
+
+
+def _init_params(cfg: NetworkConfig, head: str, key: jax.Array) -> Params:
+    """Fresh `Towers` parameters as a nested dict of float32 arrays."""
+    return nnx.to_pure_dict(nnx.state(Towers(cfg, head, nnx.Rngs(params=key)), nnx.Param))
+
+
+def _forward(graphdef: nnx.GraphDef, abstract_state: nnx.State, params: Params,
+             board: jax.Array) -> tuple[jax.Array, ...]:
+    """Run the towers on `[..., 16]` exponent boards; one raw output per tower."""
+    state = jax.tree.map(lambda x: x, abstract_state)  # a fresh copy to fill in
+    nnx.replace_by_pure_dict(state, params)
+    return nnx.merge(graphdef, state)(board)
+
+
+def _q_values(forward: Callable, params: Params, board: jax.Array) -> jax.Array:
+    """`[..., 4] float32` Q-values for every action (unmasked)."""
+    return forward(params, board)[0]
+
+
+def _actor_critic(forward: Callable, params: Params, board: jax.Array, mask: jax.Array
+                  ) -> tuple[jax.Array, jax.Array]:
+    """Masked logits `[..., 4]` (illegal = `MASKED_LOGIT`) and value `[...]`, float32."""
+    logits, value = forward(params, board)
+    return jnp.where(mask, logits, MASKED_LOGIT), value[..., 0]
+
+
+def masked_log_prob_entropy(logits: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Return `(log_softmax [..., 4], entropy [...])` over legal actions only (NaN-free)."""
+    log_p = jax.nn.log_softmax(logits, axis=-1)
+    p = jnp.exp(log_p)
+    entropy = -jnp.sum(jnp.where(mask, p * log_p, 0.0), axis=-1)
+    return log_p, entropy

@@ -1,0 +1,138 @@
+"""Sample whole games with the current stochastic policy, for the judges to rank.
+
+Each trajectory carries `Phi`, the sum of its transition features, so its return under any
+reward is `R_theta(tau) = theta . Phi(tau)`: ranking by R_theta and every alignment objective
+are matrix-vector products over `Phi`, with no re-simulation.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from sailor_jax.agents.networks import make_network
+from sailor_jax.agents.policy import actor_logits, logits_policy, policy_step
+from sailor_jax.config import NetworkConfig
+from sailor_jax.game.env import GAME_2048, EnvFns
+from sailor_jax.types import TrajectoryBatch
+
+
+def make_collect(net: NetworkConfig, num: int, max_len: int = 2000, env_fns: EnvFns = GAME_2048):
+    """Build the compiled `collect(params, key) -> TrajectoryBatch`.
+
+    Plays `num` games from reset with actions sampled from the policy (illegal moves masked)
+    for at most `max_len` moves each; games still running then are flagged `truncated`.
+    Static: `net`, `num`, `max_len`, `env_fns` (the environment; its states need a
+    `terminated` field). Vmap it over a leading seed axis of params and keys.
+
+    The returned batch has boards `[num, max_len + 1, 16] int8`, actions `[num, max_len] int8`
+    (-1 after the game ended), score gains `[num, max_len] float32`, and `Phi [num, F]`.
+
+    Raises:
+      ValueError: `num` or `max_len` not positive.
+    """
+    if num <= 0 or max_len <= 0:
+        raise ValueError(f"num and max_len must be positive, got {num}, {max_len}")
+    _, apply = make_network(net)
+    return jax.jit(functools.partial(_collect, env_fns, apply, num, max_len))
+
+
+def make_act_collect(act, num: int, max_len: int = 2000, env_fns: EnvFns = GAME_2048):
+    """Build the compiled `collect(key) -> TrajectoryBatch` for any policy `act`.
+
+    The protocol of `make_collect` for a policy that is not a network (e.g. the expert,
+    `expert.expert_act`): `act(key, board [num, 16], legal_action_mask [num, 4]) -> (action
+    [num] int32, extra)`, as `policy.policy_step` takes it. Static: all arguments.
+
+    Raises:
+      ValueError: `num` or `max_len` not positive.
+    """
+    if num <= 0 or max_len <= 0:
+        raise ValueError(f"num and max_len must be positive, got {num}, {max_len}")
+    return jax.jit(functools.partial(_collect_act, env_fns, act, num, max_len))
+
+
+def _collect(fns: EnvFns, apply, num: int, max_len: int, params, key: jax.Array
+             ) -> TrajectoryBatch:
+    """Play `num` games for `max_len` moves (finished games idle); see `make_collect`."""
+    act = functools.partial(logits_policy, functools.partial(actor_logits, apply), params, False)
+    return _collect_act(fns, act, num, max_len, key)
+
+
+def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> TrajectoryBatch:
+    """Play `num` games with `act` for `max_len` moves; see `make_act_collect`."""
+
+    def step(carry, _):
+        state, key = carry
+        running = ~state.terminated
+        key, move, _ = policy_step(fns, act, state, key, auto_reset=False)
+        res = move.result
+        feats = fns.phi(res.board, res.next_board, res.score_gain, res.terminated)
+        out = (move.board.astype(jnp.int8),
+               jnp.where(running, move.action, -1).astype(jnp.int8),
+               jnp.where(running, res.score_gain, 0.0),
+               jnp.where(running[:, None], feats, 0.0), running)
+        return (move.env_state, key), out
+
+    key_reset, key_play = jax.random.split(key)
+    state = jax.vmap(fns.reset)(jax.random.split(key_reset, num))
+    (state, _), (boards, actions, gains, feats, running) = jax.lax.scan(
+        step, (state, key_play), length=max_len)
+    final = jax.vmap(fns.board)(state).astype(jnp.int8)
+    boards = jnp.concatenate([jnp.swapaxes(boards, 0, 1), final[:, None]], axis=1)
+    return TrajectoryBatch(
+        boards=boards,
+        actions=jnp.swapaxes(actions, 0, 1),
+        score_gains=jnp.swapaxes(gains, 0, 1),
+        lengths=jnp.sum(running, axis=0).astype(jnp.int32),
+        truncated=~state.terminated,
+        score=jnp.sum(gains, axis=0),
+        max_tile=(2 ** jnp.max(final.astype(jnp.int32), axis=-1)).astype(jnp.int32),
+        Phi=jnp.sum(feats, axis=0),
+    )
+
+
+def cut_windows(batch: TrajectoryBatch, key: jax.Array, window: int,
+                env_fns: EnvFns = GAME_2048) -> TrajectoryBatch:
+    """One window of `window` consecutive moves from each game, for judging strategy, not length.
+
+    Compiled-safe; `batch` holds `M` games (`[M, L, 16]` boards etc., no seed axis; vmap for
+    one). Game `m`'s window starts at a move drawn uniformly from `0..max(length - window, 0)`
+    (so it lies inside the game when the game is long enough; a shorter game is kept whole).
+    `Phi` is the sum of the transition features over the window's moves (recomputed from its
+    boards with `env_fns.phi`), so `R_theta` and the judge see the same moves. `score` and
+    `max_tile` are the window's; `truncated` is True when the game goes on after the window.
+
+    Returns:
+      `TrajectoryBatch` with boards `[M, window + 1, 16]`, actions / score gains
+      `[M, window]`, lengths `min(window, length - start)`, padded as `make_collect` pads.
+
+    Raises:
+      ValueError: `window` not positive.
+    """
+    if window <= 0:
+        raise ValueError(f"window must be positive, got {window}")
+    keys = jax.random.split(key, batch.lengths.shape[0])
+    return jax.vmap(functools.partial(_window, env_fns, int(window)))(batch, keys)
+
+
+def _window(fns: EnvFns, window: int, game: TrajectoryBatch, key: jax.Array) -> TrajectoryBatch:
+    last_move = game.actions.shape[0] - 1
+    slack = jnp.maximum(game.lengths - window, 0)
+    start = jnp.minimum(jnp.floor(jax.random.uniform(key) * (slack + 1)), slack).astype(jnp.int32)
+    offset = jnp.arange(window)
+    t = start + offset
+    played = offset < game.lengths - start
+    moves = jnp.clip(t, 0, last_move)
+    boards = game.boards[jnp.clip(start + jnp.arange(window + 1), 0, last_move + 1)]
+    gains = jnp.where(played, game.score_gains[moves], 0.0)
+    ended = (t == game.lengths - 1) & ~game.truncated
+    feats = fns.phi(boards[:-1].astype(jnp.int32), boards[1:].astype(jnp.int32), gains, ended)
+    return TrajectoryBatch(
+        boards=boards, actions=jnp.where(played, game.actions[moves], -1).astype(jnp.int8),
+        score_gains=gains, lengths=jnp.sum(played).astype(jnp.int32),
+        truncated=game.truncated | (start + window < game.lengths), score=jnp.sum(gains),
+        max_tile=(2 ** jnp.max(boards.astype(jnp.int32))).astype(jnp.int32),
+        Phi=jnp.sum(jnp.where(played[:, None], feats, 0.0), axis=0))

@@ -1,0 +1,104 @@
+"""Building blocks of reward-recovery experiments (`experiments/oracle_recovery.py`).
+
+Feature-sum pools of real 2048 games played by freshly initialised (near-uniform) policies,
+a store that merges the preference pairs of several pools into one pool, and the cosine
+between two weight vectors on the tunable entries. Host-only, except the compiled sampler.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import jax
+import numpy as np
+
+from sailor_jax.agents.networks import make_network
+from sailor_jax.agents.rollout import make_collect
+from sailor_jax.config import NetworkConfig
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.types import Preferences, TrajectoryBatch
+
+
+def make_sample_pool(net: NetworkConfig, num: int, max_len: int):
+    """Build the compiled `sample(key) -> TrajectoryBatch` of `num` games.
+
+    Each call initialises a fresh random policy (`net`) from `key` (orthogonal init, 0.01
+    policy head: near-uniform over legal moves) and plays `num` games of at most `max_len`
+    moves with it. Static: `net`, `num`, `max_len`. Raises ValueError like `make_collect`.
+    """
+    init_params, _ = make_network(net)
+    collect = make_collect(net, num, max_len)
+
+    def sample(key: jax.Array) -> TrajectoryBatch:
+        key_params, key_collect = jax.random.split(key)
+        return collect(init_params(key_params), key_collect)
+
+    return jax.jit(sample)
+
+
+def sample_phi(net: NetworkConfig, num: int, max_len: int, *, seed: int, iterations: int,
+               heldout: int) -> tuple[list[np.ndarray], np.ndarray, dict]:
+    """Sample `iterations` pools of `num` games and a held-out pool; return their `Phi`.
+
+    Host-only. Pool `t` uses `fold_in(key_pools, t)`, held-out chunk `c` (of `num` games)
+    `fold_in(key_heldout, c)`, where `key_pools, key_heldout = split(PRNGKey(seed))`.
+
+    Returns:
+      `(pools, heldout, info)`: `iterations` arrays `float64[num, F]`, `float64[heldout, F]`,
+      and sampling statistics (compile and sampling seconds, game lengths, truncations).
+    """
+    sample = make_sample_pool(net, num, max_len)
+    key_pools, key_heldout = jax.random.split(jax.random.PRNGKey(seed))
+    t0 = time.perf_counter()
+    sample = sample.lower(key_pools).compile()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    chunks = -(-heldout // num)
+    keys = ([jax.random.fold_in(key_pools, t) for t in range(iterations)]
+            + [jax.random.fold_in(key_heldout, c) for c in range(chunks)])
+    batches = [jax.device_get(sample(k)) for k in keys]
+    lengths = np.concatenate([b.lengths for b in batches])
+    info = {"compile_s": compile_s, "sample_s": time.perf_counter() - t0,
+            "length_mean": float(lengths.mean()), "length_min": int(lengths.min()),
+            "length_max": int(lengths.max()),
+            "truncated": int(sum(int(np.sum(b.truncated)) for b in batches))}
+    phis = [np.asarray(b.Phi, dtype=np.float64) for b in batches]
+    return phis[:iterations], np.concatenate(phis[iterations:])[:heldout], info
+
+
+def phi_batch(phi: np.ndarray) -> TrajectoryBatch:
+    """A host batch carrying only `Phi float[M, F]`: all a linear oracle looks at."""
+    return TrajectoryBatch(boards=None, actions=None, score_gains=None, lengths=None,
+                           truncated=None, score=None, max_tile=None, Phi=phi)
+
+
+def tunable_cosine(theta, theta_star, spec: RewardSpec) -> float:
+    """Cosine similarity of two `float[F]` weight vectors on `spec`'s tunable entries.
+
+    Host-only. NaN if either is 0 there.
+    """
+    a = np.asarray(theta, np.float64)[spec.tunable_index]
+    b = np.asarray(theta_star, np.float64)[spec.tunable_index]
+    norm = np.linalg.norm(a) * np.linalg.norm(b)
+    return float(a @ b / norm) if norm > 0 else float("nan")
+
+
+class PairStore:
+    """Preference pairs of several pools, with their `Phi`, as one pool. Host-only."""
+
+    def __init__(self) -> None:
+        self.phis: list[np.ndarray] = []
+        self.prefs: list[Preferences] = []
+
+    def add(self, phi: np.ndarray, prefs: Preferences) -> tuple[np.ndarray, Preferences]:
+        """Append a pool `float[M, F]` and its pairs; return the union `(Phi, prefs)`.
+
+        The new pairs' indices are offset by the number of trajectories stored before.
+        """
+        offset = sum(len(p) for p in self.phis)
+        self.phis.append(phi)
+        self.prefs.append(dataclasses.replace(prefs, i=prefs.i + offset, j=prefs.j + offset))
+        union = Preferences(*(np.concatenate([getattr(p, f) for p in self.prefs])
+                              for f in ("i", "j", "w", "discordant")))
+        return np.concatenate(self.phis), union

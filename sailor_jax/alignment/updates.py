@@ -1,0 +1,261 @@
+"""Theta updates from preference pairs: Bayesian optimisation or Bradley-Terry MCMC.
+
+Host-only NumPy (and scikit-optimize). Both rules minimise the pair objectives of
+`sailor_jax.alignment.pair_objectives` (weighted pair error, Bradley-Terry NLL with one scale
+`bt_scale`) over a box of the tunable entries of theta; nothing is re-simulated. `pair_error`,
+`bt_nll` and `bt_scale` are re-exported here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import skopt
+import threadpoolctl
+
+from sailor_jax.alignment.pair_objectives import (
+    bt_nll,
+    bt_scale,
+    check_phi,
+    diff_scale,
+    pair_diffs,
+    pair_error,
+    weighted_error,
+    weighted_nll,
+)
+from sailor_jax.config import AlignmentConfig
+from sailor_jax.config.judge import ACQ_FUNCS, METHODS, OBJECTIVES
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.types import Preferences
+
+__all__ = ["ACQ_FUNCS", "METHODS", "OBJECTIVES", "AlignmentConfig", "UpdateResult", "bt_nll",
+           "bt_scale", "pair_error", "update_theta"]
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateResult:
+    """Outcome of `update_theta` (host-only).
+
+    `objective_*` (`cfg.objective`) and `error_*` (weighted pair error) are of the input and
+    the returned theta (NaN when the preferences carry no weight); `message` says what happened.
+    """
+
+    theta: np.ndarray  # float32[F], the returned theta
+    accepted: bool
+    objective_before: float
+    objective_after: float
+    error_before: float
+    error_after: float
+    num_evaluations: int
+    message: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _Problem:
+    """The update in tunable coordinates; `free` marks tunable entries with a non-empty box."""
+
+    theta: np.ndarray  # float32[F] current theta
+    index: np.ndarray  # int[T] spec.tunable_index
+    lo: np.ndarray  # float64[T] search box
+    hi: np.ndarray  # float64[T]
+    dphi: np.ndarray  # float64[P, F]
+    w: np.ndarray  # float64[P]
+    scale: float
+    cfg: AlignmentConfig
+
+    @property
+    def free(self) -> np.ndarray:
+        return self.lo < self.hi
+
+    def thetas(self, x: np.ndarray) -> np.ndarray:
+        """Full `float64[K, F]` thetas from free-coordinate points `x [K, D]`."""
+        out = np.tile(self.theta.astype(np.float64), (len(x), 1))
+        out[:, self.index[self.free]] = x
+        return out
+
+    def objective(self, x: np.ndarray, name: str | None = None) -> np.ndarray:
+        """`float64[K]` objective `name` (default `cfg.objective`) of the points `x [K, D]`."""
+        name = name or self.cfg.objective
+        if name == "error":
+            return weighted_error(self.thetas(x), self.dphi, self.w)
+        return weighted_nll(self.thetas(x), self.dphi, self.w, self.cfg.beta, self.scale)
+
+    def log_lik(self, x: np.ndarray) -> np.ndarray:
+        """`float64[K]` weighted Bradley-Terry log-likelihood `sum_p w_p log sigmoid(...)`."""
+        return -self.w.sum() * self.objective(x, "bt_nll")
+
+    def to_theta(self, x: np.ndarray) -> np.ndarray:
+        """float32 theta from free coordinates `x [D]`, rounded into the box."""
+        theta = self.theta.copy()
+        theta[self.index[self.free]] = _snap(x, self.lo[self.free], self.hi[self.free])
+        return theta
+
+
+def _snap(x, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Round to float32 without leaving `[lo, hi]` (float64 bounds; one ulp inward if needed)."""
+    y = np.asarray(x, dtype=np.float64).astype(np.float32)
+    y = np.where(y > hi, np.nextafter(y, np.float32(-np.inf)), y)
+    return np.where(y < lo, np.nextafter(y, np.float32(np.inf)), y)
+
+
+def _make_problem(theta, Phi, prefs, spec: RewardSpec, cfg: AlignmentConfig, half_width,
+                  box=None) -> _Problem:
+    """Validate the inputs; box = bounds ∩ trust regions ∩ `box`. Raises ValueError."""
+    theta = spec.validate(theta)
+    dphi, w = pair_diffs(check_phi(Phi, spec.num_features), prefs)
+    index = spec.tunable_index
+    lo, hi = np.asarray(spec.lower)[index], np.asarray(spec.upper)[index]
+    # float32 rounding can put a bound-valued weight one ulp outside its bound: pull it in.
+    theta[index] = _snap(theta[index], lo, hi)
+    current = theta[index].astype(np.float64)
+    for hw in (cfg.trust_region, half_width):
+        if hw is not None:
+            lo, hi = np.maximum(lo, current - hw), np.minimum(hi, current + hw)
+    if box is not None:
+        box_lo, box_hi = (np.broadcast_to(np.asarray(b, np.float64), (spec.num_features,))
+                          for b in box)
+        if np.any(np.isnan(box_lo)) or np.any(np.isnan(box_hi)):
+            raise ValueError(f"box bounds must not be NaN, got {box_lo}, {box_hi}")
+        lo, hi = np.maximum(lo, box_lo[index]), np.minimum(hi, box_hi[index])
+    return _Problem(theta, index, lo, hi, dphi, w, diff_scale(dphi), cfg)
+
+
+def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, int, str]:
+    """`skopt.gp_minimize` from the current theta: `(best point [D], evaluations, note)`."""
+    cfg, free = problem.cfg, problem.free
+    x0 = problem.theta[problem.index[free]].astype(np.float64)
+    y0 = float(problem.objective(x0[None])[0])
+    if np.any(x0 < problem.lo[free]) or np.any(x0 > problem.hi[free]):
+        x0, y0 = None, None  # a box that excludes the current theta (forced move)
+    else:
+        x0 = x0.tolist()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The objective has been evaluated")
+        res = skopt.gp_minimize(
+            lambda x: float(problem.objective(np.asarray([x]))[0]),
+            dimensions=list(zip(problem.lo[free].tolist(), problem.hi[free].tolist(), strict=True)),
+            x0=x0,
+            y0=y0,
+            n_calls=cfg.bo_calls,
+            n_initial_points=cfg.bo_initial_points,
+            acq_func=cfg.acq_func,
+            random_state=int(rng.integers(2**31 - 1)),
+        )
+    points, values = np.asarray(res.x_iters, dtype=np.float64), np.asarray(res.func_vals)
+    return points[int(np.argmin(values))], len(values), ""
+
+
+def _run_mcmc(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, int, str]:
+    """Metropolis-Hastings on the Bradley-Terry posterior: `(posterior mean [D], evals, note)`."""
+    cfg, free = problem.cfg, problem.free
+    lo, hi = problem.lo[free], problem.hi[free]
+    # Chains start at the current theta, or at its nearest point of a box that excludes it.
+    x0 = np.clip(problem.theta[problem.index[free]].astype(np.float64), lo, hi)
+    x = np.tile(x0, (cfg.mcmc_chains, 1))
+    lp = problem.log_lik(x)
+    noise = rng.normal(scale=cfg.mcmc_step, size=(cfg.mcmc_samples, *x.shape))
+    log_u = np.log(rng.uniform(size=(cfg.mcmc_samples, cfg.mcmc_chains)))
+    running_sum, moves = np.zeros_like(x0), 0
+    for step in range(cfg.mcmc_samples):
+        proposal = x + noise[step]
+        inside = np.all((proposal >= lo) & (proposal <= hi), axis=1)
+        lp_proposal = np.where(inside, problem.log_lik(proposal), -np.inf)
+        take = log_u[step] < lp_proposal - lp
+        x, lp = np.where(take[:, None], proposal, x), np.where(take, lp_proposal, lp)
+        moves += int(take.sum())
+        if step >= cfg.mcmc_burn_in:
+            running_sum += x.sum(axis=0)
+    mean = np.clip(running_sum / (cfg.mcmc_chains * (cfg.mcmc_samples - cfg.mcmc_burn_in)), lo, hi)
+    note = f"MH acceptance rate {moves / (cfg.mcmc_chains * cfg.mcmc_samples):.2f}; "
+    return mean, x.shape[0] * (1 + cfg.mcmc_samples), note
+
+
+def _values(problem: _Problem, theta: np.ndarray) -> tuple[float, float]:
+    """(objective, weighted pair error) of a full float32 theta."""
+    x = theta[problem.index[problem.free]].astype(np.float64)[None]
+    return float(problem.objective(x)[0]), float(problem.objective(x, "error")[0])
+
+
+def _skip_reason(problem: _Problem, num_pairs: int) -> str:
+    """Why no optimiser can run (empty string if one can)."""
+    if num_pairs == 0:
+        return "no preference data (rankings agree); theta unchanged"
+    if problem.w.sum() <= 0:
+        return "preference weights sum to 0; theta unchanged"
+    if not np.any(problem.free):
+        return "no tunable entry can move (none tunable, or zero-width boxes); theta unchanged"
+    return ""
+
+
+def _decide(problem: _Problem, candidate: np.ndarray, before: tuple[float, float],
+            evaluations: int, note: str, accept_ties: bool) -> UpdateResult:
+    """Accept `candidate` (float32[F]) if it beats the current theta, whose values are `before`.
+
+    bo compares the objective, bt_mcmc the weighted pair error; `accept_ties` accepts equality.
+    """
+    (obj, err), (obj_new, err_new) = before, _values(problem, candidate)
+    mcmc = problem.cfg.method == "bt_mcmc"
+    what = "weighted pair error" if mcmc else f"objective ({problem.cfg.objective})"
+    old, new = (err, err_new) if mcmc else (obj, obj_new)
+    accepted = new <= old if accept_ties else new < old
+    message = f"{note}accepted: {what} {old:.6g} -> {new:.6g}"
+    if not accepted:
+        relation = "is above" if accept_ties else "is not below"
+        message = f"{note}rejected: {what} {new:.6g} {relation} {old:.6g}; theta unchanged"
+        candidate, obj_new, err_new = problem.theta, obj, err
+    return UpdateResult(theta=candidate, accepted=accepted, objective_before=obj,
+                        objective_after=obj_new, error_before=err, error_after=err_new,
+                        num_evaluations=evaluations, message=message)
+
+
+def update_theta(theta, Phi, prefs: Preferences, spec: RewardSpec, cfg: AlignmentConfig,
+                 rng: np.random.Generator | int, *, box: tuple | None = None,
+                 accept_ties: bool = False) -> UpdateResult:
+    """Update the tunable entries of theta to agree better with the preference pairs.
+
+    Host-only. "bo" runs `skopt.gp_minimize` on `cfg.objective` over the box
+    bounds ∩ [theta +/- trust_region], starting from the current theta (passed as `x0`/`y0`);
+    the best point is accepted if its objective is strictly lower. "bt_mcmc" follows Zeng et al.
+    (2024), "Learning Reward for Robot Skills Using Large Language Models via Self-Alignment":
+    Metropolis-Hastings (Gaussian random walk, `cfg.mcmc_chains` chains) on the Bradley-Terry
+    posterior `prod_p sigmoid(beta (R_i - R_j) / scale) ** w_p` under a uniform prior on
+    bounds ∩ [theta +/- mcmc_trust_region] (∩ trust_region); the posterior mean after burn-in
+    is accepted only if its weighted pair error is strictly lower. Non-tunable entries are
+    returned bit-for-bit; the result is always within the bounds and trust region.
+
+    Args:
+      theta: `float[F]` current weights, valid for `spec`.
+      Phi: `float[M, F]` per-trajectory feature sums (finite).
+      prefs: Pairs over the `M` trajectories, `i` preferred (see `preferences.py`).
+      spec: Names, bounds and tunable mask of theta.
+      cfg: Method and budgets.
+      rng: NumPy generator or int seed (makes the update deterministic).
+      box: optional `(lower, upper)` (scalars or `float[F]`) intersected with the search box.
+        A box that excludes the current theta forces a move (LLM-guided refinement's
+        one-sided interval, see `sailor_jax.alignment.refinement`); an empty box leaves theta
+        unchanged.
+      accept_ties: accept a candidate whose objective equals the current one (with a forced
+        move: keep agreement while moving in the suggested direction).
+
+    Returns:
+      `UpdateResult` with the new `float32[F]` theta (the input when not accepted).
+
+    Raises:
+      ValueError: theta invalid for `spec`, `Phi` of the wrong shape or non-finite, or bad
+        pair indices or weights.
+    """
+    mcmc = cfg.method == "bt_mcmc"
+    problem = _make_problem(theta, Phi, prefs, spec, cfg, cfg.mcmc_trust_region if mcmc else None,
+                            box)
+    obj, err = _values(problem, problem.theta)
+    skip = _skip_reason(problem, len(prefs))
+    if skip:
+        return UpdateResult(problem.theta, False, obj, obj, err, err, 0, skip)
+    run = _run_mcmc if mcmc else _run_bo
+    # Small GP fits and [K, 8] x [8, P] products: BLAS threads only add contention (10x slower
+    # on a busy 2-core host), so run single-threaded.
+    with threadpoolctl.threadpool_limits(limits=1):
+        x_best, evaluations, note = run(problem, np.random.default_rng(rng))
+    return _decide(problem, problem.to_theta(x_best), (obj, err), evaluations, note, accept_ties)

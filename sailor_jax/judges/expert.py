@@ -1,0 +1,165 @@
+"""The expert judge: ranks trajectories by how expert-like their moves were.
+
+Host side of `sailor_jax.game.expert` (the expectimax player, device code). Per move of a
+trajectory, the expert scores every legal action of the board that move was played on; the
+move's verdict is
+
+- `regret` (default): `1 - (Q_best - Q_played) / (Q_best - Q_worst)` over the legal actions,
+  in [0, 1]: 1 for the expert's move, 0 for the worst legal move. Normalised per board, so
+  boards whose heuristic values are large (late, full boards) weigh no more than early ones,
+  and a near-miss between two almost equal moves loses little, where agreement would count
+  it a full miss.
+- `agreement`: 1 if the played move is the expert's best move, else 0.
+
+Boards with a single legal move (no choice) are skipped. A trajectory's score is the mean
+verdict over its scored moves, so the spawns' luck and the game's length count for little:
+a short game played well outranks a long game played badly. Ranking sorts by score; the
+pairwise probability that trajectory `i` played better than `j` is
+`Phi((s_i - s_j) / sqrt(se_i^2 + se_j^2))` (normal CDF of the difference of the two means
+over its standard error), so it is confident only when the difference is large against the
+per-move noise: the weighted-preference options read it as the judge's confidence.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.stats
+
+from sailor_jax.game.expert import expert_action_values
+from sailor_jax.judges.base import Ranker
+from sailor_jax.judges.oracles import order_by_scores
+from sailor_jax.types import Ranking, TrajectoryBatch
+
+VERDICTS = ("regret", "agreement")
+
+
+@functools.lru_cache(maxsize=8)
+def _values_fn(depth: int):
+    return jax.jit(lambda boards: expert_action_values(boards, depth))
+
+
+def expert_values(boards: np.ndarray, depth: int, chunk: int = 1024) -> np.ndarray:
+    """Expert action values of many boards, in fixed-size chunks (one compile per depth).
+
+    Host-only. Args: `boards [B, 16]` integer exponents. Returns `float32 [B, 4]` (`-inf` for
+    illegal moves); see `expert.expert_action_values`.
+    """
+    boards = np.asarray(boards, np.int32).reshape(-1, 16)
+    fn = _values_fn(int(depth))
+    out = np.empty((boards.shape[0], 4), np.float32)
+    for start in range(0, boards.shape[0], chunk):
+        part = boards[start:start + chunk]
+        padded = np.zeros((chunk, 16), np.int32)
+        padded[:len(part)] = part
+        out[start:start + len(part)] = np.asarray(fn(jnp.asarray(padded)))[:len(part)]
+    return out
+
+
+def move_verdicts(values: np.ndarray, actions: np.ndarray, verdict: str = "regret"
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-move verdicts from the expert's action values. Host-only.
+
+    Args:
+      values: `float32 [B, 4]` expert values of the boards moved on (`-inf` = illegal).
+      actions: `int [B]` the moves played (legal ones).
+      verdict: "regret" or "agreement" (see the module docstring).
+
+    Returns:
+      `(verdict float64 [B] in [0, 1], scored bool [B])`: `scored` is False where the board
+      had fewer than two legal moves (no choice to judge).
+    """
+    values = np.asarray(values, np.float64)
+    legal = np.isfinite(values)
+    played = np.take_along_axis(values, np.asarray(actions, np.int64)[:, None], 1)[:, 0]
+    best = np.max(np.where(legal, values, -np.inf), axis=1)
+    scored = legal.sum(axis=1) >= 2
+    if verdict == "agreement":
+        return np.where(scored, (played >= best).astype(np.float64), np.nan), scored
+    worst = np.min(np.where(legal, values, np.inf), axis=1)
+    spread = best - worst
+    with np.errstate(invalid="ignore", divide="ignore"):
+        regret = np.where(spread > 0, (best - played) / spread, 0.0)
+    return np.where(scored, 1.0 - regret, np.nan), scored
+
+
+class ExpertRanker(Ranker):
+    """Rank trajectories by the expert's mean per-move verdict, best first. Host-only.
+
+    `Ranking.scores` holds the mean verdicts (NaN for a trajectory with no scored move,
+    which sorts last); `Ranking.pairwise_prob` the probabilities of the module docstring.
+
+    Args:
+      depth: expectimax depth of the expert (player moves searched, >= 1).
+      verdict: "regret" or "agreement".
+      chunk: boards per compiled call.
+
+    Raises:
+      ValueError: unknown verdict, or depth / chunk not positive ints.
+    """
+
+    def __init__(self, depth: int = 2, verdict: Literal["regret", "agreement"] = "regret",
+                 chunk: int = 1024) -> None:
+        if verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+        if isinstance(depth, bool) or int(depth) != depth or depth < 1 or chunk < 1:
+            raise ValueError(f"depth and chunk must be positive ints, got {depth}, {chunk}")
+        self.depth, self.verdict, self.chunk = int(depth), verdict, int(chunk)
+        self.name = f"expert-d{self.depth}"
+
+    def trajectory_scores(self, groups: Sequence[TrajectoryBatch]
+                          ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per group, `(mean verdict [M], standard error [M])`; one expert call for all
+        groups' moves. Host-only."""
+        played = [(np.asarray(b.boards)[:, :-1], np.asarray(b.actions)) for b in groups]
+        moves = [actions >= 0 for _, actions in played]
+        boards = np.concatenate([bd[m] for (bd, _), m in zip(played, moves, strict=True)])
+        actions = np.concatenate([a[m] for (_, a), m in zip(played, moves, strict=True)])
+        verdicts, _ = move_verdicts(expert_values(boards, self.depth, self.chunk), actions,
+                                    self.verdict)  # NaN where the board offered no choice
+        out, start = [], 0
+        for move in moves:
+            per_move = np.full(move.shape, np.nan)
+            per_move[move] = verdicts[start:start + int(move.sum())]
+            start += int(move.sum())
+            out.append(_mean_and_stderr(per_move))
+        return out
+
+    def rank_groups(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
+        """Rank each group by mean verdict; never fails. Host-only."""
+        if not groups:
+            return []
+        out: list[Ranking | None] = []
+        for mean, stderr in self.trajectory_scores(groups):
+            out.append(Ranking(order=order_by_scores(mean), scores=mean.astype(np.float32),
+                               pairwise_prob=pairwise_probabilities(mean, stderr)))
+        return out
+
+
+def _mean_and_stderr(per_move: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`[M, T]` verdicts (NaN = not scored) -> mean `[M]` and its standard error `[M]`."""
+    n = np.sum(~np.isnan(per_move), axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nansum(per_move, axis=1) / n
+        sd = np.sqrt(np.nansum((per_move - mean[:, None]) ** 2, axis=1) / np.maximum(n - 1, 1))
+    stderr = np.where(n >= 2, sd / np.sqrt(np.maximum(n, 1)), 0.5)  # 0.5: the widest verdict sd
+    return np.where(n > 0, mean, np.nan), stderr
+
+
+def pairwise_probabilities(mean: np.ndarray, stderr: np.ndarray) -> np.ndarray:
+    """`float32 [M, M]`: `P[i, j] = Phi((mean_i - mean_j) / sqrt(se_i^2 + se_j^2))`, 0.5 on the
+    diagonal and where either mean is NaN. Host-only."""
+    diff = mean[:, None] - mean[None, :]
+    scale = np.sqrt(stderr[:, None] ** 2 + stderr[None, :] ** 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(scale > 0, diff / np.where(scale > 0, scale, 1.0),
+                     np.where(diff == 0, 0.0, np.sign(diff) * np.inf))
+    prob = scipy.stats.norm.cdf(z)
+    prob = np.where(np.isnan(diff), 0.5, prob)
+    np.fill_diagonal(prob, 0.5)
+    return prob.astype(np.float32)

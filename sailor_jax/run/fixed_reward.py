@@ -1,0 +1,107 @@
+"""Fixed-reward PPO runs: the `SegmentHooks` of a run without a judge, and `train_fixed`.
+
+Host-only. `FixedReward` trains every vmapped row on a fixed theta and logs each PPO update;
+`train_fixed` is the whole job of `experiments/train_ppo.py` (folder, segments, checkpoints,
+final greedy evaluation next to a random policy's, `results.json`). Both build on `runner`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+
+import jax
+import numpy as np
+
+from sailor_jax.agents import evaluation, ppo
+from sailor_jax.config import TrainConfig
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.logging import to_jsonable
+from sailor_jax.run.run_dir import prepare_out_dir
+from sailor_jax.run.runner import evaluate_rows, log_updates, nanmean, run_segments
+from sailor_jax.scale import sharding
+
+
+@dataclasses.dataclass
+class FixedReward:
+    """`SegmentHooks` of a fixed-reward run: every row trains on `theta`, no judge.
+
+    Logs every PPO update (`log_updates`) and the segment's env steps per second over all
+    rows (`charts/SPS`).
+    """
+
+    theta_rows: np.ndarray
+    """`float32[R, F]` reward weights of the rows."""
+    num_segments: int
+    steps_per_segment: int
+    batch_size: int
+    timings: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {"compile": 0.0, "train": 0.0, "checkpoint": 0.0})
+
+    def thetas(self) -> np.ndarray:
+        return self.theta_rows
+
+    def after_segment(self, segment, runner, metrics, seconds, logger) -> str:
+        log_updates(logger, metrics, segment * self.steps_per_segment, self.batch_size)
+        sps = len(self.theta_rows) * self.steps_per_segment / seconds
+        logger.log((segment + 1) * self.steps_per_segment, {"charts/SPS": sps})
+        last = np.asarray(metrics.episode_score, np.float64)[..., -1]
+        return f"train  score {nanmean(last):7.0f}  SPS {sps:9,.0f}"
+
+    def to_json(self) -> dict:
+        return {"timings": dict(self.timings)}
+
+    def load_json(self, state: dict) -> None:
+        self.timings.update(state["timings"])
+
+
+def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=None,
+                devices: int | None = None) -> dict:
+    """Train PPO on one fixed reward theta over vmapped seeds; evaluate; write `results.json`.
+
+    Host-only. The runner with `FixedReward` hooks; the final greedy evaluation sits next to a
+    uniformly random legal-move policy's (`cfg.evaluate_random`).
+
+    Args:
+      cfg: the run configuration.
+      out_dir: output folder (config.json, metrics.jsonl, tb/, checkpoints/, results.json).
+      resume: continue from the latest checkpoint in `out_dir` (config must match).
+      progress: optional `rich.progress.Progress`.
+      devices: devices the seeds are sharded over (`sharding.SeedLayout`; None: all).
+
+    Returns:
+      The results dict written to `results.json` by process 0 (config, theta, feature_names,
+      env_steps_per_seed, evaluation, random_policy_evaluation, timings, sps).
+
+    Raises:
+      ValueError: `out_dir` holds a run and `resume` is False, or its config differs.
+    """
+    config = prepare_out_dir(out_dir, cfg, resume)
+    spec = RewardSpec()
+    theta = spec.validate(cfg.theta if cfg.theta is not None else spec.theta0)
+    init, segment = ppo.make_train(cfg.ppo, num_seeds=cfg.num_seeds)
+    key_init, key_eval, key_random = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
+    hooks = FixedReward(np.tile(theta, (cfg.num_seeds, 1)), cfg.num_segments,
+                        cfg.ppo.steps_per_segment, cfg.ppo.batch_size)
+    runner = run_segments(out_dir, init(key_init), segment, hooks, resume=resume,
+                          tensorboard=cfg.tensorboard, progress=progress, hparams=config,
+                          devices=devices)
+    t0 = time.perf_counter()
+    results = {"config": config, "theta": theta.tolist(), "feature_names": list(spec.names),
+               "env_steps_per_seed": cfg.num_segments * cfg.ppo.steps_per_segment,
+               "evaluation": evaluate_rows(runner.params, cfg.ppo.network, cfg.eval, key_eval,
+                                           cfg.num_seeds)}
+    if cfg.evaluate_random:
+        stats = evaluation.random_policy_stats(key_random, cfg.eval.episodes * cfg.num_seeds,
+                                               cfg.eval.max_len)
+        results["random_policy_evaluation"] = evaluation.summarize(stats)
+    hooks.timings["eval"] = time.perf_counter() - t0
+    train_s = hooks.timings["train"]
+    results["timings"] = {f"{k}_s": v for k, v in hooks.timings.items()}
+    results["sps"] = cfg.num_seeds * results["env_steps_per_seed"] / train_s if train_s else None
+    if sharding.is_main_process():
+        with open(os.path.join(out_dir, "results.json"), "w", encoding="utf-8") as f:
+            json.dump(to_jsonable(results), f, indent=2)
+    return results

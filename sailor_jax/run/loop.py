@@ -1,0 +1,108 @@
+"""The SAILOR loop: build a run, pick its hooks, run the segments, evaluate, write results.
+
+Host orchestration. For t = 0..T-1 the runner trains PPO on `R_theta` for one compiled
+segment (S seeds vmapped); then the hooks (`phases.SailorHooks`, or `pipeline.PipelinedHooks`
+with `cfg.pipeline`) sample M games per seed with the current stochastic policy, rank them by
+`R_theta = Phi @ theta` and by the judge, turn every discordant pair plus as many sampled
+concordant pairs into preference data, update theta so `R_theta` agrees with the judge (and ask
+the refinement advisor where a seed agrees but stalls), and log; the runner checkpoints. After
+Zeng et al. 2024, "Learning Reward for Robot Skills Using Large Language Models via
+Self-Alignment".
+
+With `baseline=True` the same compiled program also trains S agents on the fixed initial
+reward (extra rows of the vmapped seed axis), so the final table compares like with like;
+with `self_align=False` the judge phases are skipped (a fixed-reward variant).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+import jax
+
+from sailor_jax.agents import ppo
+from sailor_jax.agents.rollout import cut_windows, make_collect
+from sailor_jax.alignment import refinement
+from sailor_jax.config import SailorConfig
+from sailor_jax.judges.base import Ranker
+from sailor_jax.judges.factory import check_judges, make_ranker, ranker_description
+from sailor_jax.run import run_dir, runner
+from sailor_jax.run.phases import Context, SailorHooks, evaluate_seeds
+from sailor_jax.run.pipeline import PipelinedHooks
+from sailor_jax.run.results import PHASES, LoopState, SailorResults
+from sailor_jax.scale import sharding
+
+__all__ = ["PHASES", "run"]
+
+
+def _collector(cfg: SailorConfig) -> Callable:
+    """`collect(params, key) -> TrajectoryBatch` of one seed: whole games, or one window of
+    `cfg.window` moves per game (window starts drawn from a key folded off the game key)."""
+    collect = make_collect(cfg.ppo.network, cfg.trajectories, cfg.max_len)
+    if not cfg.window:
+        return collect
+    return lambda params, key: cut_windows(collect(params, key), jax.random.fold_in(key, 1),
+                                           cfg.window)
+
+
+def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | None = None,
+        progress=None, advisor: refinement.Advisor | None = None,
+        devices: int | None = None) -> SailorResults:
+    """Run SAILOR, checkpointing every iteration; write `results.json`. Host-only.
+
+    Args:
+      cfg: the run configuration.
+      out_dir: output folder (config.json, metrics.jsonl, llm.jsonl, checkpoints/, results.json).
+      resume: continue the run in `out_dir` from its latest checkpoint (config must match);
+        the resumed run ends with the same theta history as an uninterrupted one.
+      ranker: judge to use instead of building one from `cfg.ranker` (tests).
+      progress: optional `rich.progress.Progress`.
+      advisor: refinement advisor to use instead of building one from `cfg.refine` (tests).
+      devices: devices the seed rows are sharded over (`sharding.SeedLayout`; None: all).
+        In a multi-process run (`sharding.initialize_distributed`) only process 0 builds
+        the judge, ranks and writes files; theta reaches the others by broadcast.
+
+    Returns:
+      The `SailorResults` written to `results.json`.
+
+    Raises:
+      UserError: `out_dir` holds a started run and `resume` is False, or the saved config
+        differs, or there is no run to resume, or the judge's model cannot be found
+        (`run_dir.check_out_dir`, `check_judges`); all before anything is written.
+    """
+    main = sharding.is_main_process()
+    if cfg.self_align and main:  # before the folder is written or anything compiles
+        check_judges(cfg, ranker is not None, advisor is not None)
+    config = run_dir.prepare_out_dir(out_dir, cfg, resume)
+    spec = cfg.reward_spec()
+    theta0 = spec.validate(spec.theta0)
+    rows = cfg.num_seeds * (2 if cfg.baseline else 1)
+    init, segment = ppo.make_train(cfg.ppo, num_seeds=rows)
+    collect = jax.jit(jax.vmap(_collector(cfg)))
+    key_init, key_collect, key_eval = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
+    if cfg.self_align and ranker is None and main:
+        ranker = make_ranker(cfg.ranker, os.path.join(out_dir, "llm.jsonl"))
+    if cfg.self_align and cfg.refine.enabled and advisor is None and main:
+        advisor = refinement.make_advisor(cfg.refine, ranker,
+                                          os.path.join(out_dir, "refine.jsonl"))
+    ctx = Context(cfg, spec, theta0, collect, ranker, advisor, key_collect, key_eval)
+    hooks_class = PipelinedHooks if cfg.pipeline and cfg.self_align else SailorHooks
+    hooks = hooks_class(ctx, LoopState.start(theta0, cfg.num_seeds))
+    runner_state = runner.run_segments(out_dir, init(key_init), segment, hooks, resume=resume,
+                                       tensorboard=cfg.tensorboard, progress=progress,
+                                       label="SAILOR", hparams=config, devices=devices)
+    state = hooks.state
+    t0 = time.perf_counter()
+    evaluation = evaluate_seeds(cfg, runner_state, 0, key_eval)
+    baseline = evaluate_seeds(cfg, runner_state, cfg.num_seeds, key_eval) if cfg.baseline else None
+    state.timings["eval"] += time.perf_counter() - t0
+    results = SailorResults(
+        config=config, ranker=ranker_description(cfg.ranker), feature_names=list(spec.names),
+        theta_history=state.theta_history, iterations=state.iterations,
+        env_steps_per_seed=cfg.iterations * cfg.ppo.steps_per_segment, evaluation=evaluation,
+        baseline_evaluation=baseline, timings=state.timings)
+    if main:
+        results.write(out_dir)
+    return results

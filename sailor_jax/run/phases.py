@@ -1,0 +1,232 @@
+"""The phases of one SAILOR iteration and the plain hooks that run them between segments.
+
+Host orchestration. After iteration t's segment, `SailorHooks.after_segment` runs
+`iteration`: `collect_batch` samples M games per seed with the current stochastic policy,
+`judge` ranks them by the judge (one `rank_groups` call for all seeds) and computes each seed's
+updated theta (`theta_update.align_step`: discordant + concordant pairs, the update, refinement),
+`settle` applies the judgement on every process, `record_iteration` logs it. The pipelined
+hooks (`pipeline.PipelinedHooks`) run the same phases with the judge in a worker thread; `loop`
+picks one of the two. After Zeng et al. 2024, "Learning Reward for Robot Skills Using Large
+Language Models via Self-Alignment".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from sailor_jax.alignment import refinement
+from sailor_jax.config import SailorConfig
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.judges.base import Ranker
+from sailor_jax.logging import MetricLogger
+from sailor_jax.run import runner
+from sailor_jax.run.results import IterationRecord, LoopState, SeedUpdate
+from sailor_jax.run.theta_update import align_step, segment_scores, update_stall
+from sailor_jax.scale import sharding
+
+__all__ = ["Context", "Judgement", "SailorHooks", "collect_batch", "evaluate_seeds", "iteration",
+           "judge", "record_iteration", "rows_sps", "settle"]
+
+
+@dataclasses.dataclass
+class Context:
+    """The fixed parts of a SAILOR run, built once (host-only)."""
+
+    cfg: SailorConfig
+    spec: RewardSpec
+    theta0: np.ndarray
+    """`float32[F]` initial (and baseline rows') reward weights."""
+    collect: Callable
+    """Compiled `collect(params[S], keys[S]) -> TrajectoryBatch` with a leading seed axis."""
+    ranker: Ranker | None
+    advisor: refinement.Advisor | None
+    key_collect: jax.Array
+    key_eval: jax.Array
+
+
+class SailorHooks:
+    """`runner.SegmentHooks` of a SAILOR run: the judge phases between segments (host-only)."""
+
+    def __init__(self, ctx: Context, state: LoopState):
+        self.ctx, self.state = ctx, state
+        self.num_segments = ctx.cfg.iterations
+        self.timings = state.timings
+
+    def thetas(self) -> np.ndarray:
+        """`float32[R, F]`: the S SAILOR rows, then (baseline) S rows of `theta0`."""
+        cfg, thetas = self.ctx.cfg, self.state.thetas
+        if not cfg.baseline:
+            return thetas
+        return np.concatenate([thetas, np.tile(self.ctx.theta0, (cfg.num_seeds, 1))])
+
+    def after_segment(self, segment: int, runner_state: Any, metrics: Any, seconds: float,
+                      logger: MetricLogger) -> str:
+        record = iteration(self.ctx, self.state, runner_state, metrics, seconds, logger)
+        cfg = self.ctx.cfg
+        if cfg.eval_every and (segment + 1) % cfg.eval_every == 0 \
+                and segment + 1 < cfg.iterations:
+            t0 = time.perf_counter()
+            record.evaluation = evaluate_seeds(cfg, runner_state, 0,
+                                          jax.random.fold_in(self.ctx.key_eval, segment))
+            self.timings["eval"] += time.perf_counter() - t0
+            logger.log(record.env_steps, {"eval/score_mean": record.evaluation["score_mean"]})
+        self.state.iterations.append(record)
+        tau = runner.nanmean(s.kendall_tau_after for s in record.seeds)
+        return f"SAILOR  SPS {record.sps:8,.0f}  agreement(tau) {tau:+.2f}"
+
+    @property
+    def next_iteration(self) -> int:
+        """The first iteration not yet recorded: on resume, log records tagged with it or a
+        later `iteration` are dropped (`logging.rewind_logs`) and judged again."""
+        return self.state.iteration
+
+    def to_json(self) -> dict:
+        return self.state.to_json()
+
+    def load_json(self, state: dict) -> None:
+        self.state = LoopState.from_json(state)
+        self.timings = self.state.timings
+
+
+@dataclasses.dataclass
+class Judgement:
+    """What judging one iteration's trajectories produced (host-only)."""
+
+    thetas: np.ndarray
+    """`float32[S, F]` after the update (process 0's; zeros on the others until broadcast)."""
+    updates: list[SeedUpdate]
+    seconds: dict[str, float]
+    """`rank` and `update` wall-clock seconds."""
+    refined: list[int]
+    """Seeds that asked for refinement: their stall counters restart."""
+
+
+def iteration(ctx: Context, state: LoopState, runner_state: Any, metrics: Any,
+              seconds: float, logger: MetricLogger) -> IterationRecord:
+    """Everything after iteration t's segment: judge, update theta, log. Updates `state`."""
+    cfg, s, t = ctx.cfg, ctx.cfg.num_seeds, state.iteration
+    phase_seconds = {"train": seconds}
+    train_score = segment_scores(metrics, s)
+    update_stall(state, train_score, cfg.refine.min_improvement)
+    batch = None
+    if cfg.self_align:
+        batch, phase_seconds["collect"] = collect_batch(ctx, runner_state, t)
+        judged = judge(ctx, state, batch, train_score, t)
+        phase_seconds |= judged.seconds
+        new_thetas, updates = settle(state, judged), judged.updates
+    else:
+        new_thetas = state.thetas.copy()
+        updates = [SeedUpdate(message="fixed reward (self_align=False)") for _ in range(s)]
+    return record_iteration(ctx, state, t, train_score, phase_seconds, batch, new_thetas,
+                            updates, logger, metrics)
+
+
+def collect_batch(ctx: Context, runner_state: Any, t: int) -> tuple[Any, float]:
+    """Sample iteration t's M games per seed (host `TrajectoryBatch [S, M, ...]`, seconds)."""
+    t0 = time.perf_counter()
+    keys = np.asarray(jax.random.split(jax.random.fold_in(ctx.key_collect, t),
+                                       ctx.cfg.num_seeds))
+    batch = sharding.to_host(ctx.collect(runner.rows(runner_state.params, 0,
+                                                     ctx.cfg.num_seeds), keys))
+    return batch, time.perf_counter() - t0
+
+
+def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | None],
+          t: int) -> Judgement:
+    """Rank iteration t's games and compute the updated (and refined) thetas.
+
+    Reads `state` (thetas, stall counters, past scores) and changes nothing, so it may run in
+    a worker thread (`pipeline`). Process 0 judges; the others return zeros, replaced by
+    process 0's thetas in `settle`. A judge with a `log_context` (the LLM) tags its log
+    records with `"iteration": t`, as the refinement advisor does.
+    """
+    cfg, s = ctx.cfg, ctx.cfg.num_seeds
+    if not sharding.is_main_process():  # process 0 judges; the others take its thetas
+        return Judgement(np.zeros_like(state.thetas), [SeedUpdate(message="theta from "
+                                                                  "process 0")] * s,
+                         {"rank": 0.0, "update": 0.0}, [])
+    t0 = time.perf_counter()
+    ctx.ranker.reseed(int(np.random.default_rng([cfg.seed, t]).integers(2**31)))
+    if hasattr(ctx.ranker, "log_context"):
+        ctx.ranker.log_context = {"iteration": t}
+    rankings = ctx.ranker.rank_groups([jax.tree.map(lambda x, i=i: x[i], batch)
+                                       for i in range(s)])
+    rank_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    stalled = [k >= cfg.refine.patience for k in state.stall]
+    history = [r.train_score for r in state.iterations if r.train_score] + [train_score]
+    new_thetas, updates = align_step(state.thetas, batch, rankings, ctx.spec, cfg, t,
+                                     ctx.advisor, stalled, history)
+    refined = [k for k, update in enumerate(updates) if update.refine is not None]
+    return Judgement(new_thetas, updates, {"rank": rank_s, "update": time.perf_counter() - t0},
+                     refined)
+
+
+def settle(state: LoopState, judged: Judgement) -> np.ndarray:
+    """Apply a judgement's stall resets and return process 0's thetas on every process."""
+    for k in judged.refined:
+        state.stall[k] = 0  # wait `patience` iterations again before the next question
+    return sharding.broadcast_from_main(judged.thetas)
+
+
+def record_iteration(ctx: Context, state: LoopState, t: int, train_score: list[float | None],
+                     phase_seconds: dict[str, float], batch: Any, new_thetas: np.ndarray,
+                     updates: list[SeedUpdate], logger: MetricLogger,
+                     metrics: Any = None) -> IterationRecord:
+    """Append iteration t's thetas to the history, add its phase seconds to the timings, log
+    its PPO updates (`metrics`, when given) and its record; return the record."""
+    cfg, s = ctx.cfg, ctx.cfg.num_seeds
+    for phase, dt in phase_seconds.items():
+        if phase != "train":  # the runner times training
+            state.timings[phase] = state.timings.get(phase, 0.0) + dt
+    state.theta_history.append(new_thetas.tolist())
+    if metrics is not None:
+        runner.log_updates(logger, runner.rows(metrics, 0, s), t * cfg.ppo.steps_per_segment,
+                           cfg.ppo.batch_size)
+    seconds = phase_seconds["train"]
+    host = sum(v for k, v in phase_seconds.items() if k not in ("train", "rank", "update")) \
+        if "judge_wait" in phase_seconds else sum(phase_seconds.values()) - seconds
+    record = IterationRecord(
+        iteration=t, env_steps=(t + 1) * cfg.ppo.steps_per_segment,
+        sps=rows_sps(cfg, seconds), seconds=phase_seconds, host_overhead_s=host,
+        theta=new_thetas.tolist(), seeds=updates, train_score=train_score,
+        sampled_score_mean=None if batch is None else float(np.mean(batch.score)),
+        sampled_length_mean=None if batch is None else float(np.mean(batch.lengths)))
+    logger.log(record.env_steps, {**_scalars(ctx.spec, record, new_thetas), "iteration": t,
+                                  "seeds": [u.to_json() for u in updates]})
+    return record
+
+
+def _scalars(spec: RewardSpec, record: IterationRecord, thetas: np.ndarray) -> dict:
+    """The iteration's TensorBoard scalars (CleanRL-style group/name tags)."""
+    seeds = record.seeds
+    return {
+        "sailor/num_discordant": np.mean([u.num_discordant for u in seeds]),
+        "sailor/num_concordant": np.mean([u.num_concordant for u in seeds]),
+        "sailor/alignment": runner.nanmean(u.kendall_tau_after for u in seeds),
+        "sailor/alignment_before": runner.nanmean(u.kendall_tau_before for u in seeds),
+        "sailor/refinements": sum(u.refine is not None for u in seeds),
+        "charts/SPS": record.sps,
+        "charts/sampled_score": record.sampled_score_mean,
+        "charts/segment_score": runner.nanmean(record.train_score),
+        **{f"sailor/theta_{n}": float(np.mean(thetas[:, k])) for k, n in enumerate(spec.names)},
+        **{f"time/{k}": v for k, v in record.seconds.items()},
+        "time/host_overhead": record.host_overhead_s}
+
+
+def evaluate_seeds(cfg: SailorConfig, runner_state: Any, start: int, key: jax.Array) -> dict:
+    """Evaluate rows `start .. start + S - 1` (SAILOR: 0, baseline: S) of the runner."""
+    params = runner.rows(runner_state.params, start, cfg.num_seeds)
+    return runner.evaluate_rows(params, cfg.ppo.network, cfg.eval, key, cfg.num_seeds)
+
+
+def rows_sps(cfg: SailorConfig, seconds: float) -> float:
+    """Env steps per second of one segment over all vmapped rows (SAILOR + baseline seeds)."""
+    rows = cfg.num_seeds * (2 if cfg.baseline else 1)
+    return rows * cfg.ppo.steps_per_segment / max(seconds, 1e-9)

@@ -1,0 +1,287 @@
+"""Typed records of a run: per-seed theta updates, iterations, the loop state, results.json.
+
+Host-only. The one place that knows the schema of a SAILOR `results.json` and of the loop
+state saved in each checkpoint: `SailorResults.to_json` writes it, `SailorResults.load` reads
+and validates it (`experiments/` read results only through here). Every record converts with
+`to_json()` (plain JSON values; NaN becomes null through `logging.to_jsonable`) and
+`from_json(d)`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from sailor_jax.errors import MissingFileError, UserError
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.logging import to_jsonable
+
+PHASES = ("train", "collect", "rank", "update", "checkpoint", "eval")
+"""Wall-clock phases of a SAILOR run (seconds in `timings`, with `compile`)."""
+
+
+def _from_fields(cls, d: dict) -> Any:
+    """Build dataclass `cls` from the known keys of `d` (missing optional keys take defaults)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclasses.dataclass
+class SeedUpdate:
+    """What one iteration did to one seed's theta (host-only; a row of `iterations[t].seeds`).
+
+    Kendall tau is between `R_theta = Phi @ theta` and the judge's ranking of the seed's `M`
+    sampled trajectories, before and after the update; errors are weighted pair errors in
+    [0, 1] (`alignment.updates.pair_error`). Fields that did not apply stay None and are left out of
+    the JSON (a failed judge has no tau).
+    """
+
+    judge_failed: bool = False
+    num_discordant: int = 0
+    num_concordant: int = 0
+    message: str = ""
+    kendall_tau_before: float | None = None
+    kendall_tau_after: float | None = None
+    error_before: float | None = None
+    error_after: float | None = None
+    accepted: bool | None = None
+    evaluations: int | None = None
+    refine: dict | None = None
+    """LLM-guided refinement of this seed: answer, suggestion, invalid_reason, accepted, ..."""
+
+    def to_json(self) -> dict:
+        return to_jsonable({k: v for k, v in dataclasses.asdict(self).items() if v is not None})
+
+    @classmethod
+    def from_json(cls, d: dict) -> SeedUpdate:
+        # A present null was a NaN (e.g. the error of an update without pairs): keep it present.
+        return _from_fields(cls, {k: float("nan") if v is None and k in _NAN_FIELDS else v
+                                  for k, v in d.items()})
+
+
+_NAN_FIELDS = ("kendall_tau_before", "kendall_tau_after", "error_before", "error_after")
+
+
+@dataclasses.dataclass
+class IterationRecord:
+    """One SAILOR iteration over all seeds (host-only; `results.json` `iterations[t]`).
+
+    `seconds` holds the iteration's phase seconds; `host_overhead_s` is all of them but
+    training; `theta` is `[S][F]` after the update; `train_score` the per-seed mean game score of
+    the episodes that ended during the segment (None where none ended); `sampled_*` are means
+    over the trajectories shown to the judge (None without a judge).
+    """
+
+    iteration: int
+    env_steps: int
+    sps: float
+    seconds: dict[str, float]
+    host_overhead_s: float
+    theta: list[list[float]]
+    seeds: list[SeedUpdate]
+    train_score: list[float | None]
+    sampled_score_mean: float | None = None
+    sampled_length_mean: float | None = None
+    evaluation: dict | None = None
+    """Greedy evaluation after this iteration (`eval_every`), as `runner.evaluate_rows`."""
+
+    def to_json(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["seeds"] = [s.to_json() for s in self.seeds]
+        if self.evaluation is None:
+            del d["evaluation"]
+        return to_jsonable(d)
+
+    @classmethod
+    def from_json(cls, d: dict) -> IterationRecord:
+        record = _from_fields(cls, d)
+        record.seeds = [SeedUpdate.from_json(s) for s in d["seeds"]]
+        return record
+
+
+@dataclasses.dataclass
+class LoopState:
+    """The host state of a SAILOR run, saved with every checkpoint (host-only).
+
+    `theta_history` is `[t + 1][S][F]` after `t` iterations; `best_score` and `stall` track,
+    per seed, the best segment game score and the iterations since it last improved (for
+    LLM-guided refinement).
+    """
+
+    theta_history: list[list[list[float]]]
+    iterations: list[IterationRecord] = dataclasses.field(default_factory=list)
+    timings: dict[str, float] = dataclasses.field(default_factory=lambda: dict.fromkeys(
+        PHASES, 0.0))
+    best_score: list[float | None] = dataclasses.field(default_factory=list)
+    stall: list[int] = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def start(cls, theta0: np.ndarray, num_seeds: int) -> LoopState:
+        """Iteration 0: every seed at `theta0` (`float32[F]`)."""
+        return cls(theta_history=[np.tile(theta0, (num_seeds, 1)).tolist()],
+                   best_score=[None] * num_seeds, stall=[0] * num_seeds)
+
+    @property
+    def iteration(self) -> int:
+        """Iterations done."""
+        return len(self.iterations)
+
+    @property
+    def thetas(self) -> np.ndarray:
+        """`float32[S, F]` current weights."""
+        return np.asarray(self.theta_history[-1], np.float32)
+
+    def to_json(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["iterations"] = [r.to_json() for r in self.iterations]
+        return to_jsonable(d)
+
+    @classmethod
+    def from_json(cls, d: dict) -> LoopState:
+        state = _from_fields(cls, d)
+        state.iterations = [IterationRecord.from_json(r) for r in d["iterations"]]
+        return state
+
+
+@dataclasses.dataclass
+class SailorResults:
+    """`results.json` of a SAILOR run (host-only): the schema lives here.
+
+    `evaluation` / `baseline_evaluation` are `runner.evaluate_rows` dicts (pooled
+    `evaluation.summarize` plus `per_seed`); `baseline_evaluation` is None without baseline
+    rows. `preferences` and `agreement` in the JSON are per-iteration views of `iterations`.
+    """
+
+    config: dict
+    ranker: dict
+    feature_names: list[str]
+    theta_history: list[list[list[float]]]
+    iterations: list[IterationRecord]
+    env_steps_per_seed: int
+    evaluation: dict
+    baseline_evaluation: dict | None
+    timings: dict[str, float]
+
+    @property
+    def preferences(self) -> list[dict[str, list[int]]]:
+        """Per iteration, the per-seed `num_discordant` / `num_concordant` pair counts."""
+        return [{key: [getattr(s, key) for s in r.seeds]
+                 for key in ("num_discordant", "num_concordant")} for r in self.iterations]
+
+    @property
+    def agreement(self) -> list[dict[str, list[float | None]]]:
+        """Per iteration, the per-seed Kendall tau before / after the update."""
+        return [{key: [getattr(s, key) for s in r.seeds]
+                 for key in ("kendall_tau_before", "kendall_tau_after")} for r in self.iterations]
+
+    @property
+    def self_align(self) -> bool:
+        """Whether theta was learned (False: a fixed-reward variant)."""
+        return bool(self.config.get("self_align", True))
+
+    def to_json(self) -> dict:
+        return to_jsonable({
+            "config": self.config, "ranker": self.ranker, "feature_names": self.feature_names,
+            "theta_history": self.theta_history, "preferences": self.preferences,
+            "agreement": self.agreement, "iterations": [r.to_json() for r in self.iterations],
+            "env_steps_per_seed": self.env_steps_per_seed, "evaluation": self.evaluation,
+            "baseline_evaluation": self.baseline_evaluation, "timings": self.timings})
+
+    @classmethod
+    def from_json(cls, d: dict) -> SailorResults:
+        results = _from_fields(cls, d)
+        results.iterations = [IterationRecord.from_json(r) for r in d["iterations"]]
+        return results
+
+    def write(self, out_dir: str) -> str:
+        """Write `out_dir/results.json`; return its path."""
+        path = os.path.join(out_dir, "results.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_json(), f, indent=2)
+        return path
+
+    @classmethod
+    def load(cls, path: str) -> SailorResults:
+        """Read a run's `results.json` (the file, or the run folder holding it).
+
+        Raises:
+          FileNotFoundError: no results.json at `path`.
+          ValueError: not JSON, or not a SAILOR results.json (the message names the file and
+            the missing keys).
+        """
+        file, d = read_json(path)
+        required = {f.name for f in dataclasses.fields(cls)} - {"baseline_evaluation"}
+        missing = sorted(required - set(d))
+        if missing:
+            raise UserError(f"{file} is not a SAILOR results.json: missing {missing}")
+        try:
+            return cls.from_json(d)
+        except (KeyError, TypeError, ValueError) as err:
+            raise UserError(f"{file} is not a SAILOR results.json: {err!r}") from err
+
+
+def read_json(path: str) -> tuple[str, dict]:
+    """`(file, parsed dict)` of a run's `results.json` (the file, or the folder holding it).
+
+    Raises:
+      MissingFileError: no results.json at `path` (a `FileNotFoundError`).
+      UserError: not valid JSON, or not a JSON object (a `ValueError`).
+    """
+    file = os.path.join(path, "results.json") if os.path.isdir(path) else path
+    if not os.path.isfile(file):
+        raise MissingFileError(f"no SAILOR results.json at {path!r}",
+                               "pass the folder of a finished run, or its results.json")
+    try:
+        with open(file, encoding="utf-8") as f:
+            d = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise UserError(f"{file} is not valid JSON: {err}") from err
+    if not isinstance(d, dict):
+        raise UserError(f"{file} is not a SAILOR results.json (not a JSON object)")
+    return file, d
+
+
+def final_thetas(path: str, spec: RewardSpec | None = None) -> tuple[np.ndarray, str]:
+    """The final per-seed thetas and the judge kind of a SAILOR run. Host-only.
+
+    Args:
+      path: `results.json` of `experiments/sailor.py`, or the folder holding it. Uses
+        `theta_history[-1]` (`[S][F]`, in the order of `feature_names` when present).
+      spec: the reward specification thetas are validated against and reordered to
+        (default `RewardSpec()`).
+
+    Returns:
+      `(thetas float32[S, F] in spec order, judge)`; judge is `ranker.kind` or "-".
+
+    Raises:
+      MissingFileError: no results.json at `path`.
+      UserError: not JSON, no usable `theta_history`, unknown feature names, or a theta of the
+        wrong length or out of bounds (the message names the file and the seed).
+    """
+    spec = spec or RewardSpec()
+    file, results = read_json(path)
+    history = results.get("theta_history")
+    if not isinstance(history, list) or not history or not isinstance(history[-1], list) \
+            or not history[-1]:
+        raise UserError(f"{file} has no 'theta_history' (a non-empty [iterations][seeds][F] "
+                        "list); is it a SAILOR results.json?")
+    names = list(results.get("feature_names") or spec.names)
+    if sorted(names) != sorted(spec.names):
+        raise UserError(f"{file}: feature_names {names} do not match {list(spec.names)}")
+    order = [names.index(n) for n in spec.names]
+    thetas = []
+    for s, theta in enumerate(history[-1]):
+        if not isinstance(theta, list) or len(theta) != len(names):
+            raise UserError(f"{file}: final theta of seed {s} must be a list of {len(names)} "
+                            f"numbers ({names}), got {theta!r}")
+        try:
+            thetas.append(spec.validate([theta[k] for k in order]))
+        except (ValueError, TypeError) as err:
+            raise UserError(f"{file}: final theta of seed {s}: {err}") from err
+    ranker = results.get("ranker")
+    judge = str(ranker.get("kind", "-")) if isinstance(ranker, dict) else "-"
+    return np.stack(thetas), judge

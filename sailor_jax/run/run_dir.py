@@ -1,0 +1,146 @@
+"""A run's output folder: check it, write `config.json`, refuse to mix runs. Host-only.
+
+A folder holds a run when it has `config.json`; the run has *started* once it has saved a
+checkpoint (`checkpoints/<step>/`) or `results.json`. A folder whose run never finished its
+first segment (killed while loading the judge or compiling, or a judge that failed to load)
+has nothing worth keeping: running into it again starts over, with or without `--resume`,
+and its old logs are removed. Every refusal is a `UserError`: one line saying what is wrong
+and how to fix it, raised before anything is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from typing import Any
+
+from sailor_jax.errors import UserError
+from sailor_jax.logging import to_jsonable
+from sailor_jax.scale import sharding
+
+RUN_LOGS = ("metrics.jsonl", "llm.jsonl", "refine.jsonl", "tb")
+"""What a run writes besides config.json, checkpoints/ and results.json (removed when an
+unstarted folder is reused)."""
+
+
+def config_json(config: Any) -> str:
+    """The canonical `config.json` text of a run config dataclass (sorted keys)."""
+    return json.dumps(to_jsonable(dataclasses.asdict(config)), indent=2, sort_keys=True)
+
+
+def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(tree, dict):
+        flat: dict[str, Any] = {}
+        for key, value in tree.items():
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        return flat
+    return {prefix[:-1]: tree}
+
+
+def config_differences(saved: dict, given: dict) -> list[str]:
+    """`"field: saved X, given Y"` for every dotted field where two configs differ."""
+    a, b = _flatten(saved), _flatten(given)
+    missing = object()
+    return [f"{key}: saved {a.get(key, missing)!r}, given {b.get(key, missing)!r}"
+            .replace(repr(missing), "(absent)")
+            for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)]
+
+
+def saved_steps(out_dir: str) -> list[int]:
+    """Checkpoint steps saved under `out_dir/checkpoints` (numeric folder names), sorted."""
+    folder = os.path.join(out_dir, "checkpoints")
+    if not os.path.isdir(folder):
+        return []
+    return sorted(int(n) for n in os.listdir(folder) if n.isdigit())
+
+
+def run_started(out_dir: str) -> bool:
+    """True if the run in `out_dir` saved a checkpoint or its results."""
+    return bool(saved_steps(out_dir)) or os.path.exists(os.path.join(out_dir, "results.json"))
+
+
+def check_writable(out_dir: str) -> None:
+    """Raise `UserError` unless `out_dir` exists as a writable folder or can be created."""
+    path = os.path.abspath(out_dir)
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    if not os.path.isdir(path):
+        raise UserError(f"--out {out_dir}: {path} is a file, not a folder",
+                        "choose another --out")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UserError(f"--out {out_dir}: {path} is not writable",
+                        "choose a folder you can write to")
+
+
+def check_out_dir(out_dir: str, config: Any, resume: bool) -> None:
+    """Raise `UserError` if running `config` into `out_dir` would mix or lose runs.
+
+    Raises:
+      UserError: `resume` and `out_dir` holds no run; `out_dir` holds a started run and
+        not `resume`; `resume` and the saved config differs (every differing field named);
+        `out_dir` cannot be written.
+    """
+    path = os.path.join(out_dir, "config.json")
+    if not os.path.exists(path):
+        if resume:
+            raise UserError(f"--resume: {out_dir} holds no run (no config.json)",
+                            "check --out, or drop --resume to start a new run there")
+        check_writable(out_dir)
+        return
+    if not resume and run_started(out_dir):
+        state = "finished" if os.path.exists(os.path.join(out_dir, "results.json")) \
+            else f"checkpoint of segment {saved_steps(out_dir)[-1]}"
+        raise UserError(f"{out_dir} already holds a run ({state})",
+                        "pass --resume to continue it, or choose another --out")
+    if resume:
+        try:
+            with open(path, encoding="utf-8") as f:
+                saved = json.load(f)
+        except (OSError, json.JSONDecodeError) as error:
+            raise UserError(f"--resume: cannot read {path} ({error})",
+                            "choose another --out") from None
+        differences = config_differences(saved, json.loads(config_json(config)))
+        if differences:
+            raise UserError(f"--resume: the config differs from {path}: "
+                            + "; ".join(differences),
+                            "rerun with the original flags, or choose another --out")
+    check_writable(out_dir)
+
+
+def _write(out_dir: str, text: str) -> None:
+    """Create `out_dir`, remove an unstarted run's logs, write config.json (process 0)."""
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        for name in RUN_LOGS:
+            target = os.path.join(out_dir, name)
+            if os.path.isdir(target):
+                shutil.rmtree(target)
+            elif os.path.exists(target):
+                os.remove(target)
+        with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as error:
+        raise UserError(f"--out {out_dir}: cannot write ({error.strerror or error})",
+                        "choose a folder you can write to") from None
+
+
+def prepare_out_dir(out_dir: str, config: Any, resume: bool) -> dict:
+    """Check `out_dir` (`check_out_dir`), write `config.json`; return the config as JSON.
+
+    A folder whose run never started is reused: its config.json is rewritten and its logs
+    removed. In a multi-process run every process checks the folder as it was before this
+    run (a barrier first: otherwise a slower process would find process 0's fresh
+    config.json), then process 0 alone writes.
+
+    Raises:
+      UserError: as `check_out_dir`, or the folder cannot be written.
+    """
+    text = config_json(config)
+    sharding.barrier("prepare_out_dir: check")
+    check_out_dir(out_dir, config, resume)
+    if sharding.is_main_process() and not run_started(out_dir):
+        _write(out_dir, text)
+    sharding.barrier("prepare_out_dir: written")
+    return json.loads(text)

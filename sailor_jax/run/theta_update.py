@@ -1,0 +1,134 @@
+"""One SAILOR iteration's theta update for every seed: preferences -> alignment -> refinement.
+
+Host-only. `align_step` turns each seed's judge ranking and `R_theta` ranking into preference
+pairs (`preferences.build_preferences`) and moves theta to agree (`alignment.updates.update_theta`);
+`refine_stalled` asks the refinement advisor for the seeds whose rankings already agree but
+whose game score stalls. `segment_scores` and `update_stall` keep the stall counters of the
+`LoopState`. After Zeng et al. 2024, "Learning Reward for Robot Skills Using Large Language
+Models via Self-Alignment" (the update, and the "active" refinement step).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sailor_jax.alignment import refinement
+from sailor_jax.alignment.preferences import build_preferences, kendall_tau
+from sailor_jax.alignment.updates import update_theta
+from sailor_jax.config import SailorConfig
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.run.results import LoopState, SeedUpdate
+from sailor_jax.types import Ranking
+
+
+def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
+               spec: RewardSpec, cfg: SailorConfig, iteration: int,
+               advisor: refinement.Advisor | None = None, stalled: list[bool] | None = None,
+               score_history: list[list[float | None]] | None = None
+               ) -> tuple[np.ndarray, list[SeedUpdate]]:
+    """Build preferences and update theta for every seed; refine where asked. Host-only.
+
+    Args:
+      thetas: `float32[S, F]` current weights.
+      batch: host `TrajectoryBatch` with a leading seed axis (`Phi` is `[S, M, F]`).
+      rankings: `S` judge results (`Ranking`, or None where the judge failed for that seed).
+      spec: reward spec (bounds, tunable mask).
+      cfg: run config (preference, alignment and refinement settings, seed).
+      iteration: SAILOR iteration (seeds the host generators `[seed, iteration, s]`).
+      advisor: the refinement advisor (`cfg.refine.enabled`); None = no refinement.
+      stalled: per seed, whether its game score has not improved for `cfg.refine.patience`
+        iterations; the advisor is asked only for seeds that stalled and have no discordant
+        pair this iteration.
+      score_history: per iteration, the `[S]` segment game scores (for the advisor's prompt).
+
+    Returns:
+      `(new thetas float32[S, F], S SeedUpdate)`; a refined seed's update has `refine` set.
+    """
+    new_thetas, updates = thetas.copy(), []
+    for s, ranking in enumerate(rankings):
+        if ranking is None:
+            updates.append(SeedUpdate(judge_failed=True,
+                                      message="judge gave no ranking; theta unchanged"))
+            continue
+        phi_sum = np.asarray(batch.Phi[s], np.float64)
+        rng = np.random.default_rng([cfg.seed, iteration, s])
+        r_theta = phi_sum @ thetas[s]
+        prefs = build_preferences(r_theta, ranking, rng, cfg.preferences)
+        result = update_theta(thetas[s], phi_sum, prefs, spec, cfg.alignment, rng)
+        new_thetas[s] = result.theta
+        updates.append(SeedUpdate(
+            num_discordant=prefs.num_discordant, num_concordant=prefs.num_concordant,
+            kendall_tau_before=kendall_tau(r_theta, ranking),
+            kendall_tau_after=kendall_tau(phi_sum @ result.theta, ranking),
+            error_before=result.error_before, error_after=result.error_after,
+            accepted=result.accepted, evaluations=result.num_evaluations,
+            message=result.message))
+    if advisor is not None and stalled is not None:
+        refine_stalled(new_thetas, updates, batch, rankings, spec, cfg, iteration, advisor,
+                       stalled, score_history or [])
+    return new_thetas, updates
+
+
+def refine_stalled(thetas: np.ndarray, updates: list[SeedUpdate], batch: Any,
+                   rankings: list[Ranking | None], spec: RewardSpec, cfg: SailorConfig,
+                   iteration: int, advisor: refinement.Advisor, stalled: list[bool],
+                   score_history: list[list[float | None]]) -> None:
+    """Ask the advisor about the seeds that agree with the judge but stalled. Host-only.
+
+    Updates `thetas` (`float32[S, F]`) and the asked seeds' `updates` in place: `refine`
+    holds the advisor's answer, the parsed suggestion or why it was invalid, and whether the
+    refined theta was accepted (`refinement.refine_theta`).
+    """
+    seeds = [s for s, (ranking, update) in enumerate(zip(rankings, updates, strict=True))
+             if ranking is not None and update.num_discordant == 0 and stalled[s]]
+    if not seeds:
+        return
+    stats = [_advisor_stats(batch, spec, score_history, cfg.refine.patience, s) for s in seeds]
+    answers = advisor.suggest(spec, [thetas[s] for s in seeds], stats,
+                              context={"iteration": iteration})
+    for s, (suggestion, record) in zip(seeds, answers, strict=True):
+        entry = {"answer": record["answer"], "suggestion": record["suggestion"],
+                 "invalid_reason": record["invalid_reason"], "accepted": False}
+        if suggestion is not None:
+            phi_sum = np.asarray(batch.Phi[s], np.float64)
+            rng = np.random.default_rng([cfg.seed, iteration, s, 1])
+            result = refinement.refine_theta(thetas[s], phi_sum, rankings[s], suggestion, spec,
+                                  cfg.alignment, cfg.refine, rng)
+            thetas[s] = result.theta
+            entry.update(accepted=result.accepted, message=result.message,
+                         error_before=result.error_before, error_after=result.error_after)
+            updates[s].kendall_tau_after = kendall_tau(phi_sum @ result.theta, rankings[s])
+        updates[s].refine = entry
+
+
+def _advisor_stats(batch: Any, spec: RewardSpec, score_history: list, patience: int,
+                   s: int) -> dict:
+    """What the advisor is shown about seed `s`: recent scores, mean feature per move."""
+    per_move = np.asarray(batch.Phi[s], np.float64).sum(0) / max(
+        1.0, float(np.sum(batch.lengths[s])))
+    recent = [h[s] for h in score_history[-(patience + 1):]]
+    return {"game_score_per_iteration": [float(v) for v in recent if v is not None],
+            "mean_feature_per_move": dict(zip(spec.names, per_move.tolist(), strict=True)),
+            "discordant_pairs": 0}
+
+
+def segment_scores(metrics: Any, num_seeds: int) -> list[float | None]:
+    """Per-seed mean game score of the episodes that ended during a segment (None: none).
+
+    `metrics.episode_score` is `[R, U]` (rows x updates; NaN where no episode ended); the
+    first `num_seeds` rows are the SAILOR seeds.
+    """
+    score = np.asarray(metrics.episode_score, np.float64)[:num_seeds]
+    return [float(np.nanmean(row)) if np.isfinite(row).any() else None for row in score]
+
+
+def update_stall(state: LoopState, scores: list[float | None], min_improvement: float) -> None:
+    """Track each seed's best game score and the iterations since it last improved."""
+    for k, score in enumerate(scores):
+        best = state.best_score[k]
+        if score is not None and (best is None or score > best + min_improvement):
+            state.best_score[k], state.stall[k] = score, 0
+        elif best is not None:  # no stall is counted before the first finished episode
+            state.stall[k] += 1
