@@ -143,11 +143,13 @@ class MetricLogger:
     Attributes:
       context: fields written after `step` in every JSONL record (not to TensorBoard); the
         segment runner sets `{"segment": k}` while segment k's records are written.
+      step: the step of the newest record (0 before any).
     """
 
     def __init__(self, out_dir: str | None, name: str = "metrics", tensorboard: bool = True):
         self.path = None if out_dir is None else os.path.join(out_dir, f"{name}.jsonl")
         self.context: dict[str, Any] = {}
+        self.step = 0
         self._sink = JsonlSink(self.path, keep=0)
         self._tb = None
         if out_dir is not None:
@@ -160,8 +162,8 @@ class MetricLogger:
     def log(self, step: int, record: dict[str, Any]) -> None:
         """Write `{"step": step, **context, **record}` to the JSONL file (NaN -> null); numeric
         leaves of a nested `record` also go to TensorBoard, tagged by their '/'-joined keys."""
-        record = to_jsonable(record)
-        self._sink.write({"step": int(step), **self.context, **record})
+        record, self.step = to_jsonable(record), int(step)
+        self._sink.write({"step": self.step, **self.context, **record})
         if self._tb is not None:
             for tag, value in _flatten(record, "/"):
                 if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 
 import numpy as np
 import pytest
@@ -15,6 +16,8 @@ from sailor_jax.alignment.updates import (
     bt_nll,
     bt_scale,
     pair_error,
+    resolve_workers,
+    update_many,
     update_theta,
 )
 from sailor_jax.config import PreferenceConfig
@@ -253,7 +256,8 @@ BAD_CONFIGS = [
     {"method": "adam"}, {"objective": "hinge"}, {"acq_func": "UCB"}, {"bo_calls": 0},
     {"bo_initial_points": 50}, {"trust_region": 0.0}, {"trust_region": float("inf")},
     {"beta": -1.0}, {"mcmc_burn_in": 2000}, {"mcmc_step": 0.0}, {"mcmc_trust_region": -0.1},
-    {"mcmc_chains": 0},
+    {"mcmc_chains": 0}, {"bo_acq_optimizer": "adam"}, {"bo_points": 0}, {"bo_gp_restarts": -1},
+    {"update_workers": -1},
 ]  # fmt: skip
 
 
@@ -277,3 +281,37 @@ def test_deterministic_given_the_seed(cfg):
     assert (a.accepted, a.objective_after, a.error_after, a.num_evaluations) == (
         b.accepted, b.objective_after, b.error_after, b.num_evaluations)
     assert a.message == b.message
+
+
+@pytest.mark.parametrize(
+    "cfg", [dataclasses.replace(BO, bo_calls=8, bo_initial_points=3), MCMC], ids=["bo", "bt_mcmc"]
+)
+def test_update_many_in_worker_processes_equals_a_serial_loop(cfg):
+    """Issue 23: the seeds' updates side by side in 2 processes give the serial thetas."""
+    calls = [(THETA0, PHI * (1 + 0.1 * k), PREFS, SPEC, cfg, np.random.default_rng([3, k]))
+             for k in range(3)]
+    serial = update_many([c[:-1] + (np.random.default_rng([3, k]),)
+                          for k, c in enumerate(calls)], workers=1)
+    parallel = update_many(calls, workers=2)
+    assert any(r.accepted for r in serial)  # the updates did something to compare
+    for a, b in zip(serial, parallel, strict=True):
+        np.testing.assert_array_equal(a.theta, b.theta)
+        assert (a.accepted, a.objective_after, a.message) == (b.accepted, b.objective_after,
+                                                              b.message)
+
+
+def test_resolve_workers():
+    assert resolve_workers(1, 8) == 1
+    assert resolve_workers(4, 2) == 2  # never more than the updates
+    assert resolve_workers(3, 0) == 1
+    assert 1 <= resolve_workers(0, 64) <= (os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize("settings", [
+    {"bo_acq_optimizer": "lbfgs", "bo_points": 10000, "bo_gp_restarts": 2},  # before issue 23
+    {"bo_acq_optimizer": "sampling", "bo_points": 200, "bo_gp_restarts": 0},
+])
+def test_bo_settings_reduce_the_pair_error(settings):
+    cfg = dataclasses.replace(BO, bo_calls=12, bo_initial_points=4, **settings)
+    result = update_theta(THETA0, PHI, PREFS, SPEC, cfg, rng=0)
+    assert result.accepted and result.error_after < result.error_before

@@ -193,3 +193,26 @@ def test_no_checkpoint_restores_is_one_line_naming_the_folder(cfg, reference, tm
     assert "\n" not in message and os.path.join(out, "checkpoints") in message
     assert "step 2: " in message and "step 1: " in message
     assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["1", "2"]  # nothing moved
+
+
+def test_parallel_updates_killed_and_resumed_equal_an_uninterrupted_serial_run(tmp_path,
+                                                                               monkeypatch):
+    """Issue 23: BO updates of 3 seeds in 2 worker processes, killed after iteration 1's
+    ranking and resumed, give the theta history and evaluation of a serial uninterrupted run."""
+    base = dataclasses.replace(TINY, num_seeds=3, baseline=False)
+    serial = dataclasses.replace(base, alignment=dataclasses.replace(
+        base.alignment, update_workers=1))
+    parallel = dataclasses.replace(base, alignment=dataclasses.replace(
+        base.alignment, update_workers=2))
+    reference = loop.run(serial, str(tmp_path / "serial"))
+    assert any(u.accepted for r in reference.iterations for u in r.seeds)  # updates happened
+    out = str(tmp_path / "parallel")
+    with monkeypatch.context() as mp:
+        _kill_when(mp, "align_step", 5, 1)
+        with pytest.raises(KeyboardInterrupt, match="simulated kill"):
+            loop.run(parallel, out)
+    resumed = loop.run(parallel, out, resume=True)
+    np.testing.assert_array_equal(np.asarray(resumed.theta_history),
+                                  np.asarray(reference.theta_history))
+    assert resumed.preferences == reference.preferences
+    assert resumed.evaluation == reference.evaluation

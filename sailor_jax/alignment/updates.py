@@ -9,11 +9,15 @@ Host-only NumPy (and scikit-optimize). Both rules minimise the pair objectives o
 from __future__ import annotations
 
 import dataclasses
+import os
 import warnings
 
+import joblib
 import numpy as np
 import skopt
 import threadpoolctl
+from skopt.space import Space
+from skopt.utils import cook_estimator
 
 from sailor_jax.alignment.pair_objectives import (
     bt_nll,
@@ -31,7 +35,7 @@ from sailor_jax.game.reward import RewardSpec
 from sailor_jax.types import Preferences
 
 __all__ = ["ACQ_FUNCS", "METHODS", "OBJECTIVES", "AlignmentConfig", "UpdateResult", "bt_nll",
-           "bt_scale", "pair_error", "update_theta"]
+           "bt_scale", "pair_error", "resolve_workers", "update_many", "update_theta"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,17 +135,26 @@ def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, in
         x0, y0 = None, None  # a box that excludes the current theta (forced move)
     else:
         x0 = x0.tolist()
+    dimensions = list(zip(problem.lo[free].tolist(), problem.hi[free].tolist(), strict=True))
+    seed = int(rng.integers(2**31 - 1))
+    # scikit-optimize's own GP (2 hyperparameter restarts) unless fewer restarts are asked for.
+    gp = None if cfg.bo_gp_restarts == 2 else cook_estimator(
+        "GP", space=Space(dimensions), random_state=seed, noise="gaussian",
+        n_restarts_optimizer=cfg.bo_gp_restarts)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The objective has been evaluated")
         res = skopt.gp_minimize(
             lambda x: float(problem.objective(np.asarray([x]))[0]),
-            dimensions=list(zip(problem.lo[free].tolist(), problem.hi[free].tolist(), strict=True)),
+            dimensions=dimensions,
+            base_estimator=gp,
             x0=x0,
             y0=y0,
             n_calls=cfg.bo_calls,
             n_initial_points=cfg.bo_initial_points,
             acq_func=cfg.acq_func,
-            random_state=int(rng.integers(2**31 - 1)),
+            acq_optimizer=cfg.bo_acq_optimizer,
+            n_points=cfg.bo_points,
+            random_state=seed,
         )
     points, values = np.asarray(res.x_iters, dtype=np.float64), np.asarray(res.func_vals)
     return points[int(np.argmin(values))], len(values), ""
@@ -259,3 +272,37 @@ def update_theta(theta, Phi, prefs: Preferences, spec: RewardSpec, cfg: Alignmen
     with threadpoolctl.threadpool_limits(limits=1):
         x_best, evaluations, note = run(problem, np.random.default_rng(rng))
     return _decide(problem, problem.to_theta(x_best), (obj, err), evaluations, note, accept_ties)
+
+
+def resolve_workers(workers: int, num_tasks: int) -> int:
+    """Processes for `num_tasks` updates: `workers`, or (0) one per CPU core this process may
+    use, never more than the tasks. Host-only."""
+    if workers == 0:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else (os.cpu_count() or 1)
+    return max(1, min(workers, num_tasks))
+
+
+def update_many(calls: list[tuple], workers: int = 0) -> list[UpdateResult]:
+    """`update_theta(*call)` for every call, in worker processes when more than one is used.
+
+    Host-only. The calls are independent (each carries its own NumPy generator), and every
+    update runs single-threaded, so the results equal a serial loop's bit for bit whatever
+    `workers` is. Workers are joblib's reusable loky processes (started once, kept while
+    calls keep coming; they never fork the JAX process).
+
+    Args:
+      calls: positional arguments of `update_theta`, one tuple per update (e.g. per seed).
+      workers: processes (`resolve_workers`: 0 = one per core, 1 = serial in this process).
+
+    Returns:
+      One `UpdateResult` per call, in order.
+
+    Raises:
+      ValueError: as `update_theta`, for the first bad call.
+    """
+    n = resolve_workers(workers, len(calls))
+    if n == 1:
+        return [update_theta(*call) for call in calls]
+    return joblib.Parallel(n_jobs=n, backend="loky")(joblib.delayed(update_theta)(*call)
+                                                      for call in calls)

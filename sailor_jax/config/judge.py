@@ -19,6 +19,7 @@ WEIGHTINGS = ("none", "confidence", "discrepancy")
 METHODS = ("bo", "bt_mcmc")
 OBJECTIVES = ("error", "bt_nll")
 ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB")
+BO_ACQ_OPTIMIZERS = ("sampling", "lbfgs")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 """Torch dtype names the LLM backend accepts."""
 RANKER_KINDS = ("llm", "outcome", "linear_oracle", "expert")
@@ -72,6 +73,19 @@ class AlignmentConfig:
     """Random points before the GP model is used (at most `bo_calls`)."""
     acq_func: str = "gp_hedge"
     """scikit-optimize acquisition function: "gp_hedge", "EI", "PI" or "LCB"."""
+    bo_acq_optimizer: Literal["sampling", "lbfgs"] = "sampling"
+    """How `gp_minimize` maximises the acquisition: the best of `bo_points` random points
+    ("sampling"), or L-BFGS from 5 starts after them ("lbfgs", scikit-optimize's default and this
+    project's before issue 23: ~4x slower, no better on the recorded update problems)."""
+    bo_points: int = 1000
+    """Random points the acquisition is evaluated at per BO step (scikit-optimize's default:
+    10000)."""
+    bo_gp_restarts: int = 0
+    """Extra restarts of the GP's kernel-hyperparameter fit per BO step (scikit-optimize's
+    default: 2, this project's before issue 23)."""
+    update_workers: int = 0
+    """Processes that run the seeds' updates side by side (joblib's loky pool; 0 = one per
+    CPU core available, at most one per seed; 1 = serial). Same thetas whatever the number."""
     trust_region: float | None = None
     """Max absolute change of each tunable entry per update (None = bounds only)."""
     beta: float = 0.9
@@ -106,6 +120,12 @@ class AlignmentConfig:
             self.acq_func in ACQ_FUNCS, f"acq_func must be in {ACQ_FUNCS}, got {self.acq_func!r}"
         )
         _check(self.mcmc_chains >= 1, f"mcmc_chains must be >= 1, got {self.mcmc_chains}")
+        _check(self.bo_acq_optimizer in BO_ACQ_OPTIMIZERS,
+               f"bo_acq_optimizer must be in {BO_ACQ_OPTIMIZERS}, got {self.bo_acq_optimizer!r}")
+        _check(self.bo_points >= 1, f"bo_points must be >= 1, got {self.bo_points}")
+        _check(self.bo_gp_restarts >= 0, f"bo_gp_restarts must be >= 0, got {self.bo_gp_restarts}")
+        _check(self.update_workers >= 0,
+               f"update_workers must be >= 0 (0 = one per core), got {self.update_workers}")
         for name in ("beta", "mcmc_step", "mcmc_trust_region", "trust_region"):
             value = getattr(self, name)
             if value is not None or name != "trust_region":

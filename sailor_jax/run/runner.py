@@ -133,8 +133,9 @@ def run_segments(out_dir: str, runner: Any, segment: Any, hooks: SegmentHooks, *
                 t0 = time.perf_counter()
                 ckpt.save(seg + 1, layout.unpad(runner),
                           to_jsonable({"segment": seg + 1, "hooks": hooks.to_json()}))
-                hooks.timings["checkpoint"] = (hooks.timings.get("checkpoint", 0.0)
-                                               + time.perf_counter() - t0)
+                seconds = time.perf_counter() - t0
+                hooks.timings["checkpoint"] = hooks.timings.get("checkpoint", 0.0) + seconds
+                logger.log(logger.step, {"time/checkpoint": seconds})  # at the segment's step
                 if progress:
                     progress.update(task, advance=1, description=description)
             logger.context = {"segment": hooks.num_segments}

@@ -16,7 +16,7 @@ import numpy as np
 
 from sailor_jax.alignment import refinement
 from sailor_jax.alignment.preferences import build_preferences, kendall_tau
-from sailor_jax.alignment.updates import update_theta
+from sailor_jax.alignment.updates import update_many
 from sailor_jax.config import SailorConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run.results import LoopState, SeedUpdate
@@ -46,25 +46,29 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     Returns:
       `(new thetas float32[S, F], S SeedUpdate)`; a refined seed's update has `refine` set.
     """
-    new_thetas, updates = thetas.copy(), []
+    new_thetas, updates = thetas.copy(), [None] * len(rankings)
+    judged, calls = [], []
     for s, ranking in enumerate(rankings):
         if ranking is None:
-            updates.append(SeedUpdate(judge_failed=True,
-                                      message="judge gave no ranking; theta unchanged"))
+            updates[s] = SeedUpdate(judge_failed=True,
+                                    message="judge gave no ranking; theta unchanged")
             continue
         phi_sum = np.asarray(batch.Phi[s], np.float64)
         rng = np.random.default_rng([cfg.seed, iteration, s])
-        r_theta = phi_sum @ thetas[s]
-        prefs = build_preferences(r_theta, ranking, rng, cfg.preferences)
-        result = update_theta(thetas[s], phi_sum, prefs, spec, cfg.alignment, rng)
+        prefs = build_preferences(phi_sum @ thetas[s], ranking, rng, cfg.preferences)
+        judged.append(s)
+        calls.append((thetas[s], phi_sum, prefs, spec, cfg.alignment, rng))
+    # The seeds' updates are independent: side by side in worker processes, same results.
+    results = update_many(calls, cfg.alignment.update_workers)
+    for s, (theta, phi_sum, prefs, *_), result in zip(judged, calls, results, strict=True):
         new_thetas[s] = result.theta
-        updates.append(SeedUpdate(
+        updates[s] = SeedUpdate(
             num_discordant=prefs.num_discordant, num_concordant=prefs.num_concordant,
-            kendall_tau_before=kendall_tau(r_theta, ranking),
-            kendall_tau_after=kendall_tau(phi_sum @ result.theta, ranking),
+            kendall_tau_before=kendall_tau(phi_sum @ theta, rankings[s]),
+            kendall_tau_after=kendall_tau(phi_sum @ result.theta, rankings[s]),
             error_before=result.error_before, error_after=result.error_after,
             accepted=result.accepted, evaluations=result.num_evaluations,
-            message=result.message))
+            message=result.message)
     if advisor is not None and stalled is not None:
         refine_stalled(new_thetas, updates, batch, rankings, spec, cfg, iteration, advisor,
                        stalled, score_history or [])

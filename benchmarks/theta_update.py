@@ -1,0 +1,183 @@
+"""Cost and quality of the theta update on recorded update problems (issue 23).
+
+`record` runs a short SAILOR run judged by the expert (the `expert_cpu` setting of
+`benchmarks/phases.py`: cpu preset, 4 + 4 baseline seeds, 256 envs, 8 PPO updates per segment)
+and saves every per-seed update problem it solved (theta, the trajectories' feature sums `Phi`,
+the preference pairs and the update's generator state) as JSON. `replay` solves those problems
+again under several BO settings and reports, per setting, seconds per update, how often the
+update was accepted, the objective it reached and how often its accept/reject decision equals the
+reference setting's; then the time of one iteration's seed updates run serially and in worker
+processes (`alignment.updates.update_many`), with the check that both give the same thetas.
+
+    python benchmarks/theta_update.py record --out benchmarks/data/update_problems.json
+    python benchmarks/theta_update.py replay --problems benchmarks/data/update_problems.json --json
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+import time
+from typing import Annotated
+
+import numpy as np
+import tyro
+
+from sailor_jax.alignment.updates import update_many, update_theta
+from sailor_jax.config import AlignmentConfig
+from sailor_jax.errors import UserError, report_user_errors
+from sailor_jax.logging import to_jsonable
+from sailor_jax.report import machine
+from sailor_jax.types import Preferences
+
+SETTINGS = {  # name -> AlignmentConfig overrides (every other field as recorded)
+    "lbfgs_10000_r2 (before)": dict(bo_acq_optimizer="lbfgs", bo_points=10000, bo_gp_restarts=2),
+    "sampling_10000_r2": dict(bo_acq_optimizer="sampling", bo_points=10000, bo_gp_restarts=2),
+    "sampling_10000_r0": dict(bo_acq_optimizer="sampling", bo_points=10000, bo_gp_restarts=0),
+    "sampling_1000_r0 (default)": dict(bo_acq_optimizer="sampling", bo_points=1000,
+                                       bo_gp_restarts=0),
+}
+REFERENCE = "lbfgs_10000_r2 (before)"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Record:
+    """Record the update problems of a short expert-judged SAILOR run."""
+
+    out: str = "benchmarks/data/update_problems.json"
+    """JSON file to write."""
+    iterations: int = 6
+    """SAILOR iterations (4 seeds each: 4 problems per iteration)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Replay:
+    """Solve recorded update problems under several BO settings."""
+
+    problems: str = "benchmarks/data/update_problems.json"
+    """Recorded problems (`record`)."""
+    repeats: int = 3
+    """Generators per problem: the recorded one, then `repeats - 1` fresh seeds."""
+    json: bool = False
+    """Print JSON lines only."""
+
+
+def record(args: Record) -> None:
+    """Run SAILOR and save every `update_theta` call of `align_step` (host-only)."""
+    from sailor_jax.run import loop, theta_update
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "experiments"))
+    import sailor as sailor_cli  # the presets of experiments/sailor.py
+
+    cfg = sailor_cli.PRESETS["cpu"]
+    cfg = dataclasses.replace(
+        cfg, iterations=args.iterations, num_seeds=4,
+        ranker=dataclasses.replace(cfg.ranker, kind="expert"),
+        ppo=dataclasses.replace(cfg.ppo, num_envs=256, updates_per_segment=8),
+        eval=dataclasses.replace(cfg.eval, episodes=8))
+    problems, original = [], theta_update.update_many
+
+    def recording(calls, workers=0):
+        for theta, phi, prefs, _spec, alignment, rng in calls:
+            problems.append({"theta": theta, "Phi": phi, "i": prefs.i, "j": prefs.j,
+                             "w": prefs.w, "discordant": prefs.discordant,
+                             "rng_state": rng.bit_generator.state,
+                             "alignment": dataclasses.asdict(alignment)})
+        return original(calls, workers)
+
+    theta_update.update_many = recording
+    with tempfile.TemporaryDirectory() as out:
+        loop.run(cfg, out)
+    with open(args.out, "w") as f:
+        json.dump(to_jsonable({"config": dataclasses.asdict(cfg), "machine": machine(),
+                               "problems": problems}), f)
+    print(f"{len(problems)} update problems -> {args.out}", file=sys.stderr)
+
+
+def _load(path: str) -> tuple[list[dict], object]:
+    if not os.path.exists(path):
+        raise UserError(f"no recorded problems at {path}", "run `theta_update.py record` first")
+    with open(path) as f:
+        data = json.load(f)
+    from sailor_jax.config import SailorConfig
+
+    spec = SailorConfig().reward_spec()
+    return data["problems"], spec
+
+
+def _call(p: dict, k: int, spec, overrides: dict, repeat: int) -> tuple:
+    """`update_theta` arguments of problem `p` (number `k`) under `overrides`; generator
+    `repeat` (0: the recorded one, else a fresh one seeded by `[k, repeat]`)."""
+    rng = np.random.default_rng([k, repeat])
+    if repeat == 0:
+        rng.bit_generator.state = p["rng_state"]
+    prefs = Preferences(i=np.asarray(p["i"], np.int32), j=np.asarray(p["j"], np.int32),
+                        w=np.asarray(p["w"], np.float32),
+                        discordant=np.asarray(p["discordant"], bool))
+    cfg = AlignmentConfig(**{**p["alignment"], **overrides, "update_workers": 1})
+    return (np.asarray(p["theta"], np.float32), np.asarray(p["Phi"], np.float64), prefs, spec,
+            cfg, rng)
+
+
+def replay(args: Replay) -> None:
+    """Print one line (or JSON line) per setting, then the serial-vs-parallel line."""
+    problems, spec = _load(args.problems)
+    results = {}
+    for name, overrides in SETTINGS.items():
+        rows, t0 = [], time.perf_counter()
+        for k, p in enumerate(problems):
+            for r in range(args.repeats):
+                u = update_theta(*_call(p, k, spec, overrides, r))
+                rows.append((u.accepted, u.objective_before, u.objective_after))
+        seconds = (time.perf_counter() - t0) / len(rows)
+        results[name] = np.asarray(rows, np.float64)
+        ref = results[REFERENCE]
+        line = {"setting": name, "overrides": overrides, "updates": len(rows),
+                "seconds_per_update": seconds, "accepted": float(results[name][:, 0].mean()),
+                "objective_before": float(ref[:, 1].mean()),
+                "objective_after": float(results[name][:, 2].mean()),
+                "decision_equal_to_reference": float((results[name][:, 0] == ref[:, 0]).mean()),
+                "worse_than_reference": float((results[name][:, 2] > ref[:, 2] + 1e-12).mean()),
+                "better_than_reference": float((results[name][:, 2] < ref[:, 2] - 1e-12).mean())}
+        _emit(line, args.json)
+    _emit(_parallel_line(problems, spec), args.json)
+
+
+def _parallel_line(problems: list[dict], spec) -> dict:
+    """One iteration's 4 seed updates (default settings) serially and in worker processes."""
+    calls = [_call(p, k, spec, {}, 0) for k, p in enumerate(problems[:4])]
+    timing = {}
+    for workers in (1, 0, 1, 0):  # A B A B: best of each
+        t0 = time.perf_counter()
+        out = update_many(calls, workers)
+        timing.setdefault(workers, []).append(time.perf_counter() - t0)
+        if workers == 1:
+            serial = out
+        else:
+            parallel = out
+    same = all(np.array_equal(a.theta, b.theta) for a, b in zip(serial, parallel, strict=True))
+    return {"setting": "one iteration, 4 seeds, default BO", "serial_s": min(timing[1]),
+            "parallel_s": min(timing[0]), "parallel_first_call_s": timing[0][0],
+            "workers": os.cpu_count(), "same_thetas": same, "machine": machine()}
+
+
+def _emit(line: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(to_jsonable(line)), flush=True)
+    else:
+        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in line.items()
+               if k != "machine"}, flush=True)
+
+
+def main(cmd: Annotated[Record, tyro.conf.subcommand("record")]
+         | Annotated[Replay, tyro.conf.subcommand("replay")]) -> None:
+    record(cmd) if isinstance(cmd, Record) else replay(cmd)
+
+
+if __name__ == "__main__":
+    report_user_errors(lambda argv: main(tyro.cli(
+        Annotated[Record, tyro.conf.subcommand("record")]
+        | Annotated[Replay, tyro.conf.subcommand("replay")], args=argv)))
