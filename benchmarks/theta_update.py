@@ -1,16 +1,17 @@
 """Cost and quality of the theta update on recorded update problems (issue 23).
 
-`record` runs a short SAILOR run judged by the expert (the `expert_cpu` setting of
+`--record` runs a short SAILOR run judged by the expert (the `expert_cpu` setting of
 `benchmarks/phases.py`: cpu preset, 4 + 4 baseline seeds, 256 envs, 8 PPO updates per segment)
 and saves every per-seed update problem it solved (theta, the trajectories' feature sums `Phi`,
-the preference pairs and the update's generator state) as JSON. `replay` solves those problems
-again under several BO settings and reports, per setting, seconds per update, how often the
-update was accepted, the objective it reached and how often its accept/reject decision equals the
-reference setting's; then the time of one iteration's seed updates run serially and in worker
-processes (`alignment.updates.update_many`), with the check that both give the same thetas.
+the preference pairs and the update's generator state) as JSON. The replay (the default) solves
+those problems again under several BO settings and reports, per setting, seconds per update,
+how often the update was accepted, the objective it reached and how often its accept/reject
+decision equals the reference setting's; then the time of one iteration's seed updates run
+serially and in worker processes (`alignment.updates.update_many`), and whether both give the
+same thetas.
 
-    python benchmarks/theta_update.py record --out benchmarks/data/update_problems.json
-    python benchmarks/theta_update.py replay --problems benchmarks/data/update_problems.json --json
+    python benchmarks/theta_update.py --record --problems benchmarks/data/update_problems.json
+    python benchmarks/theta_update.py --problems benchmarks/data/update_problems.json --json
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import os
 import sys
 import tempfile
 import time
-from typing import Annotated
 
 import numpy as np
 import tyro
@@ -34,38 +34,33 @@ from sailor_jax.report import machine
 from sailor_jax.types import Preferences
 
 SETTINGS = {  # name -> AlignmentConfig overrides (every other field as recorded)
-    "lbfgs_10000_r2 (before)": dict(bo_acq_optimizer="lbfgs", bo_points=10000, bo_gp_restarts=2),
-    "sampling_10000_r2": dict(bo_acq_optimizer="sampling", bo_points=10000, bo_gp_restarts=2),
-    "sampling_10000_r0": dict(bo_acq_optimizer="sampling", bo_points=10000, bo_gp_restarts=0),
-    "sampling_1000_r0 (default)": dict(bo_acq_optimizer="sampling", bo_points=1000,
-                                       bo_gp_restarts=0),
+    "lbfgs_10000_r2 (before)": dict(bo_acq_optimizer="lbfgs", bo_points=10000, bo_gp_restarts=2,
+                                    bo_gp_fit_maxiter=None),
+    "sampling_1000_r0": dict(bo_acq_optimizer="sampling", bo_points=1000, bo_gp_restarts=0,
+                             bo_gp_fit_maxiter=None),
+    "sampling_1000_r0_fit10 (default)": dict(bo_acq_optimizer="sampling", bo_points=1000,
+                                             bo_gp_restarts=0, bo_gp_fit_maxiter=10),
 }
 REFERENCE = "lbfgs_10000_r2 (before)"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Record:
-    """Record the update problems of a short expert-judged SAILOR run."""
+class Args:
+    """Cost and quality of the theta update on recorded update problems."""
 
-    out: str = "benchmarks/data/update_problems.json"
-    """JSON file to write."""
-    iterations: int = 6
-    """SAILOR iterations (4 seeds each: 4 problems per iteration)."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Replay:
-    """Solve recorded update problems under several BO settings."""
-
+    record: bool = False
+    """Record the update problems of a short expert-judged SAILOR run (instead of replaying)."""
     problems: str = "benchmarks/data/update_problems.json"
-    """Recorded problems (`record`)."""
-    repeats: int = 3
-    """Generators per problem: the recorded one, then `repeats - 1` fresh seeds."""
+    """Recorded problems: written by --record, read by the replay."""
+    iterations: int = 8
+    """--record: SAILOR iterations (4 seeds each: 4 problems per iteration)."""
+    repeats: int = 2
+    """Replay: generators per problem: the recorded one, then `repeats - 1` fresh seeds."""
     json: bool = False
-    """Print JSON lines only."""
+    """Replay: print JSON lines only."""
 
 
-def record(args: Record) -> None:
+def record(args: Args) -> None:
     """Run SAILOR and save every `update_theta` call of `align_step` (host-only)."""
     from sailor_jax.run import loop, theta_update
 
@@ -91,10 +86,10 @@ def record(args: Record) -> None:
     theta_update.update_many = recording
     with tempfile.TemporaryDirectory() as out:
         loop.run(cfg, out)
-    with open(args.out, "w") as f:
+    with open(args.problems, "w") as f:
         json.dump(to_jsonable({"config": dataclasses.asdict(cfg), "machine": machine(),
                                "problems": problems}), f)
-    print(f"{len(problems)} update problems -> {args.out}", file=sys.stderr)
+    print(f"{len(problems)} update problems -> {args.problems}", file=sys.stderr)
 
 
 def _load(path: str) -> tuple[list[dict], object]:
@@ -122,7 +117,7 @@ def _call(p: dict, k: int, spec, overrides: dict, repeat: int) -> tuple:
             cfg, rng)
 
 
-def replay(args: Replay) -> None:
+def replay(args: Args) -> None:
     """Print one line (or JSON line) per setting, then the serial-vs-parallel line."""
     problems, spec = _load(args.problems)
     results = {}
@@ -148,16 +143,13 @@ def replay(args: Replay) -> None:
 
 def _parallel_line(problems: list[dict], spec) -> dict:
     """One iteration's 4 seed updates (default settings) serially and in worker processes."""
-    calls = [_call(p, k, spec, {}, 0) for k, p in enumerate(problems[:4])]
-    timing = {}
-    for workers in (1, 0, 1, 0):  # A B A B: best of each
+    timing, out = {}, {}
+    for workers in (1, 0, 1, 0):  # A B A B: best of each; fresh generators every time
+        calls = [_call(p, k, spec, {}, 0) for k, p in enumerate(problems[:4])]
         t0 = time.perf_counter()
-        out = update_many(calls, workers)
+        out[workers] = update_many(calls, workers)
         timing.setdefault(workers, []).append(time.perf_counter() - t0)
-        if workers == 1:
-            serial = out
-        else:
-            parallel = out
+    serial, parallel = out[1], out[0]
     same = all(np.array_equal(a.theta, b.theta) for a, b in zip(serial, parallel, strict=True))
     return {"setting": "one iteration, 4 seeds, default BO", "serial_s": min(timing[1]),
             "parallel_s": min(timing[0]), "parallel_first_call_s": timing[0][0],
@@ -172,12 +164,13 @@ def _emit(line: dict, as_json: bool) -> None:
                if k != "machine"}, flush=True)
 
 
-def main(cmd: Annotated[Record, tyro.conf.subcommand("record")]
-         | Annotated[Replay, tyro.conf.subcommand("replay")]) -> None:
-    record(cmd) if isinstance(cmd, Record) else replay(cmd)
+def main(args: Args) -> None:
+    """Record the problems (`--record`) or replay them."""
+    if args.record:
+        record(args)
+    else:
+        replay(args)
 
 
 if __name__ == "__main__":
-    report_user_errors(lambda argv: main(tyro.cli(
-        Annotated[Record, tyro.conf.subcommand("record")]
-        | Annotated[Replay, tyro.conf.subcommand("replay")], args=argv)))
+    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))

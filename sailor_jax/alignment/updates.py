@@ -9,11 +9,13 @@ Host-only NumPy (and scikit-optimize). Both rules minimise the pair objectives o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import warnings
 
 import joblib
 import numpy as np
+import scipy.optimize
 import skopt
 import threadpoolctl
 from skopt.space import Space
@@ -126,6 +128,15 @@ def _make_problem(theta, Phi, prefs, spec: RewardSpec, cfg: AlignmentConfig, hal
     return _Problem(theta, index, lo, hi, dphi, w, diff_scale(dphi), cfg)
 
 
+def _gp_fit(obj_func, initial_theta, bounds, maxiter: int) -> tuple[np.ndarray, float]:
+    """scikit-learn's GP hyperparameter fit (L-BFGS-B on the negative log marginal likelihood,
+    with its gradient) capped at `maxiter` iterations: the `optimizer` callable that
+    `GaussianProcessRegressor` documents."""
+    res = scipy.optimize.minimize(obj_func, initial_theta, method="L-BFGS-B", jac=True,
+                                  bounds=bounds, options={"maxiter": maxiter})
+    return res.x, float(res.fun)
+
+
 def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, int, str]:
     """`skopt.gp_minimize` from the current theta: `(best point [D], evaluations, note)`."""
     cfg, free = problem.cfg, problem.free
@@ -137,10 +148,13 @@ def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, in
         x0 = x0.tolist()
     dimensions = list(zip(problem.lo[free].tolist(), problem.hi[free].tolist(), strict=True))
     seed = int(rng.integers(2**31 - 1))
-    # scikit-optimize's own GP (2 hyperparameter restarts) unless fewer restarts are asked for.
-    gp = None if cfg.bo_gp_restarts == 2 else cook_estimator(
-        "GP", space=Space(dimensions), random_state=seed, noise="gaussian",
-        n_restarts_optimizer=cfg.bo_gp_restarts)
+    # scikit-optimize's own GP (2 restarts, fits to convergence) unless cheaper fits are asked.
+    gp = None
+    if cfg.bo_gp_restarts != 2 or cfg.bo_gp_fit_maxiter is not None:
+        gp = cook_estimator("GP", space=Space(dimensions), random_state=seed, noise="gaussian",
+                            n_restarts_optimizer=cfg.bo_gp_restarts)
+        if cfg.bo_gp_fit_maxiter is not None:
+            gp.set_params(optimizer=functools.partial(_gp_fit, maxiter=cfg.bo_gp_fit_maxiter))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The objective has been evaluated")
         res = skopt.gp_minimize(

@@ -83,6 +83,9 @@ class AlignmentConfig:
     bo_gp_restarts: int = 0
     """Extra restarts of the GP's kernel-hyperparameter fit per BO step (scikit-optimize's
     default: 2, this project's before issue 23)."""
+    bo_gp_fit_maxiter: int | None = 10
+    """L-BFGS iterations of each GP hyperparameter fit (None: until converged, scikit-learn's
+    default and this project's before issue 23; the fits are ~75% of an update's time)."""
     update_workers: int = 0
     """Processes that run the seeds' updates side by side (joblib's loky pool; 0 = one per
     CPU core available, at most one per seed; 1 = serial). Same thetas whatever the number."""
@@ -124,6 +127,8 @@ class AlignmentConfig:
                f"bo_acq_optimizer must be in {BO_ACQ_OPTIMIZERS}, got {self.bo_acq_optimizer!r}")
         _check(self.bo_points >= 1, f"bo_points must be >= 1, got {self.bo_points}")
         _check(self.bo_gp_restarts >= 0, f"bo_gp_restarts must be >= 0, got {self.bo_gp_restarts}")
+        _check(self.bo_gp_fit_maxiter is None or self.bo_gp_fit_maxiter >= 1,
+               f"bo_gp_fit_maxiter must be >= 1 or None, got {self.bo_gp_fit_maxiter}")
         _check(self.update_workers >= 0,
                f"update_workers must be >= 0 (0 = one per core), got {self.update_workers}")
         for name in ("beta", "mcmc_step", "mcmc_trust_region", "trust_region"):
