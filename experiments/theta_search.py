@@ -13,10 +13,12 @@ candidate (`--search.pick mean`: CMA's final mean) and theta0 are retrained on
 `--search.retrain-seeds` fresh paired seeds at the same budget; the table gives both arms'
 mean [95% CI] and the paired difference [95% CI].
 
-Presets (estimated on the 2-core CPU, ~30k env steps/s over all rows; see README):
-  tiny       seconds of training, 3 generations of 3 x 2 rows: the test's run (~1-2 min)
-  budget_1m  1,048,576 env steps per row, 6 generations of 8 x 2 rows, 8 retrain seeds (~75 min)
-  budget_5m  5,111,808 env steps per row, otherwise as budget_1m (~6 h: a GPU job)
+Presets (7 programs of 16 rows: 6 generations, the retrain; wall-clock estimated for the
+2-core CPU at 30k env steps/s over all rows, 18k under load; see README):
+  tiny       seconds of training, 3 generations of 3 x 2 rows: the test's run (under a minute)
+  budget_1m  1,048,576 env steps per row, 6 generations of 8 x 2 rows, 8 retrain seeds
+             (117M env steps: ~70 min, ~2 h under load)
+  budget_5m  5,111,808 env steps per row, otherwise as budget_1m (573M: ~5.5 h, ~9 h under load)
 
 Output in `--out`: `config.json`, `generations/gNNN/` (a run folder per generation, with
 checkpoints, and `generation.json`: candidates, per-row scores, CMA mean and sigma),
@@ -61,9 +63,9 @@ PRESETS: dict[str, tuple[str, Args]] = {
             retrain_seeds=2, eval=EvalConfig(episodes=4, max_len=300),
             ppo=PPOConfig(num_envs=16, num_steps=8, updates_per_segment=1,
                           network=NetworkConfig(hidden_sizes=(16,)))))),
-    "budget_1m": ("~1M env steps per row, about 75 minutes on a 2-core CPU", Args(
+    "budget_1m": ("~1M env steps per row, about 70 minutes on a quiet 2-core CPU", Args(
         search=ThetaSearchConfig(total_timesteps=1_000_000))),
-    "budget_5m": ("~5M env steps per row, about 6 hours on a 2-core CPU", Args(
+    "budget_5m": ("~5M env steps per row, about 5.5 hours on a quiet 2-core CPU", Args(
         search=ThetaSearchConfig(total_timesteps=5_000_000))),
 }
 

@@ -34,6 +34,7 @@ from sailor_jax.run.theta_search import (
     search,
     shared_init,
     train_rows,
+    write_json,
 )
 
 ARMS = ("picked", "theta0")
@@ -68,8 +69,7 @@ def retrain(cfg: ThetaSearchConfig, out_dir: str, theta: Sequence[float],
     picked, base = evaluate_groups(params, cfg, key_eval, 2, n)
     timings["eval"] = time.perf_counter() - t0
     result = to_jsonable({"picked": picked, "theta0": base, "timings": timings})
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2)
+    write_json(path, result)
     return result
 
 
@@ -156,8 +156,7 @@ def run_search(cfg: ThetaSearchConfig, out_dir: str, progress=None,
     records, es = search(cfg, out_dir, progress, on_generation)
     picked = pick_theta(cfg, records, es)
     result = summarize(cfg, records, picked, retrain(cfg, out_dir, picked["theta"], progress))
-    with open(os.path.join(out_dir, "theta_search.json"), "w", encoding="utf-8") as f:
-        json.dump(to_jsonable(result), f, indent=2)
+    write_json(os.path.join(out_dir, "theta_search.json"), result)
     with open(os.path.join(out_dir, "theta_search.md"), "w", encoding="utf-8") as f:
         f.write(markdown(result))
     return result

@@ -182,6 +182,15 @@ def run_generation(cfg: ThetaSearchConfig, out_dir: str, g: int, xs: np.ndarray,
             "timings": timings}
 
 
+def write_json(path: str, record: dict) -> None:
+    """Write `record` as JSON atomically (a temporary file, then a rename): a kill leaves the
+    old file or none, never half of one."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(to_jsonable(record), f, indent=2)
+    os.replace(tmp, path)
+
+
 def generation_dir(out_dir: str, g: int) -> str:
     return os.path.join(out_dir, "generations", f"g{g:03d}")
 
@@ -251,9 +260,7 @@ def search(cfg: ThetaSearchConfig, out_dir: str, progress=None,
         record["cma"] = {"mean": np.asarray(es.result.xfavorite).tolist(),
                          "sigma": float(es.sigma), "version": cma.__version__}
         if not resumed:
-            with open(os.path.join(generation_dir(out_dir, g), "generation.json"), "w",
-                      encoding="utf-8") as f:
-                json.dump(to_jsonable(record), f, indent=2)
+            write_json(os.path.join(generation_dir(out_dir, g), "generation.json"), record)
         records.append(record)
         if on_generation:
             on_generation({**record, "resumed": resumed})
