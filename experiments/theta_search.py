@@ -15,7 +15,7 @@ mean [95% CI] and the paired difference [95% CI].
 
 Presets (7 programs of 16 rows: 6 generations, the retrain; wall-clock estimated for the
 2-core CPU at 30k env steps/s over all rows, 18k under load; see README):
-  tiny       seconds of training, 3 generations of 3 x 2 rows: the test's run (under a minute)
+  tiny       3 generations of 3 x 2 rows, seconds of training: the test's run (~2 min, compiling)
   budget_1m  1,048,576 env steps per row, 6 generations of 8 x 2 rows, 8 retrain seeds
              (117M env steps: ~70 min, ~2 h under load)
   budget_5m  5,111,808 env steps per row, otherwise as budget_1m (573M: ~5.5 h, ~9 h under load)
