@@ -34,7 +34,7 @@ DEVICE_MODULES = ("game.env", "game.features", "game.reward", "game.expert", "ag
                   "agents.policy", "agents.ppo", "agents.rollout", "agents.evaluation",
                   "agents.dqn", "agents.collectives", "agents.seeds", "agents.replay",
                   "scale.env_sharding")
-HOST_ONLY = ("transformers", "torch", "skopt", "orbax", "tensorboardX", "sklearn")
+HOST_ONLY = ("transformers", "torch", "skopt", "orbax", "tensorboardX", "sklearn", "cma")
 
 
 def imported_modules(source: str, modules: set[str]) -> set[str]:
