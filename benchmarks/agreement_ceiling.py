@@ -47,6 +47,7 @@ from sailor_jax.errors import report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges import ExpertRanker, judge_eval
+from sailor_jax.logging import to_jsonable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,7 +231,7 @@ def main(args: Args) -> dict:
     record = run(args)
     print_tables(record)
     if args.json:
-        print(json.dumps(record), flush=True)
+        print(json.dumps(to_jsonable(record)), flush=True)  # NaN -> null
     return record
 
 

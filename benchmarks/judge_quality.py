@@ -43,6 +43,7 @@ from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges import ExpertRanker, OutcomeRanker, judge_eval
 from sailor_jax.judges.factory import check_ranker, judge_name, make_ranker
+from sailor_jax.logging import to_jsonable
 
 PoolFlags = Annotated[judge_eval.PoolArgs, tyro.conf.OmitArgPrefixes]
 """Pool settings as flags without a prefix (`--epsilons`, `--m`, `--groups`, ...)."""
@@ -185,7 +186,7 @@ def main(args: Args) -> dict:
         record = run_sailor(args)
         print_sailor(record)
         if args.json:
-            print(json.dumps(record), flush=True)
+            print(json.dumps(to_jsonable(record)), flush=True)  # NaN -> null
         return record
     record = run(args)
     print(f"judge {record['judge']}: skill-order accuracy {record['skill_order_accuracy']:.3f} "
