@@ -5,6 +5,7 @@
     python benchmarks/judge_quality.py --judge linear_oracle --json          # theta0 as theta_star
     python benchmarks/judge_quality.py --judge llm --json                    # embedded SmolLM2
     python benchmarks/judge_quality.py --judge llm --llm.model Qwen/Qwen2.5-1.5B-Instruct --json
+    python benchmarks/judge_quality.py --setting sailor --json               # SAILOR's groups
 
 Run it with your judge model before a long SAILOR run: a judge that cannot tell the
 expert from a random player (`skill_order_accuracy` near 0.5) has nothing to teach theta.
@@ -27,17 +28,22 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from typing import Annotated
+from typing import Annotated, Literal
 
+import jax
 import numpy as np
 import tyro
 
 from sailor_jax import report
+from sailor_jax.agents.rollout import cut_windows
+from sailor_jax.alignment.identifiability import feature_spread
 from sailor_jax.config import LLMRankerConfig, RankerConfig
 from sailor_jax.errors import report_user_errors
+from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges import ExpertRanker, OutcomeRanker, judge_eval
 from sailor_jax.judges.factory import check_ranker, judge_name, make_ranker
+from sailor_jax.logging import to_jsonable
 
 PoolFlags = Annotated[judge_eval.PoolArgs, tyro.conf.OmitArgPrefixes]
 """Pool settings as flags without a prefix (`--epsilons`, `--m`, `--groups`, ...)."""
@@ -60,15 +66,33 @@ class Args:
     """The graded-skill pool and group draw (`--epsilons`, `--m`, `--groups`, ...)."""
     json: bool = False
     """Also print the result as one JSON line."""
+    setting: Literal["graded", "sailor"] = "graded"
+    """graded: the graded-skill pool above (one judge, `--judge`). sailor: SAILOR's own
+    setting, groups of `--m` whole games of one policy each, every judge of `--judges`:
+    rank correlation of each judge's verdict with game length and final score per policy,
+    and which theta entries the groups' Phi sums can identify (whole games vs windows)."""
+    policies: tuple[str, ...] = ("eps0.1", "eps0.3", "eps0.6", "ppo_init", "ppo_300k")
+    """sailor: the policies (`judge_eval.policy_collect`: eps<e> experts at `--pool-depth`,
+    ppo_init, ppo_<steps> trained on theta0)."""
+    judges: tuple[str, ...] = ("expert", "outcome", "linear_oracle")
+    """sailor: the judges compared (add llm for the LLM judge: slow on a CPU)."""
+    policy_groups: int = 6
+    """sailor: groups of `--m` games per policy."""
+    game_len: int = 2000
+    """sailor: moves per game at most (SailorConfig.max_len's default)."""
+    window: int = 100
+    """sailor: window length of the identifiability table's windowed rows."""
 
 
-def make_judge(args: Args):
-    """The judge under test, built from `args` (validated before any game is played)."""
-    if args.judge == "linear_oracle":
+def make_judge(args: Args, kind: str | None = None):
+    """The judge under test (`kind`, default `args.judge`), built from `args` (validated
+    before any game is played)."""
+    kind = kind or args.judge
+    if kind == "linear_oracle":
         theta_star = args.theta_star if args.theta_star is not None else RewardSpec().theta0
         cfg = RankerConfig(kind="linear_oracle", theta_star=tuple(theta_star))
     else:
-        cfg = RankerConfig(kind=args.judge, llm=args.llm, expert_depth=args.expert_depth)
+        cfg = RankerConfig(kind=kind, llm=args.llm, expert_depth=args.expert_depth)
     check_ranker(cfg)
     return cfg, make_ranker(cfg)
 
@@ -95,8 +119,75 @@ def run(args: Args) -> dict:
     return record
 
 
+def run_sailor(args: Args) -> dict:
+    """SAILOR's setting: per policy and judge, the rank correlation of the judge's verdict with
+    game length and final score; per feature, its within-group spread (whole games, windows)."""
+    judges = {kind: make_judge(args, kind) for kind in args.judges}
+    t0 = time.perf_counter()
+    played = judge_eval.play_policy_groups(args.policies, args.pool.m, args.policy_groups,
+                                           args.game_len, args.pool.pool_depth, args.pool.seed)
+    play_s = time.perf_counter() - t0
+    groups = played.group_batches()
+    rows = []
+    for cfg, judge in judges.values():
+        t0 = time.perf_counter()
+        rankings = judge.rank_groups(groups)
+        seconds = time.perf_counter() - t0
+        for policy in args.policies:
+            pick = [g for g, p in enumerate(played.policy) if p == policy]
+            rows.append({"judge": judge_name(cfg), "policy": policy,
+                         **judge_eval.outcome_correlations([rankings[g] for g in pick],
+                                                           [groups[g] for g in pick]),
+                         "seconds_per_group": seconds / len(groups)})
+    windows = [jax.device_get(cut_windows(g, jax.random.key(args.pool.seed + g_i), args.window))
+               for g_i, g in enumerate(groups)]
+    spread = {}
+    for name, batches in (("whole", groups), (f"window{args.window}", windows)):
+        spread[name] = feature_spread([np.asarray(b.Phi) for b in batches], FEATURE_NAMES,
+                                      lengths=[np.asarray(b.lengths) for b in batches])
+    per_policy = {p: {"length_mean": float(np.mean([groups[g].lengths for g, q in
+                                                    enumerate(played.policy) if q == p])),
+                      "score_mean": float(np.mean([groups[g].score for g, q in
+                                                   enumerate(played.policy) if q == p])),
+                      "truncated": float(np.mean([groups[g].truncated for g, q in
+                                                  enumerate(played.policy) if q == p]))}
+                  for p in args.policies}
+    return {"setting": "sailor", "correlations": rows, "identifiability": spread,
+            "policies": per_policy, "play_s": play_s, "m": args.pool.m,
+            "policy_groups": args.policy_groups, "game_len": args.game_len,
+            "pool_depth": args.pool.pool_depth, "seed": args.pool.seed, **report.machine()}
+
+
+def print_sailor(record: dict) -> None:
+    """The sailor setting's tables as markdown."""
+    print("| policy | moves | score | truncated |\n|---|---:|---:|---:|")
+    for p, v in record["policies"].items():
+        print(f"| {p} | {v['length_mean']:.0f} | {v['score_mean']:.0f} | {v['truncated']:.2f} |")
+    print("\n| judge | policy | tau(verdict, length) | tau(verdict, score) |\n|---|---|---:|---:|")
+    for r in record["correlations"]:
+        print(f"| {r['judge']} | {r['policy']} | {r['tau_length']:+.2f} | {r['tau_score']:+.2f} |")
+    names = list(record["identifiability"])
+    print("\n| feature | " + " | ".join(f"{n}: rel. spread / constant / corr(length)"
+                                          for n in names) + " |")
+    print("|---|" + "---:|" * len(names))
+    for k, feature in enumerate(FEATURE_NAMES):
+        cells = []
+        for n in names:
+            r = record["identifiability"][n][k]
+            flag = "" if r["identifiable"] else " **not identifiable**"
+            cells.append(f"{r['rel_spread']:.3f} / {r['constant_fraction']:.2f} / "
+                         f"{r['corr_length']:+.2f}{flag}")
+        print(f"| {feature} | " + " | ".join(cells) + " |")
+
+
 def main(args: Args) -> dict:
     """Run and print a summary line (and the JSON line with --json). Host-only."""
+    if args.setting == "sailor":
+        record = run_sailor(args)
+        print_sailor(record)
+        if args.json:
+            print(json.dumps(to_jsonable(record)), flush=True)  # NaN -> null
+        return record
     record = run(args)
     print(f"judge {record['judge']}: skill-order accuracy {record['skill_order_accuracy']:.3f} "
           f"over {record['skill_pairs']} pairs, agreement with expert "

@@ -59,3 +59,21 @@ def test_benchmark_end_to_end_with_the_tiny_llm(bench, tiny_llm_dir, capsys):
     assert 0.0 <= line["position_bias"] <= 1.0 and 0.0 < line["label_mass"] <= 1.0
     assert line["tokens_per_pair"] > 0 and line["seconds_per_pair"] > 0
     assert record["failed_groups"] == 0 and 0.0 <= record["skill_order_accuracy"] <= 1.0
+
+
+def test_sailor_setting_end_to_end(bench, capsys):
+    """Issue 24: groups of one policy, verdict vs length and score, identifiability table."""
+    args = bench.Args(setting="sailor", policies=("eps1.0", "ppo_init"),
+                      judges=("expert", "outcome"), policy_groups=2, game_len=300, window=20,
+                      json=True, **TINY_POOL)
+    record = bench.main(args)
+    assert [(r["judge"], r["policy"]) for r in record["correlations"]] == [
+        ("expert", "eps1.0"), ("expert", "ppo_init"), ("outcome", "eps1.0"),
+        ("outcome", "ppo_init")]
+    outcome = [r for r in record["correlations"] if r["judge"] == "outcome"]
+    assert all(r["tau_score"] == pytest.approx(1.0) for r in outcome)  # it ranks by score
+    whole = {r["feature"]: r for r in record["identifiability"]["whole"]}
+    assert not whole["game_over"]["identifiable"]  # every game ends within 300 moves
+    assert "**not identifiable**" in capsys.readouterr().out
+    with pytest.raises(judge_eval.UserError, match="unknown policy"):
+        judge_eval.policy_collect("greedy", 2, 10)

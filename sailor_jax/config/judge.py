@@ -103,6 +103,12 @@ class AlignmentConfig:
     """Half-width of the uniform prior box around the current theta (within bounds)."""
     mcmc_chains: int = 4
     """Independent chains run side by side (vectorised), all started at the current theta."""
+    keep_iterations: int = 0
+    """Preference pairs kept across iterations: the pairs (with their `Phi` rows) of the last
+    this many iterations join each iteration's pairs in the update (0 = this iteration's only;
+    `alignment.kept_pairs`). Saved in every checkpoint, so `--resume` stays exact."""
+    keep_decay: float = 1.0
+    """Weight factor per iteration of age of a kept pair (1 = no decay; in (0, 1])."""
 
     def __post_init__(self) -> None:
         _check(self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}")
@@ -129,6 +135,10 @@ class AlignmentConfig:
         _check(self.bo_gp_restarts >= 0, f"bo_gp_restarts must be >= 0, got {self.bo_gp_restarts}")
         _check(self.bo_gp_fit_maxiter is None or self.bo_gp_fit_maxiter >= 1,
                f"bo_gp_fit_maxiter must be >= 1 or None, got {self.bo_gp_fit_maxiter}")
+        _check(self.keep_iterations >= 0,
+               f"keep_iterations must be >= 0, got {self.keep_iterations}")
+        _check(np.isfinite(self.keep_decay) and 0 < self.keep_decay <= 1,
+               f"keep_decay must be in (0, 1], got {self.keep_decay}")
         _check(self.update_workers >= 0,
                f"update_workers must be >= 0 (0 = one per core), got {self.update_workers}")
         for name in ("beta", "mcmc_step", "mcmc_trust_region", "trust_region"):

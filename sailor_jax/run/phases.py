@@ -105,6 +105,8 @@ class Judgement:
     """`rank` and `update` wall-clock seconds."""
     refined: list[int]
     """Seeds that asked for refinement: their stall counters restart."""
+    kept_pairs: list[list[dict]] | None = None
+    """Per seed, the preference pairs kept for the next iterations (`keep_iterations > 0`)."""
 
 
 def iteration(ctx: Context, state: LoopState, runner_state: Any, metrics: Any,
@@ -161,17 +163,23 @@ def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | 
     t0 = time.perf_counter()
     stalled = [k >= cfg.refine.patience for k in state.stall]
     history = [r.train_score for r in state.iterations if r.train_score] + [train_score]
+    kept = None
+    if cfg.alignment.keep_iterations > 0:  # copies: the state changes only in `settle`
+        kept = [list(k) for k in state.kept_pairs] + [[]] * (s - len(state.kept_pairs))
     new_thetas, updates = align_step(state.thetas, batch, rankings, ctx.spec, cfg, t,
-                                     ctx.advisor, stalled, history)
+                                     ctx.advisor, stalled, history, kept=kept)
     refined = [k for k, update in enumerate(updates) if update.refine is not None]
     return Judgement(new_thetas, updates, {"rank": rank_s, "update": time.perf_counter() - t0},
-                     refined)
+                     refined, kept)
 
 
 def settle(state: LoopState, judged: Judgement) -> np.ndarray:
-    """Apply a judgement's stall resets and return process 0's thetas on every process."""
+    """Apply a judgement's stall resets and kept pairs; return process 0's thetas on every
+    process (the kept pairs live on process 0, which alone judges and updates)."""
     for k in judged.refined:
         state.stall[k] = 0  # wait `patience` iterations again before the next question
+    if judged.kept_pairs is not None:
+        state.kept_pairs = judged.kept_pairs
     return sharding.broadcast_from_main(judged.thetas)
 
 

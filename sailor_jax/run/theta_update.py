@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from sailor_jax.alignment import refinement
+from sailor_jax.alignment import kept_pairs, refinement
 from sailor_jax.alignment.preferences import build_preferences, kendall_tau
 from sailor_jax.alignment.updates import update_many
 from sailor_jax.config import SailorConfig
@@ -26,7 +26,8 @@ from sailor_jax.types import Ranking
 def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
                spec: RewardSpec, cfg: SailorConfig, iteration: int,
                advisor: refinement.Advisor | None = None, stalled: list[bool] | None = None,
-               score_history: list[list[float | None]] | None = None
+               score_history: list[list[float | None]] | None = None,
+               kept: list[list[dict]] | None = None
                ) -> tuple[np.ndarray, list[SeedUpdate]]:
     """Build preferences and update theta for every seed; refine where asked. Host-only.
 
@@ -42,12 +43,16 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
         iterations; the advisor is asked only for seeds that stalled and have no discordant
         pair this iteration.
       score_history: per iteration, the `[S]` segment game scores (for the advisor's prompt).
+      kept: per seed, the pairs kept from earlier iterations (`alignment.kept_pairs`
+        entries; `cfg.alignment.keep_iterations > 0`). The update of seed s also fits
+        `kept[s]`'s live pairs; `kept[s]` is then replaced (in this list, not in place) by
+        the store for the next iteration. None = no kept pairs.
 
     Returns:
       `(new thetas float32[S, F], S SeedUpdate)`; a refined seed's update has `refine` set.
     """
     new_thetas, updates = thetas.copy(), [None] * len(rankings)
-    judged, calls = [], []
+    judged, calls, fresh, num_kept = [], [], {}, {}
     for s, ranking in enumerate(rankings):
         if ranking is None:
             updates[s] = SeedUpdate(judge_failed=True,
@@ -57,13 +62,23 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
         rng = np.random.default_rng([cfg.seed, iteration, s])
         prefs = build_preferences(phi_sum @ thetas[s], ranking, rng, cfg.preferences)
         judged.append(s)
-        calls.append((thetas[s], phi_sum, prefs, spec, cfg.alignment, rng))
+        fresh[s] = prefs  # this iteration's pairs (the update may also see kept ones)
+        if kept is not None:
+            keep = cfg.alignment.keep_iterations
+            update_phi, update_prefs, num_kept[s] = kept_pairs.merge(
+                phi_sum, prefs, kept[s], iteration, keep, cfg.alignment.keep_decay)
+            kept[s] = kept_pairs.push(kept[s], phi_sum, prefs, iteration, keep)
+            calls.append((thetas[s], update_phi, update_prefs, spec, cfg.alignment, rng))
+        else:
+            calls.append((thetas[s], phi_sum, prefs, spec, cfg.alignment, rng))
     # The seeds' updates are independent: side by side in worker processes, same results.
     results = update_many(calls, cfg.alignment.update_workers)
-    for s, (theta, phi_sum, prefs, *_), result in zip(judged, calls, results, strict=True):
+    for s, theta, result in zip(judged, (c[0] for c in calls), results, strict=True):
         new_thetas[s] = result.theta
+        phi_sum = np.asarray(batch.Phi[s], np.float64)
         updates[s] = SeedUpdate(
-            num_discordant=prefs.num_discordant, num_concordant=prefs.num_concordant,
+            num_discordant=fresh[s].num_discordant, num_concordant=fresh[s].num_concordant,
+            num_kept=num_kept.get(s),
             kendall_tau_before=kendall_tau(phi_sum @ theta, rankings[s]),
             kendall_tau_after=kendall_tau(phi_sum @ result.theta, rankings[s]),
             error_before=result.error_before, error_after=result.error_after,
