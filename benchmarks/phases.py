@@ -4,7 +4,8 @@ Runs each setting's real CLI (`experiments/sailor.py` or `experiments/ablations.
 iterations into a temporary folder, then reads the per-iteration `time/*` records of its
 `metrics.jsonl` (train, collect, rank, update, checkpoint) and `results.json`'s `timings`
 (compile, the final evaluation). Host share = (collect + rank + update + checkpoint) /
-(those + train), per iteration: everything but training and compiling.
+(those + train), per steady-state iteration (the first is left out when there are more: its
+collect compiles the collector): everything but training and compiling.
 
     python benchmarks/phases.py --settings smoke expert_cpu --json
     python benchmarks/phases.py --settings gpu --repo /path/to/other/checkout   # another version
@@ -32,6 +33,7 @@ import numpy as np
 import tyro
 
 from sailor_jax.errors import UserError, report_user_errors
+from sailor_jax.logging import to_jsonable
 from sailor_jax.report import machine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -70,11 +72,13 @@ class Args:
 
 
 def phase_table(run_dir: str) -> dict:
-    """Per-iteration mean seconds of each loop phase, the host share, compile and eval seconds.
+    """Per-iteration seconds of each loop phase, the host share, compile and eval seconds.
 
-    Host-only. Reads `metrics.jsonl` (records with `time/*` and `iteration`) and `results.json`
-    of a finished SAILOR run folder. Runs logged before `time/checkpoint` existed get the
-    checkpoint seconds from `results.json` `timings`, spread evenly over the iterations.
+    Host-only. Reads `metrics.jsonl` (records with `time/*`, tagged with their `segment`) and
+    `results.json` of a finished SAILOR run folder. The steady-state means leave out the first
+    iteration when there are more (its `collect` includes compiling the collector); runs logged
+    before `time/checkpoint` existed get the checkpoint seconds from `results.json` `timings`,
+    spread evenly over the iterations.
 
     Raises:
       FileNotFoundError: the folder has no `metrics.jsonl` or `results.json`.
@@ -88,13 +92,15 @@ def phase_table(run_dir: str) -> dict:
             times = {k[5:]: v for k, v in record.items() if k.startswith("time/")}
             if times:
                 rows.setdefault(record.get("segment", record.get("iteration")), {}).update(times)
-    iterations = len(rows)
-    mean = {p: float(np.mean([r.get(p, np.nan) for r in rows.values()])) for p in LOOP_PHASES}
-    if np.isnan(mean["checkpoint"]):
-        mean["checkpoint"] = timings["checkpoint"] / max(iterations, 1)
-    mean = {p: 0.0 if np.isnan(v) else v for p, v in mean.items()}
+    per_iteration = [{p: rows[k].get(p, np.nan) for p in LOOP_PHASES} for k in sorted(rows)]
+    for row in per_iteration:
+        if np.isnan(row["checkpoint"]):
+            row["checkpoint"] = timings["checkpoint"] / max(len(per_iteration), 1)
+    steady = per_iteration[1:] or per_iteration
+    mean = {p: float(np.nan_to_num(np.mean([r[p] for r in steady]))) for p in LOOP_PHASES}
     loop_s = sum(mean.values())
-    return {"iterations": iterations, "per_iteration_s": mean, "loop_s": loop_s,
+    return {"iterations": len(per_iteration), "steady_iterations": len(steady),
+            "per_iteration_s": mean, "iterations_s": per_iteration, "loop_s": loop_s,
             "host_share": (loop_s - mean["train"]) / loop_s if loop_s else float("nan"),
             "update_over_train": mean["update"] / mean["train"] if mean["train"] else None,
             "compile_s": timings.get("compile"), "final_eval_s": timings.get("eval")}
@@ -129,7 +135,7 @@ def main(args: Args) -> None:
     for name in args.settings:
         row = {**run_setting(name, args.repo, args.extra), "machine": info}
         if args.json:
-            print(json.dumps(row), flush=True)
+            print(json.dumps(to_jsonable(row)), flush=True)
         else:
             p = row["per_iteration_s"]
             print(f"{name:11s} " + " ".join(f"{k} {p[k]:7.2f}" for k in LOOP_PHASES)
