@@ -114,6 +114,8 @@ class Args:
     """BO: random points the acquisition is evaluated at per step (10000 before issue 23)."""
     bo_gp_restarts: int = 0
     """BO: extra restarts of the GP hyperparameter fit per step (2 before issue 23)."""
+    bo_gp_fit_maxiter: int | None = 10
+    """BO: L-BFGS iterations per GP hyperparameter fit (None: to convergence, before issue 23)."""
     trust_region: float | None = 0.2
     """Max change of each tunable weight per update (None = bounds only: BO is erratic then)."""
     mcmc_trust_region: float = 0.2
@@ -161,7 +163,8 @@ class Args:
                                trust_region=self.trust_region,
                                mcmc_trust_region=self.mcmc_trust_region, beta=self.beta,
                                bo_acq_optimizer=self.bo_acq_optimizer, bo_points=self.bo_points,
-                               bo_gp_restarts=self.bo_gp_restarts)
+                               bo_gp_restarts=self.bo_gp_restarts,
+                               bo_gp_fit_maxiter=self.bo_gp_fit_maxiter)
 
 
 def recover(method: str, pools: list[np.ndarray], heldout: np.ndarray, args: Args,
