@@ -40,7 +40,7 @@ from sailor_jax.config.recipes import RECIPES, recipe  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.game.reward import RewardSpec  # noqa: E402
 from sailor_jax.run.fixed_reward import FixedReward  # noqa: E402
-from sailor_jax.run.run_dir import prepare_out_dir  # noqa: E402
+from sailor_jax.run.run_guard import claim_out_dir  # noqa: E402
 from sailor_jax.run.runner import evaluate_rows, run_segments  # noqa: E402
 
 TILES = (512, 1024, 2048, 4096)
@@ -162,7 +162,13 @@ class LearningCurve(FixedReward):
 def train_recipe(run: LearningRun, out_dir: str, resume: bool, emit,
                  devices: int | None = None) -> list[dict]:
     """Train one recipe with an evaluation after every segment; return its curve points."""
-    prepare_out_dir(out_dir, run, resume)
+    with claim_out_dir(out_dir, run, resume):
+        return _train_claimed(run, out_dir, resume, emit, devices)
+
+
+def _train_claimed(run: LearningRun, out_dir: str, resume: bool, emit,
+                   devices: int | None) -> list[dict]:
+    """`train_recipe` in the folder it holds (`run_guard.claim_out_dir`)."""
     init, segment = ppo.make_train(run.ppo, num_seeds=run.num_seeds)
     key_init, key_eval = jax.random.split(jax.random.PRNGKey(run.seed))
     steps = run.ppo.steps_per_segment
