@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import glob
 import io
 import json
@@ -238,3 +239,67 @@ def test_no_checkpoint_restores_is_one_line_naming_the_folder(cfg, reference, tm
     assert "\n" not in message and os.path.join(out, "checkpoints") in message
     assert "step 2: " in message and "step 1: " in message
     assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["1", "2"]  # nothing moved
+
+
+def _disk_full(monkeypatch, step: int) -> None:
+    """orbax's save of `step` fails as on a full disk: `OSError(ENOSPC)` inside orbax."""
+    original = ocp.handlers.JsonCheckpointHandler.async_save
+
+    async def full(self, directory, *args, **kwargs):
+        if f"{os.sep}{step}.orbax-checkpoint-tmp" in str(directory):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC),
+                          os.path.join(str(directory), "meta"))
+        return await original(self, directory, *args, **kwargs)
+
+    monkeypatch.setattr(ocp.handlers.JsonCheckpointHandler, "async_save", full)
+
+
+def test_disk_full_while_checkpointing_is_one_line_and_resume_is_exact(
+        cfg, reference, tmp_path, monkeypatch):
+    """Issue 25: a full disk while saving checkpoint 2 names the path and the free space;
+    checkpoint 1 stays and a resume (on a disk with room) equals the uninterrupted run."""
+    out = str(tmp_path / "run")
+    with monkeypatch.context() as mp:
+        _disk_full(mp, 2)
+        line = _error_line(lambda: loop.run(cfg, out))
+    assert "no space left on the device" in line and " MiB free" in line, line
+    assert os.path.join(out, "checkpoints") in line and "segment 1" in line, line
+    assert "--resume" in line
+    assert "1" in os.listdir(os.path.join(out, "checkpoints"))
+    assert_same_run(out, loop.run(cfg, out, resume=True), reference)
+
+
+def test_log_write_refused_in_the_folder_is_one_line(cfg, tmp_path, monkeypatch):
+    """The folder became unwritable: the judge's next `llm.jsonl` record is refused."""
+    from sailor_jax import logging as sailor_logging
+
+    out = str(tmp_path / "run")
+    original = sailor_logging.JsonlSink.write
+
+    def refuse(self, record):
+        if (self.path or "").endswith("llm.jsonl") and self.context.get("iteration") == 1:
+            raise PermissionError(errno.EACCES, "Permission denied", self.path)
+        return original(self, record)
+
+    monkeypatch.setattr(sailor_logging.JsonlSink, "write", refuse)
+    line = _error_line(lambda: loop.run(cfg, out))
+    assert f"cannot write {os.path.join(out, 'llm.jsonl')}: permission denied" in line, line
+    assert "checkpoint of segment 1" in line
+
+
+def test_a_cut_log_line_is_reported_when_resume_drops_it(cfg, reference, tmp_path, caplog):
+    out = str(tmp_path / "run")
+    _unfinished_copy(reference[0], out)
+    path = os.path.join(out, "metrics.jsonl")
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(lines[:-1] + [lines[-1][: len(lines[-1]) // 2]])  # killed mid-write
+    with caplog.at_level(logging.WARNING, logger="sailor_jax.run.runner"):
+        resumed = loop.run(cfg, out, resume=True)
+    warnings = [r.getMessage() for r in caplog.records if "not a whole record" in
+                r.getMessage()]
+    assert warnings == [f"resume: {path} line {len(lines)} is not a whole record (cut short "
+                        "by a kill or a full disk) and is dropped"]
+    assert resumed.evaluation == reference[1].evaluation  # the run itself is exact
+    assert _logs(out)["metrics.jsonl"] == _logs(reference[0])["metrics.jsonl"][:-1]
