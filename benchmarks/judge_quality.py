@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import time
 from typing import Annotated
 
@@ -59,7 +60,7 @@ class Args:
     pool: PoolFlags = judge_eval.PoolArgs()
     """The graded-skill pool and group draw (`--epsilons`, `--m`, `--groups`, ...)."""
     json: bool = False
-    """Also print the result as one JSON line."""
+    """Print the result as one JSON line on stdout (the summary line goes to stderr)."""
 
 
 def make_judge(args: Args):
@@ -96,13 +97,13 @@ def run(args: Args) -> dict:
 
 
 def main(args: Args) -> dict:
-    """Run and print a summary line (and the JSON line with --json). Host-only."""
+    """Run and print a summary line (to stderr with --json, then the JSON line). Host-only."""
     record = run(args)
     print(f"judge {record['judge']}: skill-order accuracy {record['skill_order_accuracy']:.3f} "
           f"over {record['skill_pairs']} pairs, agreement with expert "
           f"{record['agreement_expert']:.3f}, with outcome {record['agreement_outcome']:.3f}, "
           f"Kendall tau {record['kendall_tau']:.3f}, {record['seconds_per_group']:.2f} s/group",
-          flush=True)
+          file=sys.stderr if args.json else sys.stdout, flush=True)
     if args.json:
         out = {k: v for k, v in record.items() if k != "kendall_tau_per_group"}
         print(json.dumps(out), flush=True)
