@@ -23,6 +23,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 import time
 
 import jax
@@ -219,6 +220,12 @@ def main(args: Args) -> dict[str, list[dict]]:
             print(f"{name}: {cfg}")
         return {}
     runs = [run_config(args, name) for name in args.recipe]  # every error before any work
+    for run in runs:  # the budget each recipe will run (rounded up to whole segments)
+        steps = run.ppo.steps_per_segment
+        total = math.ceil(run.total_timesteps / steps) * steps
+        print(f"{run.recipe}: {total:,} env steps per seed x {run.num_seeds} seeds "
+              f"(--total-timesteps {run.total_timesteps:,} rounded up to whole segments of "
+              f"{steps:,})", file=sys.stderr if args.json else sys.stdout, flush=True)
     header = report.machine()
     emit = (lambda p: print(json.dumps({**p, **header}), flush=True)) if args.json else \
         (lambda p: print(_readable(p), flush=True))
