@@ -21,7 +21,7 @@ from sailor_jax.game.reward import RewardSpec
 from sailor_jax.logging import to_jsonable
 from sailor_jax.run import run_dir, run_guard
 from sailor_jax.run.runner import evaluate_rows, log_updates, nanmean, run_segments
-from sailor_jax.scale import sharding
+from sailor_jax.scale import memory, sharding
 
 
 @dataclasses.dataclass
@@ -78,7 +78,8 @@ def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=N
 
     Raises:
       UserError: `out_dir` holds a run and `resume` is False, or its config differs, or
-        another process runs in it (`run_guard.claim_out_dir`); while running, the disk is
+        another process runs in it (`run_guard.claim_out_dir`), or the seeds will not fit
+        in memory (`memory.check_fits`); while running, the disk is
         full or the folder became unwritable.
       Interrupted: Ctrl-C while running (continue with `resume=True`).
     """
@@ -86,6 +87,12 @@ def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=N
         run_dir.check_out_dir(out_dir, cfg, resume)
         with open(os.path.join(out_dir, "results.json"), encoding="utf-8") as f:
             return json.load(f)
+    memory.check_fits(ppo.make_train(cfg.ppo)[0], jax.random.PRNGKey(cfg.seed), cfg.num_seeds,
+                      ppo.make_train(cfg.ppo, num_seeds=cfg.num_seeds)[1],
+                      np.zeros((cfg.num_seeds, len(RewardSpec().names)), np.float32),
+                      len(sharding.resolve_devices(devices)),
+                      "lower --train.ppo.num-envs (or --train.ppo.num-steps) or "
+                      "--train.num-seeds")
     with run_guard.claim_out_dir(out_dir, cfg, resume) as config:
         return _train_claimed(cfg, out_dir, config, resume, progress, devices)
 

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 
 import jax
+import numpy as np
 
 from sailor_jax.agents import ppo
 from sailor_jax.agents.rollout import cut_windows, make_collect
@@ -32,7 +33,7 @@ from sailor_jax.run import run_dir, run_guard, runner
 from sailor_jax.run.phases import Context, SailorHooks, evaluate_seeds
 from sailor_jax.run.pipeline import PipelinedHooks
 from sailor_jax.run.results import PHASES, LoopState, SailorResults
-from sailor_jax.scale import sharding
+from sailor_jax.scale import memory, sharding
 
 __all__ = ["PHASES", "run"]
 
@@ -72,7 +73,8 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
       UserError: `out_dir` holds a started run and `resume` is False, or the saved config
         differs, or there is no run to resume, or the judge's model cannot be found
         (`run_dir.check_out_dir`, `check_judges`), or another process runs in `out_dir`
-        (`run_guard.claim_out_dir`); all before anything is written. While running: the
+        (`run_guard.claim_out_dir`), or the training rows will not fit in memory
+        (`memory.check_fits`); all before anything is written. While running: the
         disk is full or the folder became unwritable (the last checkpoint stays).
       Interrupted: Ctrl-C while running (continue with `resume=True`).
     """
@@ -81,6 +83,13 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
         return SailorResults.load(out_dir)
     if cfg.self_align and sharding.is_main_process():  # before the folder is written
         check_judges(cfg, ranker is not None, advisor is not None)
+    rows = cfg.num_seeds * (2 if cfg.baseline else 1)
+    memory.check_fits(ppo.make_train(cfg.ppo)[0], jax.random.PRNGKey(cfg.seed), rows,
+                      ppo.make_train(cfg.ppo, num_seeds=rows)[1],
+                      np.zeros((rows, len(cfg.reward_spec().names)), np.float32),
+                      len(sharding.resolve_devices(devices)),
+                      "lower --sailor.ppo.num-envs (or --sailor.ppo.num-steps) or "
+                      "--sailor.num-seeds")
     with run_guard.claim_out_dir(out_dir, cfg, resume) as config:
         return _run_claimed(cfg, out_dir, config, resume, ranker, progress, advisor, devices)
 
