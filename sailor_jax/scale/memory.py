@@ -47,8 +47,9 @@ def host_available_bytes() -> int:
 
 
 def available_bytes() -> tuple[int, str]:
-    """`(free bytes, where)` of the first device: its memory, or the host's RAM on CPU."""
-    device = jax.devices()[0]
+    """`(free bytes, where)` of this process's first device: its memory, or the host's RAM on
+    CPU (only a process's own devices report memory in a multi-process run)."""
+    device = jax.local_devices()[0]
     stats = device.memory_stats() if hasattr(device, "memory_stats") else None
     if stats and "bytes_limit" in stats:
         return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0)), \
