@@ -154,9 +154,9 @@ def resume_run(out_dir: str, ckpt: Checkpointer, layout: sharding.SeedLayout, ru
     A damaged newer checkpoint is moved aside and reported as a warning of the
     `sailor_jax.run.runner` logger (shown on the console): which steps were skipped, why, and
     which step the run continues from; so is every log line cut short (dropped). Then the
-    hooks get the checkpoint's state
-    (`load_json`, `after_restore`) and every `*.jsonl` log in `out_dir` loses the records
-    the resumed run writes again (`rewind_logs`; all of them when there is no checkpoint).
+    hooks get the checkpoint's state (`load_json`, `after_restore`) and every `*.jsonl` log
+    in `out_dir` loses the records the resumed run writes again (`rewind_logs`; all of them
+    when there is no checkpoint).
 
     Returns:
       `(runner state padded to the layout, segment to continue from)`, or None when
