@@ -90,7 +90,7 @@ class Args:
     expert_depth: int = 2
     """Depth of the reference expert judge (`agreement_expert`)."""
     json: bool = False
-    """Also print one JSON line per mode."""
+    """Print one JSON line per mode on stdout (the summary lines go to stderr)."""
 
 
 def qwen_config(tokenizer: Any) -> Any:
@@ -236,7 +236,7 @@ def main(args: Args) -> list[dict]:
     records = []
     for record in run(args):
         records.append(_strict(record))
-        print(_summary(records[-1]), flush=True)
+        print(_summary(records[-1]), file=sys.stderr if args.json else sys.stdout, flush=True)
         if args.json:
             print(json.dumps(records[-1], allow_nan=False), flush=True)
     return records

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import time
 from typing import Annotated, Literal
 
@@ -65,7 +66,7 @@ class Args:
     pool: PoolFlags = judge_eval.PoolArgs()
     """The graded-skill pool and group draw (`--epsilons`, `--m`, `--groups`, ...)."""
     json: bool = False
-    """Also print the result as one JSON line."""
+    """Print the result as one JSON line on stdout (the summary and tables go to stderr)."""
     setting: Literal["graded", "sailor"] = "graded"
     """graded: the graded-skill pool above (one judge, `--judge`). sailor: SAILOR's own
     setting, groups of `--m` whole games of one policy each, every judge of `--judges`:
@@ -158,18 +159,21 @@ def run_sailor(args: Args) -> dict:
             "pool_depth": args.pool.pool_depth, "seed": args.pool.seed, **report.machine()}
 
 
-def print_sailor(record: dict) -> None:
-    """The sailor setting's tables as markdown."""
-    print("| policy | moves | score | truncated |\n|---|---:|---:|---:|")
+def print_sailor(record: dict, file=sys.stdout) -> None:
+    """The sailor setting's tables as markdown, to `file`."""
+    print("| policy | moves | score | truncated |\n|---|---:|---:|---:|", file=file)
     for p, v in record["policies"].items():
-        print(f"| {p} | {v['length_mean']:.0f} | {v['score_mean']:.0f} | {v['truncated']:.2f} |")
-    print("\n| judge | policy | tau(verdict, length) | tau(verdict, score) |\n|---|---|---:|---:|")
+        print(f"| {p} | {v['length_mean']:.0f} | {v['score_mean']:.0f} | {v['truncated']:.2f} |",
+              file=file)
+    print("\n| judge | policy | tau(verdict, length) | tau(verdict, score) |\n|---|---|---:|---:|",
+          file=file)
     for r in record["correlations"]:
-        print(f"| {r['judge']} | {r['policy']} | {r['tau_length']:+.2f} | {r['tau_score']:+.2f} |")
+        print(f"| {r['judge']} | {r['policy']} | {r['tau_length']:+.2f} | {r['tau_score']:+.2f} |",
+              file=file)
     names = list(record["identifiability"])
     print("\n| feature | " + " | ".join(f"{n}: rel. spread / constant / corr(length)"
-                                          for n in names) + " |")
-    print("|---|" + "---:|" * len(names))
+                                          for n in names) + " |", file=file)
+    print("|---|" + "---:|" * len(names), file=file)
     for k, feature in enumerate(FEATURE_NAMES):
         cells = []
         for n in names:
@@ -177,14 +181,15 @@ def print_sailor(record: dict) -> None:
             flag = "" if r["identifiable"] else " **not identifiable**"
             cells.append(f"{r['rel_spread']:.3f} / {r['constant_fraction']:.2f} / "
                          f"{r['corr_length']:+.2f}{flag}")
-        print(f"| {feature} | " + " | ".join(cells) + " |")
+        print(f"| {feature} | " + " | ".join(cells) + " |", file=file)
 
 
 def main(args: Args) -> dict:
-    """Run and print a summary line (and the JSON line with --json). Host-only."""
+    """Run and print a summary (to stderr with --json, then the JSON line). Host-only."""
+    out = sys.stderr if args.json else sys.stdout
     if args.setting == "sailor":
         record = run_sailor(args)
-        print_sailor(record)
+        print_sailor(record, out)
         if args.json:
             print(json.dumps(to_jsonable(record)), flush=True)  # NaN -> null
         return record
@@ -193,7 +198,7 @@ def main(args: Args) -> dict:
           f"over {record['skill_pairs']} pairs, agreement with expert "
           f"{record['agreement_expert']:.3f}, with outcome {record['agreement_outcome']:.3f}, "
           f"Kendall tau {record['kendall_tau']:.3f}, {record['seconds_per_group']:.2f} s/group",
-          flush=True)
+          file=out, flush=True)
     if args.json:
         out = {k: v for k, v in record.items() if k != "kendall_tau_per_group"}
         print(json.dumps(out), flush=True)

@@ -23,6 +23,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 import time
 
 import jax
@@ -40,7 +41,7 @@ from sailor_jax.config.recipes import RECIPES, recipe  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.game.reward import RewardSpec  # noqa: E402
 from sailor_jax.run.fixed_reward import FixedReward  # noqa: E402
-from sailor_jax.run.run_dir import prepare_out_dir  # noqa: E402
+from sailor_jax.run.run_guard import claim_out_dir  # noqa: E402
 from sailor_jax.run.runner import evaluate_rows, run_segments  # noqa: E402
 
 TILES = (512, 1024, 2048, 4096)
@@ -162,7 +163,13 @@ class LearningCurve(FixedReward):
 def train_recipe(run: LearningRun, out_dir: str, resume: bool, emit,
                  devices: int | None = None) -> list[dict]:
     """Train one recipe with an evaluation after every segment; return its curve points."""
-    prepare_out_dir(out_dir, run, resume)
+    with claim_out_dir(out_dir, run, resume):
+        return _train_claimed(run, out_dir, resume, emit, devices)
+
+
+def _train_claimed(run: LearningRun, out_dir: str, resume: bool, emit,
+                   devices: int | None) -> list[dict]:
+    """`train_recipe` in the folder it holds (`run_guard.claim_out_dir`)."""
     init, segment = ppo.make_train(run.ppo, num_seeds=run.num_seeds)
     key_init, key_eval = jax.random.split(jax.random.PRNGKey(run.seed))
     steps = run.ppo.steps_per_segment
@@ -213,6 +220,12 @@ def main(args: Args) -> dict[str, list[dict]]:
             print(f"{name}: {cfg}")
         return {}
     runs = [run_config(args, name) for name in args.recipe]  # every error before any work
+    for run in runs:  # the budget each recipe will run (rounded up to whole segments)
+        steps = run.ppo.steps_per_segment
+        total = math.ceil(run.total_timesteps / steps) * steps
+        print(f"{run.recipe}: {total:,} env steps per seed x {run.num_seeds} seeds "
+              f"(--total-timesteps {run.total_timesteps:,} rounded up to whole segments of "
+              f"{steps:,})", file=sys.stderr if args.json else sys.stdout, flush=True)
     header = report.machine()
     emit = (lambda p: print(json.dumps({**p, **header}), flush=True)) if args.json else \
         (lambda p: print(_readable(p), flush=True))

@@ -47,7 +47,7 @@ class Args:
     max_moves: int = 20_000
     """Move cap per game (games still running count as truncated)."""
     json: bool = False
-    """Also print the result as one JSON line."""
+    """Print the result as one JSON line on stdout (the summary line goes to stderr)."""
 
     def __post_init__(self) -> None:
         if self.games <= 0 or self.max_moves <= 0:
@@ -92,13 +92,14 @@ def play(args: Args) -> dict:
 
 
 def main(args: Args) -> dict:
-    """Run and print (a summary line, and the JSON line with --json). Host-only."""
+    """Run and print a summary line (to stderr with --json, then the JSON line). Host-only."""
     record = play(args)
     rates = ", ".join(f"{t}: {r:.2f}" for t, r in record["max_tile_rates"].items())
-    make_console().print(f"expert depth {args.depth}, epsilon {args.epsilon}: {args.games} games, "
-                    f"mean score {record['score_mean']:,.0f}, 2048 in {record['win_rate']:.0%}"
-                    f" (tile rates {rates}); {record['moves_per_s']:,.0f} moves/s "
-                    f"({record['play_s']:.1f} s play, {record['compile_s']:.1f} s compile)")
+    console = make_console(stderr=args.json)  # --json: stdout holds the JSON line only
+    console.print(f"expert depth {args.depth}, epsilon {args.epsilon}: {args.games} games, "
+                  f"mean score {record['score_mean']:,.0f}, 2048 in {record['win_rate']:.0%}"
+                  f" (tile rates {rates}); {record['moves_per_s']:,.0f} moves/s "
+                  f"({record['play_s']:.1f} s play, {record['compile_s']:.1f} s compile)")
     if args.json:
         print(json.dumps(record), flush=True)
     return record

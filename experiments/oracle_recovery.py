@@ -127,7 +127,7 @@ class Args:
     accumulate: bool = False
     """Keep all past pairs (with their Phi): each update sees the union of all pools so far."""
     json: bool = False
-    """End the output with one JSON line per update rule."""
+    """Print one JSON line per update rule on stdout (the tables go to stderr)."""
 
     def __post_init__(self) -> None:
         parse_vector(self.theta_star, "--theta-star")
@@ -279,7 +279,7 @@ def summary(result: dict, args: Args) -> dict:
 
 def main(args: Args) -> list[dict]:
     """Run the experiment, print the tables (and JSON lines with --json). Host-only."""
-    console = make_console()
+    console = make_console(stderr=args.json)  # --json: stdout holds the JSON lines only
     t0 = time.perf_counter()
     results = run_recovery(args)
     info = results[0]["sampling"]

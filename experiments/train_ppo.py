@@ -42,6 +42,7 @@ class Args:
 
 def main(args: Args) -> dict:
     console = start(args.scale)
+    console.print(args.train.budget(), markup=False)
     with progress_bar(console, "segments", remaining=True) as progress:
         results = train_fixed(args.train, args.out, resume=args.resume, progress=progress,
                               devices=args.scale.devices)

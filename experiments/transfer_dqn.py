@@ -33,7 +33,7 @@ from sailor_jax.config import DQNConfig, EvalConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.logging import to_jsonable
-from sailor_jax.run import run_dir, runner
+from sailor_jax.run import run_guard, runner
 from sailor_jax.run.fixed_reward import FixedReward
 from sailor_jax.run.results import final_thetas
 
@@ -115,11 +115,19 @@ def run(args: Args, progress=None) -> dict:
 
     Raises:
       UserError: see `load_sailor_thetas` (`results.final_thetas`) and
-        `run_dir.check_out_dir` (`--out` holds a started run, or a different one).
+        `run_guard.claim_out_dir` (`--out` holds a started run, or a different one, or
+        another process runs there; the disk became full while running).
     """
-    spec, s = RewardSpec(), args.num_seeds
+    spec = RewardSpec()
     sailor_thetas, judge = load_sailor_thetas(args.sailor_results, spec)
-    config = run_dir.prepare_out_dir(args.out, args, args.resume)
+    with run_guard.claim_out_dir(args.out, args, args.resume) as config:
+        return _train(args, config, sailor_thetas, judge, progress)
+
+
+def _train(args: Args, config: dict, sailor_thetas: np.ndarray, judge: str,
+           progress) -> dict:
+    """`run` in the folder it holds (`run_guard.claim_out_dir`, `config.json` written)."""
+    spec, s = RewardSpec(), args.num_seeds
     used = sailor_thetas[np.arange(s) % len(sailor_thetas)]
     baseline = np.tile(spec.validate(spec.theta0), (s, 1))
     init, segment = dqn.make_train(args.dqn, num_seeds=s)

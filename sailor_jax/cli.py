@@ -86,11 +86,12 @@ def start(scale: ScaleArgs) -> Console:
     return make_console(quiet=not sharding.is_main_process())
 
 
-def make_console(quiet: bool = False) -> Console:
+def make_console(quiet: bool = False, stderr: bool = False) -> Console:
     """A `rich` console as wide as the terminal, or `PIPE_WIDTH` columns when the output goes
     to a file or pipe (where rich's default of 80 wraps the summary tables); `COLUMNS` in the
-    environment still wins."""
-    console = Console(quiet=quiet)
+    environment still wins. `stderr=True` writes to stderr: what a CLI prints for people
+    under `--json`, whose stdout holds JSON lines only."""
+    console = Console(quiet=quiet, stderr=stderr)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = PIPE_WIDTH
     return console

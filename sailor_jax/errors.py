@@ -5,7 +5,9 @@ folder); its message is `<what> (<how to fix>)`. The CLIs run their `main` throu
 `report_user_errors`, which prints `error: <message>` on one line and exits with status 2
 (the status argparse and tyro use for usage errors). Every other exception is a bug and
 keeps its traceback. `--debug` on the command line, or `SAILOR_DEBUG=1` in the environment,
-shows the traceback of user errors too.
+shows the traceback of user errors too. Ctrl-C (a `KeyboardInterrupt`) is one line too, with
+exit status 130 (128 + SIGINT, what a shell reports); inside a run it is an `Interrupted`
+that says how to continue.
 """
 
 from __future__ import annotations
@@ -45,6 +47,15 @@ class MissingFileError(UserError, FileNotFoundError):
     """
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run that can continue; the message says how (`interrupted; continue
+    with --resume ...`). A `KeyboardInterrupt`, so code that cleans up on one still does."""
+
+
+INTERRUPT_STATUS = 130
+"""Exit status after Ctrl-C: 128 + SIGINT, as a shell reports a process killed by it."""
+
+
 def debug_requested(argv: Sequence[str]) -> bool:
     """True if `argv` holds `--debug` or `SAILOR_DEBUG` is set to something other than 0."""
     return DEBUG_FLAG in argv or os.environ.get(DEBUG_ENV, "0") not in ("", "0")
@@ -61,8 +72,10 @@ def report_user_errors(main: Callable[[list[str]], T], argv: Sequence[str] | Non
       What `main` returns.
 
     Raises:
-      SystemExit: status 2 after printing `error: <message>` to stderr, for a `UserError`
-        (re-raised with its traceback instead under `--debug` / `SAILOR_DEBUG=1`).
+      SystemExit: status 2 after printing `error: <message>` to stderr, for a `UserError`;
+        status 130 after `error: interrupted...` for Ctrl-C (`KeyboardInterrupt`; an
+        `Interrupted` names how to continue). Both are re-raised with their traceback
+        instead under `--debug` / `SAILOR_DEBUG=1`.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = debug_requested(argv)
@@ -73,6 +86,12 @@ def report_user_errors(main: Callable[[list[str]], T], argv: Sequence[str] | Non
             raise
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
+    except KeyboardInterrupt as error:
+        if debug:
+            raise
+        message = str(error) if isinstance(error, Interrupted) else "interrupted"
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(INTERRUPT_STATUS) from None
 
 
 def check(ok: Any, what: str, fix: str = "") -> None:

@@ -107,6 +107,15 @@ def rewind_jsonl(path: str, keep: Callable[[dict[str, Any]], bool]) -> int:
     return len(lines) - len(kept)
 
 
+def cut_lines(path: str) -> list[int]:
+    """1-based numbers of the lines of the JSONL file `path` that are not a JSON object (a
+    record cut short by a kill or a full disk); [] for a missing file. Host-only."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return [n for n, line in enumerate(f, 1) if not _keep_line(line, lambda r: True)]
+
+
 def _keep_line(line: str, keep: Callable[[dict[str, Any]], bool]) -> bool:
     try:
         record = json.loads(line)

@@ -57,7 +57,7 @@ def test_train_ppo_cli_runs_and_resumes(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     train_ppo = _load("experiments/train_ppo.py")
     out = str(tmp_path / "ppo")
-    argv = ["--out", out, "--train.total-timesteps", "256", "--train.num-seeds", "2",
+    argv = ["--out", out, "--train.total-timesteps", "200", "--train.num-seeds", "2",
             "--train.ppo.num-envs", "16", "--train.ppo.num-steps", "8",
             "--train.ppo.updates-per-segment", "1", "--train.ppo.network.hidden-sizes", "16",
             "--train.eval.episodes", "4", "--train.eval.max-len", "300",
@@ -66,11 +66,16 @@ def test_train_ppo_cli_runs_and_resumes(tmp_path, capsys, monkeypatch):
     assert results["env_steps_per_seed"] == 256
     assert len(results["evaluation"]["per_seed"]) == 2
     assert results["random_policy_evaluation"]["episodes"] == 8
-    assert "uniform random legal" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "uniform random legal" in printed
+    assert ("training 256 env steps per seed x 2 seeds: 2 segments of 128 "
+            "(--train.total-timesteps 200 rounded up to whole segments)") in printed
     with pytest.raises(ValueError, match="already holds a run"):
         train_ppo.main(train_ppo.tyro.cli(train_ppo.Args, args=argv))
+    results_json = open(os.path.join(out, "results.json")).read()
     again = train_ppo.main(train_ppo.tyro.cli(train_ppo.Args, args=[*argv, "--resume"]))
-    assert again["env_steps_per_seed"] == 256  # nothing left to train: resumes at the end
+    assert again == json.loads(results_json)  # finished: read back, nothing trained again
+    assert open(os.path.join(out, "results.json")).read() == results_json
     metrics = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
     assert any("charts/episodic_return" in m for m in metrics)
 

@@ -101,9 +101,30 @@ def test_expert_play_cli_prints_one_json_line(capsys):
 
     expert_play = _load("experiments/expert_play.py")
     expert_play.main(expert_play.Args(games=3, depth=1, max_moves=2000, json=True))
-    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    captured = capsys.readouterr()
+    (line,) = map(json.loads, captured.out.splitlines())  # stdout: the JSON line only
+    assert "expert depth 1" in captured.err  # the summary line, for people
     assert line["depth"] == 1 and line["games"] == 3 and 0.0 <= line["win_rate"] <= 1.0
     assert set(line["max_tile_rates"]) == {"256", "512", "1024", "2048", "4096", "8192"}
     assert line["score_mean"] > 0 and line["moves_per_s"] > 0 and line["boards_per_s"] > 0
     with pytest.raises(ValueError, match="games and max_moves must be positive"):
         expert_play.Args(games=0)
+
+
+def test_expert_play_json_pipes_into_json_tool(tmp_path):
+    """Issue 25: `expert_play.py --json | python -m json.tool` works (the real script)."""
+    import os
+    import subprocess
+    import sys
+
+    from test_experiments import ROOT
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
+    play = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", "expert_play.py"),
+                           "--games", "2", "--depth", "1", "--max-moves", "300", "--json"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert play.returncode == 0, play.stderr
+    tool = subprocess.run([sys.executable, "-m", "json.tool"], input=play.stdout,
+                          capture_output=True, text=True, timeout=60)
+    assert tool.returncode == 0, (play.stdout, tool.stderr)
+    assert "expert depth 1" in play.stderr

@@ -12,8 +12,11 @@ Logs are compared record by record with the timing fields removed (`_untimed`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import glob
+import io
 import json
 import logging
 import os
@@ -25,6 +28,7 @@ import pytest
 from test_checkpoint import damage
 from test_loop import TINY
 
+from sailor_jax import errors
 from sailor_jax.config import AlignmentConfig, EvalConfig, LLMRankerConfig, RankerConfig
 from sailor_jax.errors import UserError
 from sailor_jax.run import loop, phases
@@ -132,8 +136,7 @@ def test_kill_at_each_phase_boundary_then_resume_equals_uninterrupted(
     out = str(tmp_path / "run")
     with monkeypatch.context() as mp:
         KILLS[kill](mp)
-        with pytest.raises(KeyboardInterrupt, match="simulated kill"):
-            loop.run(cfg, out)
+        _interrupted(lambda: loop.run(cfg, out), out)
     steps = sorted(os.listdir(os.path.join(out, "checkpoints")))
     assert steps[0] == "1" and "2" not in steps  # iteration 1 was never checkpointed
     assert_same_run(out, loop.run(cfg, out, resume=True), reference)
@@ -149,29 +152,72 @@ def test_pipelined_kill_with_a_judgement_in_flight_then_resume_equals_uninterrup
     out = str(tmp_path / "run")
     with monkeypatch.context() as mp:
         _kill_mid_checkpoint(mp, 2)
-        with pytest.raises(KeyboardInterrupt, match="simulated kill"):
-            loop.run(piped, out)
+        _interrupted(lambda: loop.run(piped, out), out)
     with open(os.path.join(out, "llm.jsonl")) as f:
         assert {json.loads(line)["iteration"] for line in f} == {0, 1}
     assert_same_run(out, loop.run(piped, out, resume=True), reference)
 
 
-def test_kill_in_the_first_segment_then_resume_starts_over(cfg, reference, tmp_path,
-                                                           monkeypatch):
+def test_resume_without_a_checkpoint_keeps_the_judge_records(cfg, reference, tmp_path,
+                                                             monkeypatch):
+    """Issue 25: killed in the first segment after judging, or `checkpoints/` deleted after
+    a judged iteration: `--resume` is one line naming the logs, and nothing is removed."""
     out = str(tmp_path / "run")
     with monkeypatch.context() as mp:
         _kill_when(mp, "align_step", 5, 0)
-        with pytest.raises(KeyboardInterrupt):
-            loop.run(cfg, out)
+        _interrupted(lambda: loop.run(cfg, out), out)
     assert os.path.getsize(os.path.join(out, "llm.jsonl")) > 0  # iteration 0 was judged
-    assert_same_run(out, loop.run(cfg, out, resume=True), reference)
+    deleted = str(tmp_path / "deleted")
+    _unfinished_copy(reference[0], deleted)
+    shutil.rmtree(os.path.join(deleted, "checkpoints"))
+    for folder, logs in ((out, "llm.jsonl: 10 records"),
+                         (deleted, "metrics.jsonl: 4 records, llm.jsonl: 20 records")):
+        before = _files(folder)
+        for resume in (True, False):
+            line = _error_line(lambda f=folder, r=resume: loop.run(cfg, f, resume=r))
+            assert logs in line if resume else "llm.jsonl" in line, line
+            assert "no checkpoint" in line, line
+        assert _files(folder) == before
+
+
+def _unfinished_copy(source: str, out: str) -> None:
+    """Copy the finished run `source` to `out` as if killed before writing results.json."""
+    shutil.copytree(source, out)
+    os.remove(os.path.join(out, "results.json"))
+
+
+def _files(folder: str) -> dict[str, bytes]:
+    """Every file under `folder` (relative path -> bytes)."""
+    files = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            with open(os.path.join(root, name), "rb") as f:
+                files[os.path.relpath(os.path.join(root, name), folder)] = f.read()
+    return files
+
+
+def _error_line(run) -> str:
+    """The one `error:` line `errors.report_user_errors` prints for `run()` (exit 2)."""
+    stderr = io.StringIO()
+    with pytest.raises(SystemExit) as exit_, contextlib.redirect_stderr(stderr):
+        errors.report_user_errors(lambda argv: run(), [])
+    text = stderr.getvalue()
+    assert exit_.value.code == 2 and text.startswith("error: ") and text.count("\n") == 1, text
+    return text
+
+
+def _interrupted(run, out: str) -> None:
+    """`run()` stops with `errors.Interrupted` (from the simulated kill) naming `out`."""
+    with pytest.raises(errors.Interrupted, match="interrupted; continue with --resume") as e:
+        run()
+    assert out in str(e.value) and "simulated kill" in str(e.value.__cause__)
 
 
 @pytest.mark.parametrize("how", ["truncated_meta", "flipped_state_bytes"])
 def test_damaged_newest_checkpoint_falls_back_to_the_older_one(how, cfg, reference, tmp_path,
                                                                caplog):
     out = str(tmp_path / "run")
-    shutil.copytree(reference[0], out)
+    _unfinished_copy(reference[0], out)
     damage(os.path.join(out, "checkpoints", "2"), how)
     with caplog.at_level(logging.WARNING, logger="sailor_jax.run.runner"):
         resumed = loop.run(cfg, out, resume=True)
@@ -184,7 +230,7 @@ def test_damaged_newest_checkpoint_falls_back_to_the_older_one(how, cfg, referen
 
 def test_no_checkpoint_restores_is_one_line_naming_the_folder(cfg, reference, tmp_path):
     out = str(tmp_path / "run")
-    shutil.copytree(reference[0], out)
+    _unfinished_copy(reference[0], out)
     damage(os.path.join(out, "checkpoints", "2"), "truncated_meta")
     damage(os.path.join(out, "checkpoints", "1"), "flipped_state_bytes")
     with pytest.raises(UserError) as error:
@@ -209,10 +255,73 @@ def test_parallel_updates_killed_and_resumed_equal_an_uninterrupted_serial_run(t
     out = str(tmp_path / "parallel")
     with monkeypatch.context() as mp:
         _kill_when(mp, "align_step", 5, 1)
-        with pytest.raises(KeyboardInterrupt, match="simulated kill"):
-            loop.run(parallel, out)
+        _interrupted(lambda: loop.run(parallel, out), out)
     resumed = loop.run(parallel, out, resume=True)
     np.testing.assert_array_equal(np.asarray(resumed.theta_history),
                                   np.asarray(reference.theta_history))
     assert resumed.preferences == reference.preferences
     assert resumed.evaluation == reference.evaluation
+
+
+def _disk_full(monkeypatch, step: int) -> None:
+    """orbax's save of `step` fails as on a full disk: `OSError(ENOSPC)` inside orbax."""
+    original = ocp.handlers.JsonCheckpointHandler.async_save
+
+    async def full(self, directory, *args, **kwargs):
+        if f"{os.sep}{step}.orbax-checkpoint-tmp" in str(directory):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC),
+                          os.path.join(str(directory), "meta"))
+        return await original(self, directory, *args, **kwargs)
+
+    monkeypatch.setattr(ocp.handlers.JsonCheckpointHandler, "async_save", full)
+
+
+def test_disk_full_while_checkpointing_is_one_line_and_resume_is_exact(
+        cfg, reference, tmp_path, monkeypatch):
+    """Issue 25: a full disk while saving checkpoint 2 names the path and the free space;
+    checkpoint 1 stays and a resume (on a disk with room) equals the uninterrupted run."""
+    out = str(tmp_path / "run")
+    with monkeypatch.context() as mp:
+        _disk_full(mp, 2)
+        line = _error_line(lambda: loop.run(cfg, out))
+    assert "no space left on the device" in line and " MiB free" in line, line
+    assert os.path.join(out, "checkpoints") in line and "segment 1" in line, line
+    assert "--resume" in line
+    assert "1" in os.listdir(os.path.join(out, "checkpoints"))
+    assert_same_run(out, loop.run(cfg, out, resume=True), reference)
+
+
+def test_log_write_refused_in_the_folder_is_one_line(cfg, tmp_path, monkeypatch):
+    """The folder became unwritable: the judge's next `llm.jsonl` record is refused."""
+    from sailor_jax import logging as sailor_logging
+
+    out = str(tmp_path / "run")
+    original = sailor_logging.JsonlSink.write
+
+    def refuse(self, record):
+        if (self.path or "").endswith("llm.jsonl") and self.context.get("iteration") == 1:
+            raise PermissionError(errno.EACCES, "Permission denied", self.path)
+        return original(self, record)
+
+    monkeypatch.setattr(sailor_logging.JsonlSink, "write", refuse)
+    line = _error_line(lambda: loop.run(cfg, out))
+    assert f"cannot write {os.path.join(out, 'llm.jsonl')}: permission denied" in line, line
+    assert "checkpoint of segment 1" in line
+
+
+def test_a_cut_log_line_is_reported_when_resume_drops_it(cfg, reference, tmp_path, caplog):
+    out = str(tmp_path / "run")
+    _unfinished_copy(reference[0], out)
+    path = os.path.join(out, "metrics.jsonl")
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(lines[:-1] + [lines[-1][: len(lines[-1]) // 2]])  # killed mid-write
+    with caplog.at_level(logging.WARNING, logger="sailor_jax.run.runner"):
+        resumed = loop.run(cfg, out, resume=True)
+    warnings = [r.getMessage() for r in caplog.records if "not a whole record" in
+                r.getMessage()]
+    assert warnings == [f"resume: {path} line {len(lines)} is not a whole record (cut short "
+                        "by a kill or a full disk) and is dropped"]
+    assert resumed.evaluation == reference[1].evaluation  # the run itself is exact
+    assert _logs(out)["metrics.jsonl"] == _logs(reference[0])["metrics.jsonl"][:-1]

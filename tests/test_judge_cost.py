@@ -24,7 +24,7 @@ def bench():
 
 def _json_lines(text: str) -> list[dict]:
     strict = {"parse_constant": lambda c: pytest.fail(f"non-JSON constant {c}")}
-    return [json.loads(line, **strict) for line in text.splitlines() if line.startswith("{")]
+    return [json.loads(line, **strict) for line in text.splitlines()]  # stdout: JSON only
 
 
 def test_benchmark_end_to_end_on_the_tiny_model(bench, tiny_llm_dir, capsys):

@@ -42,7 +42,7 @@ TINY_POOL = dict(pool=PoolArgs(epsilons=(0.0, 1.0), games_per_player=3, max_len=
 @pytest.mark.parametrize("judge", ["expert", "outcome"])
 def test_benchmark_end_to_end_with_oracle_judges(bench, judge, capsys):
     record = bench.main(bench.Args(judge=judge, json=True, **TINY_POOL))
-    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    (line,) = map(json.loads, capsys.readouterr().out.splitlines())  # stdout: JSON only
     assert line["judge"] == judge and line["groups"] == 2 and line["cpu"]
     assert line["skill_pairs"] > 0 and 0.0 <= line["skill_order_accuracy"] <= 1.0
     assert record[f"agreement_{judge}"] == 1.0  # a judge agrees with itself
@@ -54,7 +54,7 @@ def test_benchmark_end_to_end_with_the_tiny_llm(bench, tiny_llm_dir, capsys):
     llm = LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=1024, batch_size=4,
                           max_records=10_000)
     record = bench.main(bench.Args(judge="llm", llm=llm, json=True, **TINY_POOL))
-    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    (line,) = map(json.loads, capsys.readouterr().out.splitlines())  # stdout: JSON only
     assert line["mode"] == "pairwise" and line["prompts"] == 2 * 2 * 6  # groups x pairs x 2
     assert 0.0 <= line["position_bias"] <= 1.0 and 0.0 < line["label_mass"] <= 1.0
     assert line["tokens_per_pair"] > 0 and line["seconds_per_pair"] > 0

@@ -44,17 +44,44 @@ def test_fresh_folder_gets_config_json(tmp_path):
     assert json.load(open(os.path.join(out, "config.json"))) == config
 
 
-def test_unstarted_folder_is_reused_and_its_logs_removed(tmp_path):
+def test_unstarted_folder_without_judge_records_is_reused_and_its_logs_removed(tmp_path):
     out = str(tmp_path / "run")
     run_dir.prepare_out_dir(out, _Cfg(), resume=False)
-    for name in ("metrics.jsonl", "llm.jsonl"):
-        open(os.path.join(out, name), "w").write("{}\n")
+    open(os.path.join(out, "metrics.jsonl"), "w").write("{}\n")
+    open(os.path.join(out, "llm.jsonl"), "w").write("")  # created, nothing judged yet
     os.makedirs(os.path.join(out, "tb"))
     open(os.path.join(out, "notes.txt"), "w").write("mine")  # not the run's: kept
     config = run_dir.prepare_out_dir(out, _Cfg(a=5), resume=False)  # another config is fine
     assert config["a"] == 5 and json.load(open(os.path.join(out, "config.json")))["a"] == 5
     assert sorted(os.listdir(out)) == ["config.json", "notes.txt"]
     assert run_dir.prepare_out_dir(out, _Cfg(a=5), resume=True) == config  # resume from nothing
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_unstarted_folder_with_judge_records_is_refused_and_kept(tmp_path, resume):
+    """Issue 25: a run killed before its first checkpoint keeps its judge records."""
+    out = str(tmp_path / "run")
+    run_dir.prepare_out_dir(out, _Cfg(), resume=False)
+    open(os.path.join(out, "llm.jsonl"), "w").write('{"iteration": 0}\n' * 3)
+    open(os.path.join(out, "metrics.jsonl"), "w").write('{"segment": 0}\n')
+    before = _listing(out)
+    with pytest.raises(UserError) as error:
+        run_dir.prepare_out_dir(out, _Cfg(), resume=resume)
+    message = str(error.value)
+    assert "\n" not in message and "llm.jsonl: 3 records" in message
+    assert ("metrics.jsonl: 1 record," in message) == resume  # --resume names every log
+    assert _listing(out) == before
+
+
+def test_resume_with_logs_but_no_checkpoint_is_refused(tmp_path):
+    out = str(tmp_path / "run")
+    run_dir.prepare_out_dir(out, _Cfg(), resume=False)
+    open(os.path.join(out, "metrics.jsonl"), "w").write('{"segment": 0}\n')
+    before = _listing(out)
+    with pytest.raises(UserError, match=r"--resume: .* holds logs \(metrics.jsonl: 1 record\) "
+                       r"but no checkpoint .*drop --resume"):
+        run_dir.prepare_out_dir(out, _Cfg(), resume=True)
+    assert _listing(out) == before
 
 
 @pytest.mark.parametrize("finished", [False, True])

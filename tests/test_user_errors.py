@@ -69,7 +69,23 @@ def test_model_folder_checks(tmp_path):
         model_source.check_model_source(str(tmp_path), None)
     with pytest.raises(UserError, match="has no judge.gguf"):
         model_source.check_model_source(str(tmp_path), "judge.gguf")
-    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    model_source.check_model_source(str(tmp_path), None)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("{not json", r"cannot read .*config.json \(JSONDecodeError"),
+    ("[1, 2]", "not a model config"),
+    ("{}", "names no model_type nor architectures"),
+    ('{"architectures": ["BertForMaskedLM"], "model_type": "bert"}',
+     "is a BertForMaskedLM, not a causal language model"),
+])
+def test_model_config_must_parse_and_be_a_causal_lm(tmp_path, text, match):
+    """Issue 25: caught before the run starts, not after compiling and loading."""
+    (tmp_path / "config.json").write_text(text)
+    with pytest.raises(UserError, match=match):
+        model_source.check_model_source(str(tmp_path), None)
+    (tmp_path / "config.json").write_text('{"architectures": ["GPT2LMHeadModel"]}')
     model_source.check_model_source(str(tmp_path), None)
     model_source.check_model_source(None, None)  # the embedded model (installed for tests)
 
@@ -136,6 +152,18 @@ CASES = {
                                         "--out", "o"], "no such folder"),
     "hub id, offline": ("sailor", ["--sailor.ranker.llm.model", "no-such-org/no-such-model",
                                    "--out", "o"], "not in the local Hugging Face cache"),
+    "model config unreadable": ("sailor", ["--sailor.ranker.llm.model", "./badconfig",
+                                           "--out", "o"], "cannot read ./badconfig/config"),
+    "model not causal": ("sailor", ["--sailor.ranker.llm.model", "./bert", "--out", "o"],
+                         "is a BertForMaskedLM, not a causal language model"),
+    "seeds beyond memory": ("sailor", ["--sailor.num-seeds", "100000", "--out", "o"],
+                            r"200000 rows do not fit in memory: the training state needs "
+                            r".*GiB \(lower --sailor.ppo.num-envs .* or --sailor.num-seeds\)"),
+    "envs beyond memory": ("sailor", ["--sailor.ppo.num-envs", "100000000", "--out", "o"],
+                           r"rows do not fit in memory.*lower --sailor.ppo.num-envs"),
+    "train_ppo envs beyond memory": ("train_ppo", ["--train.ppo.num-envs", "100000000",
+                                                   "--out", "o"],
+                                     r"do not fit in memory.*lower --train.ppo.num-envs"),
     "resume, no folder": ("sailor", ["--resume", "--out", "nothere"], "holds no run"),
     "finished run": ("sailor", ["--out", "finished"], r"already holds a run \(finished\)"),
     "resume, other config": ("sailor", ["--resume", "--out", "started", "--sailor.iterations",
@@ -159,6 +187,10 @@ def test_cli_user_mistakes_are_one_line(case, scripts, tmp_path, monkeypatch, ca
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv(errors.DEBUG_ENV, raising=False)
     (tmp_path / "empty").mkdir()
+    for folder, text in (("badconfig", '{"model_type": "llama",'),
+                         ("bert", '{"architectures": ["BertForMaskedLM"]}')):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "config.json").write_text(text)
     smoke = scripts["sailor"].PRESETS["smoke"]
     _started_run(tmp_path / "started", smoke)
     _started_run(tmp_path / "finished", smoke)

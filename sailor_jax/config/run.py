@@ -45,6 +45,14 @@ class TrainConfig:
     def num_segments(self) -> int:
         return math.ceil(self.total_timesteps / self.ppo.steps_per_segment)
 
+    def budget(self) -> str:
+        """What the run will train, in words: `total_timesteps` rounded up to whole segments."""
+        steps = self.num_segments * self.ppo.steps_per_segment
+        rounded = (f" (--train.total-timesteps {self.total_timesteps:,} rounded up to whole "
+                   f"segments)" if steps != self.total_timesteps else "")
+        return (f"training {steps:,} env steps per seed x {self.num_seeds} seeds: "
+                f"{self.num_segments} segments of {self.ppo.steps_per_segment:,}{rounded}")
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SailorConfig:

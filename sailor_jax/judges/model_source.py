@@ -3,13 +3,15 @@
 `check_model_source` runs before a run writes its folder or compiles anything, so a typo
 in `--sailor.ranker.llm.model` costs a second and one `error:` line, not a model load, a
 compile and a folder that then refuses reruns. It does not import torch or transformers:
-local folders are checked on disk, Hugging Face ids against the local cache and, when the
+local folders are checked on disk (their `config.json` must parse and name a causal language
+model), Hugging Face ids against the local cache and, when the
 Hub may be used (HF_HUB_OFFLINE unset), with one metadata request.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 
 from sailor_jax.errors import UserError
@@ -19,6 +21,8 @@ HUB_TIMEOUT_S = 10.0
 """Seconds one Hub metadata request may take before the check gives up."""
 WEIGHT_FILES = ("config.json",)
 """What a plain (non-GGUF) model folder must hold for `from_pretrained`."""
+CAUSAL_LM_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+"""How the class names in a config's `architectures` end for a text-generation model."""
 
 
 def _hub_offline() -> bool:
@@ -42,6 +46,36 @@ def _check_folder(folder: str, gguf_file: str | None, flag: str) -> None:
     if not os.path.isfile(os.path.join(folder, needed)):
         raise UserError(f"{flag} {folder}: the folder has no {needed}",
                         "pass a folder saved with save_pretrained (or name its GGUF file)")
+    if not gguf_file:
+        check_causal_lm_config(os.path.join(folder, needed), flag)
+
+
+def check_causal_lm_config(path: str, flag: str = "--sailor.ranker.llm.model") -> None:
+    """Raise `UserError` unless the model `config.json` at `path` parses and names a
+    causal language model (an `architectures` entry ending in one of `CAUSAL_LM_SUFFIXES`;
+    a config without `architectures` needs a `model_type`).
+
+    Raises:
+      UserError: the file cannot be read or is not a JSON object; it names no model type;
+        its architectures are all of other kinds (e.g. BERT's `BertForMaskedLM`).
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UserError(f"{flag}: cannot read {path} ({type(error).__name__}: {error})",
+                        "pass a folder saved with save_pretrained") from None
+    if not isinstance(config, dict):
+        raise UserError(f"{flag}: {path} is not a model config (not a JSON object)",
+                        "pass a folder saved with save_pretrained")
+    architectures = config.get("architectures") or []
+    if not architectures and not config.get("model_type"):
+        raise UserError(f"{flag}: {path} names no model_type nor architectures",
+                        "pass a folder saved with save_pretrained")
+    if architectures and not any(str(a).endswith(CAUSAL_LM_SUFFIXES) for a in architectures):
+        raise UserError(f"{flag}: {path} is a {', '.join(map(str, architectures))}, not a "
+                        "causal language model", "the judge needs a text-generation model "
+                        "(an ...ForCausalLM, e.g. Qwen/Qwen2.5-1.5B-Instruct)")
 
 
 def _check_hub(model: str, gguf_file: str | None, flag: str) -> None:
@@ -59,8 +93,11 @@ def _check_hub(model: str, gguf_file: str | None, flag: str) -> None:
         raise UserError(f"{flag} {model}: not a local folder nor a Hugging Face model id",
                         "pass an existing folder or an id like Qwen/Qwen2.5-1.5B-Instruct"
                         ) from None
-    if isinstance(try_to_load_from_cache(model, gguf_file or WEIGHT_FILES[0]), str):
-        return  # cached: from_pretrained loads it without the network
+    cached = try_to_load_from_cache(model, gguf_file or WEIGHT_FILES[0])
+    if isinstance(cached, str):  # cached: from_pretrained loads it without the network
+        if not gguf_file:
+            check_causal_lm_config(cached, flag)
+        return
     if _hub_offline():
         raise UserError(f"{flag} {model}: not in the local Hugging Face cache and "
                         "HF_HUB_OFFLINE is set",
@@ -96,7 +133,9 @@ def check_model_source(model: str | None, gguf_file: str | None,
       UserError: the embedded model's package is missing; a GGUF file is named but `gguf`
         or `accelerate` is not installed; the folder does not exist or lacks `config.json`
         / the GGUF file; the id is malformed, not cached while HF_HUB_OFFLINE is set, not
-        on the Hub, gated, or the Hub cannot be reached (one request, `HUB_TIMEOUT_S`).
+        on the Hub, gated, or the Hub cannot be reached (one request, `HUB_TIMEOUT_S`); the
+        folder's config.json does not parse or is not a causal LM's
+        (`check_causal_lm_config`).
     """
     if model is None:
         try:

@@ -19,9 +19,9 @@ from sailor_jax.agents import evaluation, ppo
 from sailor_jax.config import TrainConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.logging import to_jsonable
-from sailor_jax.run.run_dir import prepare_out_dir
+from sailor_jax.run import run_dir, run_guard
 from sailor_jax.run.runner import evaluate_rows, log_updates, nanmean, run_segments
-from sailor_jax.scale import sharding
+from sailor_jax.scale import memory, sharding
 
 
 @dataclasses.dataclass
@@ -67,7 +67,8 @@ def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=N
     Args:
       cfg: the run configuration.
       out_dir: output folder (config.json, metrics.jsonl, tb/, checkpoints/, results.json).
-      resume: continue from the latest checkpoint in `out_dir` (config must match).
+      resume: continue from the latest checkpoint in `out_dir` (config must match); a
+        finished run is read back from its `results.json` at once.
       progress: optional `rich.progress.Progress`.
       devices: devices the seeds are sharded over (`sharding.SeedLayout`; None: all).
 
@@ -76,9 +77,29 @@ def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=N
       env_steps_per_seed, evaluation, random_policy_evaluation, timings, sps).
 
     Raises:
-      ValueError: `out_dir` holds a run and `resume` is False, or its config differs.
+      UserError: `out_dir` holds a run and `resume` is False, or its config differs, or
+        another process runs in it (`run_guard.claim_out_dir`), or the seeds will not fit
+        in memory (`memory.check_fits`); while running, the disk is
+        full or the folder became unwritable.
+      Interrupted: Ctrl-C while running (continue with `resume=True`).
     """
-    config = prepare_out_dir(out_dir, cfg, resume)
+    if resume and run_dir.finished(out_dir):  # nothing to do: read it back at once
+        run_dir.check_out_dir(out_dir, cfg, resume)
+        with open(os.path.join(out_dir, "results.json"), encoding="utf-8") as f:
+            return json.load(f)
+    memory.check_fits(ppo.make_train(cfg.ppo)[0], jax.random.PRNGKey(cfg.seed), cfg.num_seeds,
+                      ppo.make_train(cfg.ppo, num_seeds=cfg.num_seeds)[1],
+                      np.zeros((cfg.num_seeds, len(RewardSpec().names)), np.float32),
+                      len(sharding.resolve_devices(devices)),
+                      "lower --train.ppo.num-envs (or --train.ppo.num-steps) or "
+                      "--train.num-seeds")
+    with run_guard.claim_out_dir(out_dir, cfg, resume) as config:
+        return _train_claimed(cfg, out_dir, config, resume, progress, devices)
+
+
+def _train_claimed(cfg: TrainConfig, out_dir: str, config: dict, resume: bool, progress,
+                   devices: int | None) -> dict:
+    """`train_fixed` in the folder it holds (`config.json` written)."""
     spec = RewardSpec()
     theta = spec.validate(cfg.theta if cfg.theta is not None else spec.theta0)
     init, segment = ppo.make_train(cfg.ppo, num_seeds=cfg.num_seeds)

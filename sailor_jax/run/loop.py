@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 
 import jax
+import numpy as np
 
 from sailor_jax.agents import ppo
 from sailor_jax.agents.rollout import cut_windows, make_collect
@@ -28,11 +29,11 @@ from sailor_jax.alignment import refinement
 from sailor_jax.config import SailorConfig
 from sailor_jax.judges.base import Ranker
 from sailor_jax.judges.factory import check_judges, make_ranker, ranker_description
-from sailor_jax.run import run_dir, runner
+from sailor_jax.run import run_dir, run_guard, runner
 from sailor_jax.run.phases import Context, SailorHooks, evaluate_seeds
 from sailor_jax.run.pipeline import PipelinedHooks
 from sailor_jax.run.results import PHASES, LoopState, SailorResults
-from sailor_jax.scale import sharding
+from sailor_jax.scale import memory, sharding
 
 __all__ = ["PHASES", "run"]
 
@@ -56,7 +57,8 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
       cfg: the run configuration.
       out_dir: output folder (config.json, metrics.jsonl, llm.jsonl, checkpoints/, results.json).
       resume: continue the run in `out_dir` from its latest checkpoint (config must match);
-        the resumed run ends with the same theta history as an uninterrupted one.
+        the resumed run ends with the same theta history as an uninterrupted one. A finished
+        run is read back from its `results.json` at once.
       ranker: judge to use instead of building one from `cfg.ranker` (tests).
       progress: optional `rich.progress.Progress`.
       advisor: refinement advisor to use instead of building one from `cfg.refine` (tests).
@@ -70,12 +72,33 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
     Raises:
       UserError: `out_dir` holds a started run and `resume` is False, or the saved config
         differs, or there is no run to resume, or the judge's model cannot be found
-        (`run_dir.check_out_dir`, `check_judges`); all before anything is written.
+        (`run_dir.check_out_dir`, `check_judges`), or another process runs in `out_dir`
+        (`run_guard.claim_out_dir`), or the training rows will not fit in memory
+        (`memory.check_fits`); all before anything is written. While running: the
+        disk is full or the folder became unwritable (the last checkpoint stays).
+      Interrupted: Ctrl-C while running (continue with `resume=True`).
     """
-    main = sharding.is_main_process()
-    if cfg.self_align and main:  # before the folder is written or anything compiles
+    if resume and run_dir.finished(out_dir):  # nothing to do: read it back at once
+        run_dir.check_out_dir(out_dir, cfg, resume)
+        return SailorResults.load(out_dir)
+    if cfg.self_align and sharding.is_main_process():  # before the folder is written
         check_judges(cfg, ranker is not None, advisor is not None)
-    config = run_dir.prepare_out_dir(out_dir, cfg, resume)
+    rows = cfg.num_seeds * (2 if cfg.baseline else 1)
+    memory.check_fits(ppo.make_train(cfg.ppo)[0], jax.random.PRNGKey(cfg.seed), rows,
+                      ppo.make_train(cfg.ppo, num_seeds=rows)[1],
+                      np.zeros((rows, len(cfg.reward_spec().names)), np.float32),
+                      len(sharding.resolve_devices(devices)),
+                      "lower --sailor.ppo.num-envs (or --sailor.ppo.num-steps) or "
+                      "--sailor.num-seeds")
+    with run_guard.claim_out_dir(out_dir, cfg, resume) as config:
+        return _run_claimed(cfg, out_dir, config, resume, ranker, progress, advisor, devices)
+
+
+def _run_claimed(cfg: SailorConfig, out_dir: str, config: dict, resume: bool,
+                 ranker: Ranker | None, progress, advisor: refinement.Advisor | None,
+                 devices: int | None) -> SailorResults:
+    """`run` in the folder it holds (`run_guard.claim_out_dir`, `config.json` written)."""
+    main = sharding.is_main_process()
     spec = cfg.reward_spec()
     theta0 = spec.validate(spec.theta0)
     rows = cfg.num_seeds * (2 if cfg.baseline else 1)

@@ -1,11 +1,11 @@
 """A run's output folder: check it, write `config.json`, refuse to mix runs. Host-only.
 
 A folder holds a run when it has `config.json`; the run has *started* once it has saved a
-checkpoint (`checkpoints/<step>/`) or `results.json`. A folder whose run never finished its
-first segment (killed while loading the judge or compiling, or a judge that failed to load)
-has nothing worth keeping: running into it again starts over, with or without `--resume`,
-and its old logs are removed. Every refusal is a `UserError`: one line saying what is wrong
-and how to fix it, raised before anything is written.
+checkpoint (`checkpoints/<step>/`) or `results.json`. A folder whose run never saved a
+checkpoint is reused by a new run only when its logs hold no judge records (`llm.jsonl`,
+`refine.jsonl`: the costly part), and `--resume` into it only when its logs hold no records
+at all: nothing a user may want is removed without asking. Every refusal is a `UserError`:
+one line saying what is wrong and how to fix it, raised before anything is written.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from sailor_jax.scale import sharding
 RUN_LOGS = ("metrics.jsonl", "llm.jsonl", "refine.jsonl", "tb")
 """What a run writes besides config.json, checkpoints/ and results.json (removed when an
 unstarted folder is reused)."""
+JUDGE_LOGS = ("llm.jsonl", "refine.jsonl")
+"""The logs of the judge and the refinement advisor: a folder holding records in them is
+never reused without asking."""
 
 
 def config_json(config: Any) -> str:
@@ -61,6 +64,45 @@ def run_started(out_dir: str) -> bool:
     return bool(saved_steps(out_dir)) or os.path.exists(os.path.join(out_dir, "results.json"))
 
 
+def finished(out_dir: str) -> bool:
+    """True if the run in `out_dir` wrote its `results.json`."""
+    return os.path.exists(os.path.join(out_dir, "results.json"))
+
+
+def log_records(out_dir: str) -> dict[str, int]:
+    """`{log name: non-empty lines}` of every `*.jsonl` log of `RUN_LOGS` in `out_dir` that
+    holds any."""
+    counts = {}
+    for name in RUN_LOGS:
+        path = os.path.join(out_dir, name)
+        if name.endswith(".jsonl") and os.path.isfile(path):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                count = sum(1 for line in f if line.strip())
+            if count:
+                counts[name] = count
+    return counts
+
+
+def _describe(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name}: {n} record{'s' * (n != 1)}" for name, n in counts.items())
+
+
+def _check_unstarted(out_dir: str, resume: bool) -> None:
+    """Refuse to reuse a folder without a checkpoint whose logs a user may want."""
+    counts = log_records(out_dir)
+    judged = {name: n for name, n in counts.items() if name in JUDGE_LOGS}
+    if resume and counts:
+        fix = ("move those logs away (or choose another --out) to start over there"
+               if judged else "drop --resume to start over there (its logs are replaced), "
+               "or choose another --out")
+        raise UserError(f"--resume: {out_dir} holds logs ({_describe(counts)}) but no "
+                        "checkpoint to continue from", fix)
+    if judged:
+        raise UserError(f"{out_dir} holds judge records of a run that saved no checkpoint "
+                        f"({_describe(judged)})",
+                        "choose another --out, or move those logs away to start over there")
+
+
 def check_writable(out_dir: str) -> None:
     """Raise `UserError` unless `out_dir` exists as a writable folder or can be created."""
     path = os.path.abspath(out_dir)
@@ -80,7 +122,8 @@ def check_out_dir(out_dir: str, config: Any, resume: bool) -> None:
     Raises:
       UserError: `resume` and `out_dir` holds no run; `out_dir` holds a started run and
         not `resume`; `resume` and the saved config differs (every differing field named);
-        `out_dir` cannot be written.
+        the run saved no checkpoint and its logs hold judge records, or any records when
+        `resume`; `out_dir` cannot be written.
     """
     path = os.path.join(out_dir, "config.json")
     if not os.path.exists(path):
@@ -106,6 +149,8 @@ def check_out_dir(out_dir: str, config: Any, resume: bool) -> None:
             raise UserError(f"--resume: the config differs from {path}: "
                             + "; ".join(differences),
                             "rerun with the original flags, or choose another --out")
+    if not run_started(out_dir):
+        _check_unstarted(out_dir, resume)
     check_writable(out_dir)
 
 
@@ -129,10 +174,11 @@ def _write(out_dir: str, text: str) -> None:
 def prepare_out_dir(out_dir: str, config: Any, resume: bool) -> dict:
     """Check `out_dir` (`check_out_dir`), write `config.json`; return the config as JSON.
 
-    A folder whose run never started is reused: its config.json is rewritten and its logs
-    removed. In a multi-process run every process checks the folder as it was before this
-    run (a barrier first: otherwise a slower process would find process 0's fresh
-    config.json), then process 0 alone writes.
+    A folder whose run never started (and holds no judge records, see `check_out_dir`) is
+    reused: its config.json is rewritten and its logs removed. The caller holds the folder's
+    lock (`run_guard.claim_out_dir`). In a multi-process run every process checks the
+    folder as it was before this run (a barrier first: otherwise a slower process would
+    find process 0's fresh config.json), then process 0 alone writes.
 
     Raises:
       UserError: as `check_out_dir`, or the folder cannot be written.

@@ -23,7 +23,7 @@ import numpy as np
 
 from sailor_jax.agents import evaluation
 from sailor_jax.config import EvalConfig, NetworkConfig
-from sailor_jax.logging import MetricLogger, rewind_logs, to_jsonable
+from sailor_jax.logging import MetricLogger, cut_lines, rewind_logs, to_jsonable
 from sailor_jax.run.checkpoint import Checkpointer
 from sailor_jax.scale import sharding
 
@@ -154,9 +154,10 @@ def resume_run(out_dir: str, ckpt: Checkpointer, layout: sharding.SeedLayout, ru
 
     A damaged newer checkpoint is moved aside and reported as a warning of the
     `sailor_jax.run.runner` logger (shown on the console): which steps were skipped, why, and
-    which step the run continues from. Then the hooks get the checkpoint's state
-    (`load_json`, `after_restore`) and every `*.jsonl` log in `out_dir` loses the records
-    the resumed run writes again (`rewind_logs`; all of them when there is no checkpoint).
+    which step the run continues from; so is every log line cut short (dropped). Then the
+    hooks get the checkpoint's state (`load_json`, `after_restore`) and every `*.jsonl` log
+    in `out_dir` loses the records the resumed run writes again (`rewind_logs`; all of them
+    when there is no checkpoint).
 
     Returns:
       `(runner state padded to the layout, segment to continue from)`, or None when
@@ -176,6 +177,7 @@ def resume_run(out_dir: str, ckpt: Checkpointer, layout: sharding.SeedLayout, ru
         hooks.load_json(restored.meta["hooks"])
     start = 0 if restored is None else restored.meta["segment"]
     if sharding.is_main_process():
+        _warn_cut_lines(out_dir)
         rewind_logs(out_dir, start, getattr(hooks, "next_iteration", start))
     if restored is None:
         return None
@@ -183,6 +185,17 @@ def resume_run(out_dir: str, ckpt: Checkpointer, layout: sharding.SeedLayout, ru
     if hasattr(hooks, "after_restore"):
         hooks.after_restore(runner)
     return runner, start
+
+
+def _warn_cut_lines(out_dir: str) -> None:
+    """Warn about every JSONL line `rewind_logs` drops because it was cut short."""
+    for name in sorted(os.listdir(out_dir)):
+        cut = cut_lines(os.path.join(out_dir, name)) if name.endswith(".jsonl") else []
+        if cut:
+            _log.warning("resume: %s line%s %s %s not a whole record (cut short by a kill "
+                         "or a full disk) and %s dropped", os.path.join(out_dir, name),
+                         "s" * (len(cut) > 1), ", ".join(map(str, cut)),
+                         "are" if len(cut) > 1 else "is", "are" if len(cut) > 1 else "is")
 
 
 def log_updates(logger: MetricLogger, metrics: Any, env_steps_start: int,

@@ -1,0 +1,118 @@
+"""Issue 25, for real: two `sailor.py` processes on one folder, Ctrl-C during a run, resume,
+and `--resume` of a finished run, each a separate process of the real script.
+
+One run `A` (the tiny offline LLM judge, TensorBoard on) is started; while it holds the
+folder a second run `B` with the same `--out` must end with one `error:` line naming A's
+process id and change nothing; then A gets SIGINT (one line, exit 130), `--resume`
+finishes it, and a `--resume` of the finished run prints its table and changes no file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from test_experiments import ROOT, TINY_PPO
+
+from sailor_jax.errors import INTERRUPT_STATUS
+
+SAILOR = os.path.join(ROOT, "experiments", "sailor.py")
+TIMEOUT_S = 240
+
+
+def _command(out: str, llm: str) -> list[str]:
+    """A run of 5 iterations: long enough to be caught while it runs."""
+    return [sys.executable, SAILOR, "--preset", "smoke", "--out", out,
+            "--sailor.iterations", "5", "--sailor.num-seeds", "1", "--sailor.trajectories", "4",
+            "--sailor.max-len", "20", "--sailor.eval.episodes", "2", "--sailor.eval.max-len",
+            "50", *TINY_PPO, "--sailor.ranker.llm.model", llm, "--sailor.ranker.llm.device",
+            "cpu", "--sailor.ranker.llm.batch-size", "2", "--sailor.ranker.llm.max-pairs-per-group",
+            "6", "--sailor.alignment.bo-calls", "6", "--sailor.alignment.bo-initial-points", "3"]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "SAILOR_DEBUG"}
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
+    return env
+
+
+def _lines(path: str) -> int:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return sum(1 for _ in f)
+    except FileNotFoundError:
+        return 0
+
+
+def _wait_for(condition, process: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while not condition():
+        assert process.poll() is None, f"run ended before {what}: {process.communicate()}"
+        assert time.monotonic() < deadline, f"no {what} after {TIMEOUT_S} s"
+        time.sleep(0.05)
+
+
+def _files(folder: str) -> dict[str, bytes]:
+    files = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            with open(os.path.join(root, name), "rb") as f:
+                files[os.path.relpath(os.path.join(root, name), folder)] = f.read()
+    return files
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.strip()]
+
+
+def test_second_run_ctrl_c_resume_and_finished_resume(tmp_path, tiny_llm_dir):
+    out = str(tmp_path / "run")
+    command, env = _command(out, tiny_llm_dir), _env()
+    llm = os.path.join(out, "llm.jsonl")
+    a = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        lock = os.path.join(out, ".lock")
+        _wait_for(lambda: os.path.exists(lock) and open(lock).read() == str(a.pid)
+                  and _lines(llm) > 0, a, "judge records")
+        config = open(os.path.join(out, "config.json"), "rb").read()
+        b = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=TIMEOUT_S)
+        assert b.returncode == 2, b.stderr
+        assert _error_lines(b.stderr) == [
+            f"error: --out {out}: another run (pid {a.pid}) is using this folder (wait for it "
+            "to end, or choose another --out)"]
+        seen = _lines(llm)  # Ctrl-C while the judge writes its records
+        _wait_for(lambda: _lines(llm) > seen, a, "more judge records")
+        a.send_signal(signal.SIGINT)
+        _, stderr = a.communicate(timeout=TIMEOUT_S)
+    finally:
+        if a.poll() is None:
+            a.kill()
+    assert a.returncode == INTERRUPT_STATUS, stderr
+    assert _error_lines(stderr) == [
+        f"error: interrupted; continue with --resume (--out {out})"], stderr
+    assert open(os.path.join(out, "config.json"), "rb").read() == config
+    assert len(os.listdir(os.path.join(out, "tb"))) == 1  # B wrote no event file
+
+    resumed = subprocess.run([*command, "--resume"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert resumed.returncode == 0, resumed.stderr
+    with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    keys = [(r["segment"], r["step"], tuple(sorted(r))) for r in records]
+    assert len(keys) == len(set(keys))  # no record twice
+    assert {r["segment"] for r in records} == set(range(5))
+
+    before = _files(out)
+    t0 = time.perf_counter()
+    again = subprocess.run([*command, "--resume"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=TIMEOUT_S)
+    seconds = time.perf_counter() - t0
+    assert again.returncode == 0, again.stderr
+    assert "final agents" in again.stdout and "results:" in again.stdout
+    assert _files(out) == before, seconds  # no TensorBoard file, results.json as it was
