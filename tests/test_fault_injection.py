@@ -171,7 +171,7 @@ def test_resume_without_a_checkpoint_keeps_the_judge_records(cfg, reference, tmp
     _unfinished_copy(reference[0], deleted)
     shutil.rmtree(os.path.join(deleted, "checkpoints"))
     for folder, logs in ((out, "llm.jsonl: 10 records"),
-                         (deleted, "metrics.jsonl: 4 records, llm.jsonl: 20 records")):
+                         (deleted, "metrics.jsonl: 6 records, llm.jsonl: 20 records")):
         before = _files(folder)
         for resume in (True, False):
             line = _error_line(lambda f=folder, r=resume: loop.run(cfg, f, resume=r))

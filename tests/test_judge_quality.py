@@ -74,6 +74,8 @@ def test_sailor_setting_end_to_end(bench, capsys):
     assert all(r["tau_score"] == pytest.approx(1.0) for r in outcome)  # it ranks by score
     whole = {r["feature"]: r for r in record["identifiability"]["whole"]}
     assert not whole["game_over"]["identifiable"]  # every game ends within 300 moves
-    assert "**not identifiable**" in capsys.readouterr().out
+    captured = capsys.readouterr()  # --json: the tables on stderr, one JSON line on stdout
+    assert "**not identifiable**" in captured.err
+    assert [json.loads(line)["setting"] for line in captured.out.splitlines()] == ["sailor"]
     with pytest.raises(judge_eval.UserError, match="unknown policy"):
         judge_eval.policy_collect("greedy", 2, 10)

@@ -12,6 +12,7 @@ import pytest
 from test_fault_injection import _kill_when, _untimed
 from test_loop import TINY
 
+from sailor_jax import errors
 from sailor_jax.alignment import kept_pairs
 from sailor_jax.config import AlignmentConfig, SailorConfig
 from sailor_jax.game.reward import RewardSpec
@@ -121,8 +122,9 @@ def test_kill_then_resume_with_kept_pairs_equals_uninterrupted(t, reference, tmp
     out = str(tmp_path / "run")
     with monkeypatch.context() as mp:
         _kill_when(mp, "align_step", 5, t)
-        with pytest.raises(KeyboardInterrupt, match="simulated kill"):
+        with pytest.raises(errors.Interrupted, match="continue with --resume") as killed:
             loop.run(KEPT, out)
+        assert "simulated kill" in str(killed.value.__cause__)
     resumed = loop.run(KEPT, out, resume=True)
     ref_out, ref = reference
     np.testing.assert_array_equal(np.asarray(resumed.theta_history),

@@ -22,12 +22,16 @@ from sailor_jax.errors import INTERRUPT_STATUS
 
 SAILOR = os.path.join(ROOT, "experiments", "sailor.py")
 TIMEOUT_S = 240
+ITERATIONS = 20
+"""Long enough that run A is still judging after run B has started and stopped (the theta
+update takes ~0.1 s here since issue 23: 5 iterations ended before B was done once)."""
 
 
 def _command(out: str, llm: str) -> list[str]:
-    """A run of 5 iterations: long enough to be caught while it runs."""
+    """A run of `ITERATIONS` iterations: long enough to be caught while it runs."""
     return [sys.executable, SAILOR, "--preset", "smoke", "--out", out,
-            "--sailor.iterations", "5", "--sailor.num-seeds", "1", "--sailor.trajectories", "4",
+            "--sailor.iterations", str(ITERATIONS), "--sailor.num-seeds", "1",
+            "--sailor.trajectories", "4",
             "--sailor.max-len", "20", "--sailor.eval.episodes", "2", "--sailor.eval.max-len",
             "50", *TINY_PPO, "--sailor.ranker.llm.model", llm, "--sailor.ranker.llm.device",
             "cpu", "--sailor.ranker.llm.batch-size", "2", "--sailor.ranker.llm.max-pairs-per-group",
@@ -106,7 +110,7 @@ def test_second_run_ctrl_c_resume_and_finished_resume(tmp_path, tiny_llm_dir):
         records = [json.loads(line) for line in f]
     keys = [(r["segment"], r["step"], tuple(sorted(r))) for r in records]
     assert len(keys) == len(set(keys))  # no record twice
-    assert {r["segment"] for r in records} == set(range(5))
+    assert {r["segment"] for r in records} == set(range(ITERATIONS))
 
     before = _files(out)
     t0 = time.perf_counter()
