@@ -7,7 +7,7 @@ the preference pairs and the update's generator state) as JSON. The replay (the 
 those problems again under several BO settings and reports, per setting, seconds per update,
 how often the update was accepted, the objective it reached and how often its accept/reject
 decision equals the reference setting's; then the time of one iteration's seed updates run
-serially and in worker processes (`alignment.updates.update_many`), and whether both give the
+serially and in worker processes (`alignment.parallel.update_many`), and whether both give the
 same thetas.
 
     python benchmarks/theta_update.py --record --problems benchmarks/data/update_problems.json
@@ -26,7 +26,8 @@ import time
 import numpy as np
 import tyro
 
-from sailor_jax.alignment.updates import update_many, update_theta
+from sailor_jax.alignment.parallel import update_many
+from sailor_jax.alignment.updates import update_theta
 from sailor_jax.config import AlignmentConfig
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.logging import to_jsonable

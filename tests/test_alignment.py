@@ -10,14 +10,13 @@ import os
 import numpy as np
 import pytest
 
+from sailor_jax.alignment.parallel import resolve_workers, update_many
 from sailor_jax.alignment.preferences import build_preferences
 from sailor_jax.alignment.updates import (
     AlignmentConfig,
     bt_nll,
     bt_scale,
     pair_error,
-    resolve_workers,
-    update_many,
     update_theta,
 )
 from sailor_jax.config import PreferenceConfig

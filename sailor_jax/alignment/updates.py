@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import warnings
 
-import joblib
 import numpy as np
 import scipy.optimize
 import skopt
@@ -37,7 +35,7 @@ from sailor_jax.game.reward import RewardSpec
 from sailor_jax.types import Preferences
 
 __all__ = ["ACQ_FUNCS", "METHODS", "OBJECTIVES", "AlignmentConfig", "UpdateResult", "bt_nll",
-           "bt_scale", "pair_error", "resolve_workers", "update_many", "update_theta"]
+           "bt_scale", "pair_error", "update_theta"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,36 +285,3 @@ def update_theta(theta, Phi, prefs: Preferences, spec: RewardSpec, cfg: Alignmen
         x_best, evaluations, note = run(problem, np.random.default_rng(rng))
     return _decide(problem, problem.to_theta(x_best), (obj, err), evaluations, note, accept_ties)
 
-
-def resolve_workers(workers: int, num_tasks: int) -> int:
-    """Processes for `num_tasks` updates: `workers`, or (0) one per CPU core this process may
-    use, never more than the tasks. Host-only."""
-    if workers == 0:
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-            else (os.cpu_count() or 1)
-    return max(1, min(workers, num_tasks))
-
-
-def update_many(calls: list[tuple], workers: int = 0) -> list[UpdateResult]:
-    """`update_theta(*call)` for every call, in worker processes when more than one is used.
-
-    Host-only. The calls are independent (each carries its own NumPy generator), and every
-    update runs single-threaded, so the results equal a serial loop's bit for bit whatever
-    `workers` is. Workers are joblib's reusable loky processes (started once, kept while
-    calls keep coming; they never fork the JAX process).
-
-    Args:
-      calls: positional arguments of `update_theta`, one tuple per update (e.g. per seed).
-      workers: processes (`resolve_workers`: 0 = one per core, 1 = serial in this process).
-
-    Returns:
-      One `UpdateResult` per call, in order.
-
-    Raises:
-      ValueError: as `update_theta`, for the first bad call.
-    """
-    n = resolve_workers(workers, len(calls))
-    if n == 1:
-        return [update_theta(*call) for call in calls]
-    return joblib.Parallel(n_jobs=n, backend="loky")(joblib.delayed(update_theta)(*call)
-                                                      for call in calls)

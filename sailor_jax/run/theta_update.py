@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from sailor_jax.alignment import kept_pairs, refinement
+from sailor_jax.alignment.parallel import update_many
 from sailor_jax.alignment.preferences import build_preferences, kendall_tau
-from sailor_jax.alignment.updates import update_many
 from sailor_jax.config import SailorConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run.results import LoopState, SeedUpdate
