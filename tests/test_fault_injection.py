@@ -78,8 +78,11 @@ def _logs(out: str) -> dict[str, list]:
     return logs
 
 
-def assert_same_run(out: str, results, reference) -> None:
-    """Results, results.json and every log of `out` equal the uninterrupted run's."""
+def assert_same_run(out: str, results, reference,
+                    log_names: frozenset[str] = frozenset({"metrics.jsonl", "llm.jsonl"})
+                    ) -> None:
+    """Results, results.json and every log of `out` (the JSONL files `log_names`) equal the
+    uninterrupted run's."""
     ref_out, ref = reference
     np.testing.assert_array_equal(np.asarray(results.theta_history),
                                   np.asarray(ref.theta_history))
@@ -89,7 +92,7 @@ def assert_same_run(out: str, results, reference) -> None:
             open(os.path.join(ref_out, "results.json")) as b:
         assert _untimed(json.load(a)) == _untimed(json.load(b))
     logs, ref_logs = _logs(out), _logs(ref_out)
-    assert set(logs) == set(ref_logs) == {"metrics.jsonl", "llm.jsonl"}
+    assert set(logs) == set(ref_logs) == log_names
     for name, records in ref_logs.items():
         assert logs[name] == records, name
 

@@ -17,6 +17,7 @@ import sys
 import time
 
 from test_experiments import ROOT, TINY_PPO
+from test_fault_injection import _files
 
 from sailor_jax.errors import INTERRUPT_STATUS
 
@@ -58,15 +59,6 @@ def _wait_for(condition, process: subprocess.Popen, what: str) -> None:
         assert process.poll() is None, f"run ended before {what}: {process.communicate()}"
         assert time.monotonic() < deadline, f"no {what} after {TIMEOUT_S} s"
         time.sleep(0.05)
-
-
-def _files(folder: str) -> dict[str, bytes]:
-    files = {}
-    for root, _, names in os.walk(folder):
-        for name in names:
-            with open(os.path.join(root, name), "rb") as f:
-                files[os.path.relpath(os.path.join(root, name), folder)] = f.read()
-    return files
 
 
 def _error_lines(stderr: str) -> list[str]:

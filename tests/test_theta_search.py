@@ -4,16 +4,15 @@ retrain stage's paired difference, on the CLI's `tiny` preset (3 generations of 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import math
 import os
 import shutil
-import sys
 
 import numpy as np
 import pytest
 import scipy.stats
+from test_experiments import _load
 
 from sailor_jax.config.search import ThetaSearchConfig
 from sailor_jax.errors import UserError
@@ -24,16 +23,7 @@ from sailor_jax.run.headroom import paired_difference
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _load_cli():
-    path = os.path.join(ROOT, "experiments", "theta_search.py")
-    spec = importlib.util.spec_from_file_location("theta_search_cli", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve string annotations through it
-    spec.loader.exec_module(module)
-    return module
-
-
-CLI = _load_cli()
+CLI = _load("experiments/theta_search.py")
 TINY: ThetaSearchConfig = CLI.PRESETS["tiny"][1].search
 KEYS = ("x", "thetas", "scores", "score_mean", "cma")
 

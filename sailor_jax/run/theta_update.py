@@ -62,7 +62,7 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
         rng = np.random.default_rng([cfg.seed, iteration, s])
         prefs = build_preferences(phi_sum @ thetas[s], ranking, rng, cfg.preferences)
         judged.append(s)
-        fresh[s] = prefs  # this iteration's pairs (the update may also see kept ones)
+        fresh[s] = phi_sum, prefs  # this iteration's (the update may also see kept pairs)
         if kept is not None:
             keep = cfg.alignment.keep_iterations
             update_phi, update_prefs, num_kept[s] = kept_pairs.merge(
@@ -73,13 +73,13 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
             calls.append((thetas[s], phi_sum, prefs, spec, cfg.alignment, rng))
     # The seeds' updates are independent: side by side in worker processes, same results.
     results = update_many(calls, cfg.alignment.update_workers)
-    for s, theta, result in zip(judged, (c[0] for c in calls), results, strict=True):
+    for s, result in zip(judged, results, strict=True):
         new_thetas[s] = result.theta
-        phi_sum = np.asarray(batch.Phi[s], np.float64)
+        phi_sum, prefs = fresh[s]
         updates[s] = SeedUpdate(
-            num_discordant=fresh[s].num_discordant, num_concordant=fresh[s].num_concordant,
+            num_discordant=prefs.num_discordant, num_concordant=prefs.num_concordant,
             num_kept=num_kept.get(s),
-            kendall_tau_before=kendall_tau(phi_sum @ theta, rankings[s]),
+            kendall_tau_before=kendall_tau(phi_sum @ thetas[s], rankings[s]),
             kendall_tau_after=kendall_tau(phi_sum @ result.theta, rankings[s]),
             error_before=result.error_before, error_after=result.error_after,
             accepted=result.accepted, evaluations=result.num_evaluations,
