@@ -4,7 +4,7 @@
     python benchmarks/agreement_ceiling.py --window 100 --json      # rank 100-move windows
 
 Builds a pool of `--groups-per-policy` groups of `--m` whole games for each policy of
-`--policies` (`judge_eval.policy_collect`; 4 x 64 x 8 = 2,048 games by default), ranks every
+`--policies` (`policy_groups.policy_collect`; 4 x 64 x 8 = 2,048 games by default), ranks every
 group with the expert judge and splits the groups per policy into train and held-out ones.
 
 1. Ceiling: Bradley-Terry logistic regression (`alignment.offline_fit.fit_bradley_terry`) on
@@ -46,7 +46,7 @@ from sailor_jax.config import AlignmentConfig, PreferenceConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.judges import ExpertRanker, judge_eval
+from sailor_jax.judges import ExpertRanker, policy_groups
 from sailor_jax.logging import to_jsonable
 
 
@@ -55,7 +55,7 @@ class Args:
     """Agreement ceiling of a linear reward with the expert judge (issue 24, item 4)."""
 
     policies: tuple[str, ...] = ("eps0.3", "eps0.6", "ppo_init", "ppo_300k")
-    """Policies of the pool (`judge_eval.policy_collect`)."""
+    """Policies of the pool (`policy_groups.policy_collect`)."""
     groups_per_policy: int = 64
     """Groups of `--m` games per policy."""
     m: int = 8
@@ -88,7 +88,7 @@ class Args:
 def build(args: Args):
     """Play and judge the pool; `(phis per group, rankings, policy per group, seconds)`."""
     t0 = time.perf_counter()
-    played = judge_eval.play_policy_groups(args.policies, args.m, args.groups_per_policy,
+    played = policy_groups.play_policy_groups(args.policies, args.m, args.groups_per_policy,
                                            args.max_len, args.pool_depth, args.seed)
     groups = played.group_batches()
     if args.window:

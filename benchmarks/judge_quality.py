@@ -42,7 +42,7 @@ from sailor_jax.config import LLMRankerConfig, RankerConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.judges import ExpertRanker, OutcomeRanker, judge_eval
+from sailor_jax.judges import ExpertRanker, OutcomeRanker, judge_eval, policy_groups
 from sailor_jax.judges.factory import check_ranker, judge_name, make_ranker
 from sailor_jax.logging import to_jsonable
 
@@ -73,7 +73,7 @@ class Args:
     rank correlation of each judge's verdict with game length and final score per policy,
     and which theta entries the groups' Phi sums can identify (whole games vs windows)."""
     policies: tuple[str, ...] = ("eps0.1", "eps0.3", "eps0.6", "ppo_init", "ppo_300k")
-    """sailor: the policies (`judge_eval.policy_collect`: eps<e> experts at `--pool-depth`,
+    """sailor: the policies (`policy_groups.policy_collect`: eps<e> experts at `--pool-depth`,
     ppo_init, ppo_<steps> trained on theta0)."""
     judges: tuple[str, ...] = ("expert", "outcome", "linear_oracle")
     """sailor: the judges compared (add llm for the LLM judge: slow on a CPU)."""
@@ -125,7 +125,7 @@ def run_sailor(args: Args) -> dict:
     game length and final score; per feature, its within-group spread (whole games, windows)."""
     judges = {kind: make_judge(args, kind) for kind in args.judges}
     t0 = time.perf_counter()
-    played = judge_eval.play_policy_groups(args.policies, args.pool.m, args.policy_groups,
+    played = policy_groups.play_policy_groups(args.policies, args.pool.m, args.policy_groups,
                                            args.game_len, args.pool.pool_depth, args.pool.seed)
     play_s = time.perf_counter() - t0
     groups = played.group_batches()
@@ -137,7 +137,7 @@ def run_sailor(args: Args) -> dict:
         for policy in args.policies:
             pick = [g for g, p in enumerate(played.policy) if p == policy]
             rows.append({"judge": judge_name(cfg), "policy": policy,
-                         **judge_eval.outcome_correlations([rankings[g] for g in pick],
+                         **policy_groups.outcome_correlations([rankings[g] for g in pick],
                                                            [groups[g] for g in pick]),
                          "seconds_per_group": seconds / len(groups)})
     windows = [jax.device_get(cut_windows(g, jax.random.key(args.pool.seed + g_i), args.window))

@@ -9,7 +9,8 @@ import pytest
 from test_experiments import _load
 
 from sailor_jax.config import LLMRankerConfig
-from sailor_jax.judges import judge_eval
+from sailor_jax.errors import UserError
+from sailor_jax.judges import judge_eval, policy_groups
 from sailor_jax.judges.judge_eval import PoolArgs
 from sailor_jax.types import Ranking
 
@@ -77,5 +78,5 @@ def test_sailor_setting_end_to_end(bench, capsys):
     captured = capsys.readouterr()  # --json: the tables on stderr, one JSON line on stdout
     assert "**not identifiable**" in captured.err
     assert [json.loads(line)["setting"] for line in captured.out.splitlines()] == ["sailor"]
-    with pytest.raises(judge_eval.UserError, match="unknown policy"):
-        judge_eval.policy_collect("greedy", 2, 10)
+    with pytest.raises(UserError, match="unknown policy"):
+        policy_groups.policy_collect("greedy", 2, 10)
