@@ -22,8 +22,10 @@ Prints tables and, with `--json`, one JSON line (plus `device`, `cpu`, `jax`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import sys
 import time
 
 import jax
@@ -228,8 +230,10 @@ def print_tables(r: dict) -> None:
 
 
 def main(args: Args) -> dict:
+    """Run, print the tables (to stderr with --json) and the JSON line (stdout). Host-only."""
     record = run(args)
-    print_tables(record)
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        print_tables(record)
     if args.json:
         print(json.dumps(to_jsonable(record)), flush=True)  # NaN -> null
     return record
