@@ -49,7 +49,6 @@ from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 
 report_user_errors(join_processes)  # --distributed: before pgx's import starts JAX's backend
 
-from rich.console import Console  # noqa: E402
 
 from sailor_jax import report  # noqa: E402
 from sailor_jax.cli import Scale, ScaleArgs, parse_with_presets, progress_bar, start  # noqa: E402
@@ -62,11 +61,8 @@ from sailor_jax.config import (  # noqa: E402
     SailorConfig,
 )
 from sailor_jax.game.features import FEATURE_NAMES  # noqa: E402
-from sailor_jax.judges.factory import check_judges, judge_name  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
-from sailor_jax.run import loop, run_dir  # noqa: E402
-from sailor_jax.run.results import SailorResults  # noqa: E402
-from sailor_jax.run.run_dir import config_json  # noqa: E402
+from sailor_jax.run.variants import check_variant, judge_label, run_variant, theta_rows  # noqa: E402,F401
 from sailor_jax.scale import sharding  # noqa: E402
 
 FIXED_VARIANTS = ("baseline", "score_only")
@@ -170,11 +166,6 @@ def variant_config(name: str, base: SailorConfig,
     return cfg
 
 
-def judge_label(cfg: SailorConfig) -> str:
-    """Short judge name for the table: "-" (fixed reward), "outcome", "llm:<model>"."""
-    return judge_name(cfg.ranker) if cfg.self_align else "-"
-
-
 PRESET_HELP = {"smoke": "about 2 minutes on a 2-core CPU",
                "cpu": "under 30 minutes on a 2-core CPU", "gpu": "one GPU, every variant",
                "expert": "the expert-judge experiment (issue 11), about 45 minutes on a 2-core CPU"}
@@ -194,57 +185,6 @@ def parse(argv: list[str]) -> tuple[str, Args]:
         raise UserError(f"--variants repeats a name: {' '.join(args.variants)}",
                         "name each variant once")
     return preset, args
-
-
-def _config_dict(cfg: SailorConfig) -> dict:
-    return json.loads(config_json(cfg))
-
-
-def check_variant(name: str, cfg: SailorConfig, folder: str) -> None:
-    """Check, before any work, that variant `name` can run (or be read back) in `folder`.
-
-    Raises:
-      UserError: the folder holds a run of another configuration, or the judge's model
-        cannot be found (`judges.factory.check_judges`).
-    """
-    results_path = os.path.join(folder, "results.json")
-    if os.path.exists(results_path):
-        if SailorResults.load(results_path).config != _config_dict(cfg):
-            raise UserError(f"{folder} holds variant {name!r} run with a different "
-                            "configuration", "choose another --out")
-        return
-    run_dir.check_out_dir(folder, cfg, os.path.exists(os.path.join(folder, "config.json")))
-    if cfg.self_align:
-        check_judges(cfg)
-
-
-def run_variant(name: str, cfg: SailorConfig, folder: str, console: Console,
-                progress=None, devices: int | None = None) -> SailorResults:
-    """Run one variant, or read it back when finished; resume it when it was interrupted.
-
-    Raises:
-      UserError: the folder holds a run of a different configuration (`check_variant`).
-    """
-    check_variant(name, cfg, folder)
-    results_path = os.path.join(folder, "results.json")
-    if os.path.exists(results_path):
-        results = SailorResults.load(results_path)
-        console.print(f"variant {name}: finished earlier, read {results_path}", markup=False)
-        return results
-    resume = os.path.exists(os.path.join(folder, "config.json"))
-    console.print(f"variant {name}: {'resuming' if resume else 'starting'}, {cfg.num_seeds} "
-                  f"seeds, {cfg.iterations} iterations, judge {judge_label(cfg)}", markup=False)
-    return loop.run(cfg, folder, resume=resume, progress=progress, devices=devices)
-
-
-def theta_rows(name: str, results: SailorResults) -> list[dict]:
-    """Long-format rows (variant, seed, iteration, one column per feature) of theta_history."""
-    rows = []
-    for t, per_seed in enumerate(results.theta_history):
-        for s, theta in enumerate(per_seed):
-            rows.append({"variant": name, "seed": s, "iteration": t,
-                         **dict(zip(results.feature_names, theta, strict=True))})
-    return rows
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

@@ -55,6 +55,72 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, f
     return mean, mean - half, mean + half
 
 
+def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> dict:
+    """Per-seed differences `a - b` and their mean with a Student-t interval.
+
+    Args:
+      a, b: `S >= 1` per-seed scores each, seed s of both from the same start (common random
+        numbers: same initial network and environments).
+
+    Returns:
+      `{"per_seed": [S], "mean", "ci_low", "ci_high", "wins"}` (`wins`: seeds where a > b;
+      the interval is NaN for S = 1).
+
+    Raises:
+      ValueError: lengths differ, or as `mean_ci`.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
+    d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    mean, low, high = mean_ci(d, confidence)
+    return {"per_seed": d.tolist(), "mean": mean, "ci_low": low, "ci_high": high,
+            "wins": int(np.sum(d > 0))}
+
+
+def recovery_fraction(method: Sequence[float], start: Sequence[float], reference: Sequence[float],
+                      confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> dict:
+    """How much of the gap from a wrong start to a reference a method closes, per seed paired.
+
+    `(mean(method) - mean(start)) / (mean(reference) - mean(start))`: 0 = no better than the
+    start kept fixed, 1 = as good as the reference (e.g. SAILOR from a wrong theta, the wrong
+    theta kept fixed, theta0 kept fixed). The interval is a paired percentile bootstrap over
+    seeds (`scipy.stats.bootstrap`, seeds resampled together across the three arms); with
+    few seeds it is approximate, and it is wide or unbounded when the reference's gap over the
+    start is itself near 0 (a resample with a zero gap gives an infinite ratio).
+
+    Args:
+      method, start, reference: `S >= 2` per-seed scores each, seed s of all three paired.
+      confidence: interval coverage in (0, 1).
+      resamples: bootstrap resamples; `seed`: its NumPy seed (same inputs, same interval).
+
+    Returns:
+      `{"fraction", "ci_low", "ci_high", "gap"}`, `gap` = `paired_difference(reference,
+      start)`; `fraction` (and the interval) is NaN when that mean gap is 0.
+
+    Raises:
+      ValueError: lengths differ, fewer than 2 seeds, non-finite scores.
+    """
+    x = [np.asarray(v, np.float64).reshape(-1) for v in (method, start, reference)]
+    if len({v.size for v in x}) != 1 or x[0].size < 2:
+        raise ValueError(f"recovery_fraction needs 3 paired samples of equal length >= 2, "
+                         f"got lengths {[v.size for v in x]}")
+    if not all(np.all(np.isfinite(v)) for v in x):
+        raise ValueError("recovery_fraction needs finite scores")
+
+    def ratio(m, s, r, axis=-1):
+        gap = np.mean(r, axis=axis) - np.mean(s, axis=axis)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(gap == 0, np.nan, (np.mean(m, axis=axis) - np.mean(s, axis=axis)) / gap)
+
+    fraction = float(ratio(*x))
+    res = scipy.stats.bootstrap(tuple(x), ratio, paired=True, vectorized=True,
+                                confidence_level=confidence, n_resamples=resamples,
+                                method="percentile", rng=np.random.default_rng(seed))
+    low, high = res.confidence_interval
+    return {"fraction": fraction, "ci_low": float(low), "ci_high": float(high),
+            "gap": paired_difference(x[2], x[1], confidence)}
+
+
 def per_seed_metrics(evaluation: dict) -> dict[str, list[float]]:
     """Per-seed samples of every table metric from an `evaluate_params` dict (`per_seed`).
 

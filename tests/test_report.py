@@ -68,3 +68,42 @@ def test_summary_row_tables_round_trip(tmp_path):
     assert "200 [" in md[2] and "| 50 |" in md[3]
     with pytest.raises(ValueError, match="per-seed"):
         report.summary_row("x", {"score_mean": 1.0})
+
+
+def test_recovery_fraction_hand_computed():
+    # method gains 2 on average over a start that is 8 below the reference: a quarter.
+    start, ref = [1.0, 2.0, 3.0, 4.0], [9.0, 10.0, 11.0, 12.0]
+    method = [3.0, 3.5, 5.5, 6.0]
+    r = report.recovery_fraction(method, start, ref)
+    assert r["fraction"] == pytest.approx(2.0 / 8.0)
+    assert r["gap"]["mean"] == pytest.approx(8.0) and r["gap"]["wins"] == 4
+    assert r["ci_low"] <= r["fraction"] <= r["ci_high"]
+    # Every bootstrap resample has the same reference gap (8 on each seed), so the interval is
+    # that of the method's mean gain, divided by 8: inside [min, max] per-seed gain / 8.
+    gains = np.subtract(method, start) / 8.0
+    assert gains.min() <= r["ci_low"] and r["ci_high"] <= gains.max()
+    assert report.recovery_fraction(method, start, ref) == r  # seeded: same interval
+    full = report.recovery_fraction(ref, start, ref)
+    assert full["fraction"] == 1.0 and full["ci_low"] == full["ci_high"] == 1.0
+
+
+def test_recovery_fraction_bad_input():
+    with pytest.raises(ValueError, match="equal length >= 2"):
+        report.recovery_fraction([1.0, 2.0], [1.0, 2.0], [3.0])
+    with pytest.raises(ValueError, match="equal length >= 2"):
+        report.recovery_fraction([1.0], [1.0], [3.0])
+    with pytest.raises(ValueError, match="finite"):
+        report.recovery_fraction([1.0, np.nan], [1.0, 2.0], [3.0, 4.0])
+    with pytest.raises(ValueError, match="equal lengths"):
+        report.paired_difference([1.0], [1.0, 2.0])
+    # No gap between start and reference: the fraction is undefined, not a number.
+    assert math.isnan(report.recovery_fraction([2.0, 3.0], [1.0, 2.0], [1.0, 2.0])["fraction"])
+
+
+def test_paired_difference_by_hand():
+    d = report.paired_difference([10.0, 20.0, 35.0], [8.0, 21.0, 30.0])  # differences 2, -1, 5
+    half = 4.302652729911275 * 3.0 / math.sqrt(3.0)  # t(0.975, 2) * sd 3 / sqrt(3)
+    assert d["per_seed"] == [2.0, -1.0, 5.0] and d["mean"] == 2.0 and d["wins"] == 2
+    assert d["ci_low"] == pytest.approx(2.0 - half) and d["ci_high"] == pytest.approx(2.0 + half)
+    with pytest.raises(ValueError, match="equal lengths"):
+        report.paired_difference([1.0], [1.0, 2.0])

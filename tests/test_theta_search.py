@@ -18,7 +18,6 @@ from sailor_jax.config.search import ThetaSearchConfig
 from sailor_jax.errors import UserError
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run import fixed_reward, theta_search
-from sailor_jax.run.headroom import paired_difference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -128,15 +127,6 @@ def test_candidates_keep_theta0_outside_the_tunable_features():
     np.testing.assert_array_equal(thetas, expected)
     cfg = dataclasses.replace(TINY, tunable=("empty_cells", "monotonicity"))
     assert np.asarray(theta_search.make_strategy(cfg).ask()).shape == (TINY.population, 2)
-
-
-def test_paired_difference_by_hand():
-    d = paired_difference([10.0, 20.0, 35.0], [8.0, 21.0, 30.0])  # differences 2, -1, 5
-    half = 4.302652729911275 * 3.0 / math.sqrt(3.0)  # t(0.975, 2) * sd 3 / sqrt(3)
-    assert d["per_seed"] == [2.0, -1.0, 5.0] and d["mean"] == 2.0 and d["wins"] == 2
-    assert d["ci_low"] == pytest.approx(2.0 - half) and d["ci_high"] == pytest.approx(2.0 + half)
-    with pytest.raises(ValueError, match="equal lengths"):
-        paired_difference([1.0], [1.0, 2.0])
 
 
 def test_cli_retrains_and_reports_the_paired_difference(uninterrupted, tmp_path, capsys):

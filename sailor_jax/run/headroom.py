@@ -73,27 +73,6 @@ def retrain(cfg: ThetaSearchConfig, out_dir: str, theta: Sequence[float],
     return result
 
 
-def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> dict:
-    """Per-seed differences `a - b` and their mean with a Student-t interval. Host-only.
-
-    Args:
-      a, b: `S >= 1` per-seed scores each, seed s of both from the same start.
-
-    Returns:
-      `{"per_seed": [S], "mean", "ci_low", "ci_high", "wins"}` (`wins`: seeds where a > b;
-      the interval is NaN for S = 1).
-
-    Raises:
-      ValueError: lengths differ, or as `report.mean_ci`.
-    """
-    if len(a) != len(b):
-        raise ValueError(f"paired samples need equal lengths, got {len(a)} and {len(b)}")
-    d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
-    mean, low, high = report.mean_ci(d, confidence)
-    return {"per_seed": d.tolist(), "mean": mean, "ci_low": low, "ci_high": high,
-            "wins": int(np.sum(d > 0))}
-
-
 def summarize(cfg: ThetaSearchConfig, records: list[dict], picked: dict, retrained: dict
               ) -> dict:
     """The `theta_search.json` record: config, search history, picked theta, comparison."""
@@ -111,7 +90,7 @@ def summarize(cfg: ThetaSearchConfig, records: list[dict], picked: dict, retrain
             "tunable": [spec.names[k] for k in spec.tunable_index],
             "theta0": list(spec.theta0), "env_steps_per_row": cfg.env_steps_per_row,
             "generations": generations, "picked": picked, "retrain": arms,
-            "difference": paired_difference(scores["picked"], scores["theta0"]),
+            "difference": report.paired_difference(scores["picked"], scores["theta0"]),
             "retrain_timings": retrained["timings"], "machine": report.machine()}
 
 

@@ -1,0 +1,255 @@
+"""Repair experiment (issue 24): does SAILOR repair a wrong starting reward?
+
+    python experiments/repair.py --preset smoke --out runs/repair_smoke   # ~3 min on CPU
+    python experiments/repair.py --preset cpu --out runs/repair           # ~1 h on a 2-core CPU
+    python experiments/repair.py --preset cpu --starts ones "mine:score_gain=0.2,game_over=1"
+
+For every start in `--starts` (a name in `sailor_jax.config.starts.STARTS`, or one written out
+as `NAME:feature=w,feature=w`), at equal env steps and seeds, the arms in `--methods`:
+  fixed        the start kept fixed (no judge)
+  sailor       SAILOR from the start, judged by the expert, the default update (BO)
+  sailor_kept  the same, each update also fitting the pairs of the last `--keep-iterations`
+  sailor_bt_mcmc  the same with Zeng et al.'s Bradley-Terry MCMC update
+plus once theta0 kept fixed, the reference. Seed s of every arm starts from the same network
+and environments (common random numbers), so differences are paired per seed.
+
+Table per start and arm: final greedy score, mean [95% t-CI] over seeds; its paired
+difference to the start kept fixed [95% t-CI] and the seeds where it is higher; 1024 and 2048
+rates; the recovery fraction (arm - fixed start) / (theta0 - fixed start) with a paired
+bootstrap interval (`report.recovery_fraction`; not given for a start whose fixed agent is not
+worse than theta0's, where it means nothing); the mean final theta.
+
+Output in `--out`: `variants/<start>.<arm>/` (SAILOR run folders), `repair.json` (every
+number above plus per-seed scores and theta histories), `repair.md`, `theta_trajectories.csv`
+and `figures/theta_<start>.png`. Running the same command again resumes: finished arms are
+read back, an interrupted one continues from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import os
+import sys
+
+# JAX must not take the GPU memory the LLM needs: set before JAX initialises.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+from sailor_jax import report  # noqa: E402
+from sailor_jax.cli import make_console, parse_with_presets, progress_bar  # noqa: E402
+from sailor_jax.config import AlignmentConfig, EvalConfig, PPOConfig, RankerConfig, SailorConfig  # noqa: E402
+from sailor_jax.config.starts import STARTS, Start, parse_start  # noqa: E402
+from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
+from sailor_jax.game.features import FEATURE_NAMES  # noqa: E402
+from sailor_jax.logging import to_jsonable  # noqa: E402
+from sailor_jax.run.variants import check_variant, run_variant, theta_rows  # noqa: E402
+
+METHODS: tuple[str, ...] = ("fixed", "sailor", "sailor_kept", "sailor_bt_mcmc")
+SHORT = dict(zip(FEATURE_NAMES, ("score", "empty", "corner", "mono", "merges", "smooth",
+                                  "tile_inc", "game_over"), strict=True))
+REFERENCE = "theta0.fixed"
+"""The reference arm: the baseline reward theta0 kept fixed."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Args:
+    """Repair experiment: starts x arms x seeds."""
+
+    base: SailorConfig
+    """Shared settings of every arm (budget, seeds, judge, update); theta0 is set per start."""
+    starts: tuple[str, ...] = ("pays_for_dying", "hoards_merges", "ones")
+    """Starting rewards: names in STARTS or NAME:feature=w,feature=w,..."""
+    methods: tuple[str, ...] = ("fixed", "sailor", "sailor_kept")
+    """Arms run from every start (see the module docstring)."""
+    keep_iterations: int = 4
+    """K of the sailor_kept arm: each update also fits the last K iterations' pairs."""
+    out: str = "runs/repair"
+    """Output folder; running again with the same folder resumes."""
+
+
+_BASE_CPU = SailorConfig(
+    iterations=16, num_seeds=8, trajectories=8, max_len=2000, baseline=False,
+    ppo=PPOConfig(num_envs=256, num_steps=32, updates_per_segment=8),
+    ranker=RankerConfig(kind="expert"), alignment=AlignmentConfig(),
+    eval=EvalConfig(episodes=64, max_len=50_000), tensorboard=False)
+
+PRESETS: dict[str, Args] = {
+    "smoke": Args(base=dataclasses.replace(
+        _BASE_CPU, iterations=3, num_seeds=2, trajectories=4, max_len=300,
+        ppo=PPOConfig(num_envs=64, num_steps=32, updates_per_segment=2),
+        alignment=AlignmentConfig(bo_calls=12, bo_initial_points=4),
+        eval=EvalConfig(episodes=8, max_len=5_000)), starts=("pays_for_dying",)),
+    "cpu": Args(base=_BASE_CPU),
+}
+PRESET_HELP = {"smoke": "about 3 minutes on a 2-core CPU",
+               "cpu": "8 seeds x ~1M env steps, 16 updates; about an hour on a 2-core CPU"}
+
+
+def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: int
+               ) -> SailorConfig:
+    """The `SailorConfig` of one arm: `base` from theta0 = `start.theta`, reward learning per
+    `method` (see `METHODS`).
+
+    Raises:
+      UserError: unknown method.
+    """
+    if method not in METHODS:
+        raise UserError(f"--methods: unknown arm {method!r}", f"known: {', '.join(METHODS)}")
+    cfg = dataclasses.replace(base, theta0=start.theta, baseline=False, tunable=None,
+                              self_align=method != "fixed")
+    if method == "sailor_kept":
+        cfg = dataclasses.replace(cfg, alignment=dataclasses.replace(
+            cfg.alignment, keep_iterations=keep_iterations))
+    elif method == "sailor_bt_mcmc":
+        cfg = dataclasses.replace(cfg, alignment=dataclasses.replace(cfg.alignment,
+                                                                     method="bt_mcmc"))
+    return cfg
+
+
+def arms(args: Args) -> list[tuple[str, Start, str, SailorConfig]]:
+    """`(arm name, start, method, config)` of every arm, the reference first.
+
+    Raises:
+      UserError: an unknown or repeated start or method (before any work is done).
+    """
+    try:
+        starts = [parse_start(s) for s in args.starts]
+    except ValueError as e:
+        raise UserError(f"--starts: {e}") from None
+    for what, names in (("--starts", [s.name for s in starts]), ("--methods", args.methods)):
+        if len(set(names)) != len(names) or "theta0" in names and what == "--starts":
+            raise UserError(f"{what} repeats a name or names theta0 (the reference, always "
+                            f"run): {' '.join(names)}")
+    out = [(REFERENCE, STARTS["theta0"], "fixed",
+            arm_config(STARTS["theta0"], "fixed", args.base, args.keep_iterations))]
+    for start in starts:
+        for method in args.methods:
+            out.append((f"{start.name}.{method}", start, method,
+                        arm_config(start, method, args.base, args.keep_iterations)))
+    return out
+
+
+def score_samples(results) -> dict[str, list[float]]:
+    """Per-seed final greedy score and 1024 / 2048 rates of one arm."""
+    m = report.per_seed_metrics(results.evaluation)
+    return {"score": m["score"], "tile_1024": m["tile_1024"], "tile_2048": m["tile_2048"]}
+
+
+def summarize(arm_list, results: dict) -> list[dict]:
+    """One row per arm: means [CI], paired difference to its fixed start, recovery fraction."""
+    ref = score_samples(results[REFERENCE])["score"]
+    rows = []
+    for name, start, method, _ in arm_list:
+        s = score_samples(results[name])
+        row = {"arm": name, "start": start.name, "method": method, "per_seed": s,
+               **{k: report.mean_ci(v) for k, v in s.items()},
+               "final_theta": [sum(col) / len(col) for col in
+                               zip(*results[name].theta_history[-1], strict=True)]}
+        fixed = f"{start.name}.fixed"
+        if name != REFERENCE and method != "fixed" and fixed in results:
+            fixed_score = score_samples(results[fixed])["score"]
+            row["vs_fixed_start"] = report.paired_difference(s["score"], fixed_score)
+            gap = report.paired_difference(ref, fixed_score)
+            if gap["mean"] > 0 and len(ref) >= 2:
+                row["recovery"] = report.recovery_fraction(s["score"], fixed_score, ref)
+        if method == "fixed" and name != REFERENCE:
+            row["vs_theta0"] = report.paired_difference(s["score"], ref)
+        rows.append(row)
+    return rows
+
+
+def _ci(stat, digits=0) -> str:
+    mean, lo, hi = stat
+    return f"{mean:,.{digits}f}" + ("" if lo != lo else f" [{lo:,.{digits}f}, {hi:,.{digits}f}]")
+
+
+def _diff(d: dict | None) -> str:
+    if not d:
+        return ""
+    return (f"{_ci((d['mean'], d['ci_low'], d['ci_high']))} ({d['wins']}/{len(d['per_seed'])} "
+            "higher)")
+
+
+def markdown(rows: list[dict]) -> str:
+    """The repair table (GitHub markdown)."""
+    head = ["arm", "final score [95% CI]", "paired diff. to the fixed start [95% CI]",
+            "(fixed start) diff. to theta0", "recovery fraction [95% CI]", "1024", "2048",
+            "final theta (mean over seeds)"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * 6 + "---|"]
+    for r in rows:
+        rec = r.get("recovery")
+        theta = ", ".join(f"{SHORT[n]} {v:.2f}" for n, v in
+                          zip(FEATURE_NAMES, r["final_theta"], strict=True) if abs(v) >= 0.005)
+        lines.append("| " + " | ".join([
+            r["arm"], _ci(r["score"]), _diff(r.get("vs_fixed_start")), _diff(r.get("vs_theta0")),
+            _ci((rec["fraction"], rec["ci_low"], rec["ci_high"]), 2) if rec else "",
+            f"{r['tile_1024'][0]:.2f}", f"{r['tile_2048'][0]:.2f}", theta]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_thetas(out: str, arm_list, results: dict) -> list[str]:
+    """`figures/theta_<start>.png`: each weight over iterations for every arm of one start."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "repair_plot", os.path.join(os.path.dirname(os.path.abspath(__file__)), "plot.py"))
+    plot = sys.modules.setdefault("repair_plot", importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(plot)
+    os.makedirs(os.path.join(out, "figures"), exist_ok=True)
+    paths = []
+    for start in dict.fromkeys(s.name for _, s, _, _ in arm_list[1:]):
+        runs = {n: results[n] for n, s, _, _ in arm_list if s.name == start}
+        fig = plot.plot_theta_trajectories(runs)
+        fig.suptitle(f"Repair from {start}: reward weights over SAILOR iterations (mean, 95% CI "
+                     "over seeds; thin lines: single seeds; dashed: kept fixed)")
+        paths.append(os.path.join(out, "figures", f"theta_{start}.png"))
+        fig.savefig(paths[-1], dpi=100, bbox_inches="tight")
+        plot.plt.close(fig)
+    return paths
+
+
+def write_outputs(args: Args, arm_list, results: dict) -> tuple[list[dict], str]:
+    rows = summarize(arm_list, results)
+    table = markdown(rows)
+    with open(os.path.join(args.out, "repair.json"), "w", encoding="utf-8") as f:
+        json.dump(to_jsonable({
+            "starts": {s.name: {"theta": s.theta, "why": s.why}
+                       for _, s, _, _ in arm_list},
+            "base_config": dataclasses.asdict(args.base), "keep_iterations": args.keep_iterations,
+            "env_steps_per_seed": results[REFERENCE].env_steps_per_seed, "rows": rows,
+            "theta_history": {n: r.theta_history for n, r in results.items()},
+            "machine": report.machine()}), f, indent=1)
+    with open(os.path.join(args.out, "repair.md"), "w", encoding="utf-8") as f:
+        f.write(table)
+    with open(os.path.join(args.out, "theta_trajectories.csv"), "w", newline="",
+              encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=["variant", "seed", "iteration", *FEATURE_NAMES])
+        writer.writeheader()
+        for name, r in results.items():
+            writer.writerows(theta_rows(name, r))
+    plot_thetas(args.out, arm_list, results)
+    return rows, table
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    _, args = parse_with_presets({n: (PRESET_HELP[n], a) for n, a in PRESETS.items()},
+                                 sys.argv[1:] if argv is None else argv,
+                                 "Repair experiment: SAILOR from wrong starting rewards")
+    arm_list = arms(args)
+    for name, _, _, cfg in arm_list:  # every folder and judge, before anything is written
+        check_variant(name, cfg, os.path.join(args.out, "variants", name))
+    console = make_console()
+    results = {}
+    with progress_bar(console, "iterations") as progress:
+        for name, _, _, cfg in arm_list:
+            results[name] = run_variant(name, cfg, os.path.join(args.out, "variants", name),
+                                        console, progress)
+    rows, table = write_outputs(args, arm_list, results)
+    print(f"\nRepair (final greedy-policy evaluation, {args.base.eval.episodes} games per seed, "
+          f"{args.base.num_seeds} seeds, {results[REFERENCE].env_steps_per_seed:,} env steps "
+          f"per seed)\n\n{table}\ntables: {os.path.join(args.out, 'repair.md')}")
+    return rows
+
+
+if __name__ == "__main__":
+    report_user_errors(main)

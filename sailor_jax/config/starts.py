@@ -1,0 +1,82 @@
+"""Named starting rewards theta0 for repair experiments, and `NAME:feature=w,...` specs.
+
+A repair experiment (`experiments/repair.py`) starts SAILOR from a reward that a person or an
+LLM might plausibly write but that trains a poor agent, and asks whether the judge's
+preferences repair it. `STARTS` holds the named ones, each with the one-sentence reason why
+someone might write it; `parse_start` also accepts any other start written out, so repair can
+be tried from any theta without editing code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sailor_jax.game.features import FEATURE_NAMES
+from sailor_jax.game.reward import BASELINE_THETA, RewardSpec
+
+
+@dataclasses.dataclass(frozen=True)
+class Start:
+    """A starting reward: its name, weights (`float[F]`, feature order) and why one writes it."""
+
+    name: str
+    theta: tuple[float, ...]
+    why: str
+
+
+def _start(name: str, weights: dict[str, float], why: str) -> Start:
+    unknown = sorted(set(weights) - set(FEATURE_NAMES))
+    if unknown:
+        raise ValueError(f"start {name!r}: unknown feature name(s) {unknown}; "
+                         f"known: {list(FEATURE_NAMES)}")
+    theta = tuple(float(weights.get(n, 0.0)) for n in FEATURE_NAMES)
+    RewardSpec().validate(theta)
+    return Start(name, theta, why)
+
+
+STARTS: dict[str, Start] = {s.name: s for s in (
+    _start("theta0", BASELINE_THETA,
+           "The seed plan's baseline reward: score, a small corner bonus, a game-over penalty."),
+    _start("ones", dict.fromkeys(FEATURE_NAMES, 1.0),
+           "Every weight 1.0: Zeng et al. 2024's uninformed start, for a designer with no "
+           "opinion on the weights."),
+    _start("pays_for_dying", {"score_gain": 0.05, "empty_cells": -0.5, "game_over": 1.0},
+           "Mistakes the terminal condition for the goal ('the game is played until the board "
+           "is full'): pays for filled cells and for reaching the end, with score an "
+           "afterthought."),
+    _start("hoards_merges", {"score_gain": 0.1, "merges_available": 1.0, "smoothness": 1.0},
+           "Rewards the strategy guides' heuristics for their own sake (keep merges available, "
+           "keep neighbouring tiles alike) and leaves score to follow from them, as an LLM "
+           "asked for a 'strategic' reward tends to write."),
+)}
+"""The named starts, by name."""
+
+
+def parse_start(spec: str) -> Start:
+    """A start from its name in `STARTS`, or written out as `NAME:feature=w,feature=w,...`.
+
+    Features not written out get weight 0. Names and weights are checked against the feature
+    names and the reward bounds (`RewardSpec.validate`).
+
+    Raises:
+      ValueError: unknown name, malformed spec, unknown feature, non-numeric or out-of-bounds
+        weight (the message says which and lists what is known).
+    """
+    if ":" not in spec:
+        if spec not in STARTS:
+            raise ValueError(f"unknown start {spec!r}; named starts: {', '.join(STARTS)}; "
+                             "or write one out as NAME:feature=w,feature=w")
+        return STARTS[spec]
+    name, _, body = spec.partition(":")
+    if not name or not body:
+        raise ValueError(f"start {spec!r}: expected NAME:feature=w,feature=w")
+    weights = {}
+    for item in body.split(","):
+        feature, eq, value = item.partition("=")
+        try:
+            weights[feature.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"start {spec!r}: {item!r} is not feature=number") from None
+        if not eq:
+            raise ValueError(f"start {spec!r}: {item!r} is not feature=number")
+    return _start(name, weights, "written out on the command line")

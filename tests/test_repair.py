@@ -1,0 +1,113 @@
+"""experiments/repair.py: arms, the repair table's numbers from the runs, resume."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+import pytest
+from test_ablations import TINY
+from test_experiments import _load
+
+from sailor_jax import report
+from sailor_jax.config.starts import STARTS
+from sailor_jax.errors import UserError
+from sailor_jax.run import loop
+
+
+@pytest.fixture(scope="module")
+def repair():
+    return _load("experiments/repair.py")
+
+
+def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
+    base = repair.PRESETS["cpu"].base
+    assert base.num_seeds >= 8 and base.iterations >= 16 and base.ranker.kind == "expert"
+    assert base.alignment == type(base.alignment)()  # the default update
+    start = STARTS["pays_for_dying"]
+    for method in repair.METHODS:
+        cfg = repair.arm_config(start, method, base, keep_iterations=3)
+        assert cfg.theta0 == start.theta and not cfg.baseline and cfg.tunable is None
+        assert cfg.self_align == (method != "fixed")
+        assert dataclasses.replace(cfg, theta0=None, self_align=True, alignment=base.alignment
+                                   ) == dataclasses.replace(base, self_align=True)
+        assert cfg.alignment.keep_iterations == (3 if method == "sailor_kept" else 0)
+        assert cfg.alignment.method == ("bt_mcmc" if method == "sailor_bt_mcmc" else "bo")
+    with pytest.raises(UserError, match="unknown arm 'nope'"):
+        repair.arm_config(start, "nope", base, 4)
+    args = repair.PRESETS["cpu"]
+    names = [a[0] for a in repair.arms(args)]
+    assert names[0] == repair.REFERENCE and len(names) == 1 + 3 * 3
+    assert "ones.sailor_kept" in names and "pays_for_dying.fixed" in names
+    for bad, match in ((("ones", "ones"), "repeats"), (("theta0",), "theta0"),
+                       (("nope",), "unknown start")):
+        with pytest.raises(UserError, match=match):
+            repair.arms(dataclasses.replace(args, starts=bad))
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
+    out = str(tmp_path / "rep")
+    argv = ["--preset", "smoke", "--out", out, *TINY, "--base.ranker.kind", "outcome",
+            "--starts", "pays_for_dying", "mine:score_gain=0.2,game_over=1",
+            "--methods", "fixed", "sailor_kept", "--keep-iterations", "1"]
+    real_run = loop.run
+    calls = []
+
+    def first(cfg, folder, resume=False, progress=None, devices=None):
+        calls.append(os.path.basename(folder))
+        if len(calls) == 3:  # the third arm: killed before it starts
+            raise _Killed
+        return real_run(cfg, folder, resume=resume, progress=progress)
+
+    monkeypatch.setattr(loop, "run", first)
+    with pytest.raises(_Killed):
+        repair.main(argv)
+    assert calls == ["theta0.fixed", "pays_for_dying.fixed", "pays_for_dying.sailor_kept"]
+    calls.clear()
+    monkeypatch.setattr(loop, "run", lambda cfg, folder, resume=False, progress=None,
+                        devices=None: (calls.append(os.path.basename(folder))
+                                       or real_run(cfg, folder, resume=resume, progress=progress)))
+    rows = repair.main(argv)
+    assert calls == ["pays_for_dying.sailor_kept", "mine.fixed", "mine.sailor_kept"]
+    assert [r["arm"] for r in rows] == ["theta0.fixed", "pays_for_dying.fixed",
+                                        "pays_for_dying.sailor_kept", "mine.fixed",
+                                        "mine.sailor_kept"]
+    saved = json.load(open(os.path.join(out, "repair.json")))
+    assert saved["env_steps_per_seed"] == 2 * 16 * 32 and saved["keep_iterations"] == 1
+    assert saved["starts"]["mine"]["theta"] == [0.2] + [0.0] * 6 + [1.0]
+    by = {r["arm"]: r for r in rows}
+    scores = {a: r["per_seed"]["score"] for a, r in by.items()}
+    for arm, r in by.items():  # every number from the arm's own results.json
+        res = json.load(open(os.path.join(out, "variants", arm, "results.json")))
+        assert scores[arm] == [e["score_mean"] for e in res["evaluation"]["per_seed"]]
+        assert r["score"] == pytest.approx(report.mean_ci(scores[arm]))
+        history = np.asarray(res["theta_history"])  # [T+1, S, F]
+        assert history.shape == (3, 2, 8)
+        np.testing.assert_allclose(history[0], [saved["starts"][r["start"]]["theta"]] * 2)
+        if r["method"] == "fixed":
+            assert (history == history[0]).all()
+        np.testing.assert_allclose(r["final_theta"], history[-1].mean(axis=0))
+    kept = by["mine.sailor_kept"]
+    d = np.subtract(scores["mine.sailor_kept"], scores["mine.fixed"])
+    assert kept["vs_fixed_start"]["per_seed"] == pytest.approx(d.tolist())
+    gap = np.mean(scores["theta0.fixed"]) - np.mean(scores["mine.fixed"])
+    if gap > 0:
+        assert kept["recovery"]["fraction"] == pytest.approx(d.mean() / gap)
+    else:  # a start no worse than theta0: no recovery fraction
+        assert "recovery" not in kept
+    assert by["mine.fixed"]["vs_theta0"]["per_seed"] == pytest.approx(
+        np.subtract(scores["mine.fixed"], scores["theta0.fixed"]).tolist())
+    md = open(os.path.join(out, "repair.md")).read()
+    assert md.count("\n") == 2 + 5 and "| mine.sailor_kept | " in md
+    assert os.path.getsize(os.path.join(out, "figures", "theta_mine.png")) > 1000
+    lines = open(os.path.join(out, "theta_trajectories.csv")).read().splitlines()
+    assert len(lines) == 1 + 5 * 2 * 3
+    # A third run reads every arm back and writes the same numbers.
+    calls.clear()
+    assert repair.main(argv) == rows and calls == []

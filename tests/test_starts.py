@@ -1,0 +1,42 @@
+"""config/starts.py: named starting rewards and NAME:feature=w specs, with bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from sailor_jax.config.starts import STARTS, parse_start
+from sailor_jax.game.features import FEATURE_NAMES
+from sailor_jax.game.reward import RewardSpec
+
+
+def test_named_starts_are_valid_thetas_with_a_reason():
+    assert {"theta0", "ones", "pays_for_dying", "hoards_merges"} <= set(STARTS)
+    assert STARTS["theta0"].theta == RewardSpec().theta0
+    assert STARTS["ones"].theta == (1.0,) * len(FEATURE_NAMES)
+    dying = dict(zip(FEATURE_NAMES, STARTS["pays_for_dying"].theta, strict=True))
+    assert dying["game_over"] > 0 and dying["empty_cells"] < 0 and dying["score_gain"] < 0.1
+    for name, start in STARTS.items():
+        assert start.name == name and len(start.theta) == len(FEATURE_NAMES)
+        assert len(start.why) > 20 and start.why.endswith(".")
+        RewardSpec().validate(start.theta)
+        assert parse_start(name) is start
+
+
+def test_written_out_start():
+    s = parse_start("mine:score_gain=0.25, game_over=-1")
+    assert s.name == "mine" and s.theta == (0.25,) + (0.0,) * 6 + (-1.0,)
+
+
+@pytest.mark.parametrize("spec, match", [
+    ("nope", "unknown start 'nope'.*pays_for_dying"),
+    ("mine:", "expected NAME:feature=w"),
+    (":score_gain=1", "expected NAME:feature=w"),
+    ("mine:score_gain", "not feature=number"),
+    ("mine:score_gain=high", "not feature=number"),
+    ("mine:score=1", "unknown feature name"),
+    ("mine:score_gain=2", "bound"),
+    ("mine:score_gain=nan", "finite|bound"),
+])
+def test_bad_start_specs_say_what_is_wrong(spec, match):
+    with pytest.raises(ValueError, match=match):
+        parse_start(spec)
