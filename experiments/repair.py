@@ -58,7 +58,7 @@ class Args:
 
     base: SailorConfig
     """Shared settings of every arm (budget, seeds, judge, update); theta0 is set per start."""
-    starts: tuple[str, ...] = ("pays_for_dying", "hoards_merges", "ones")
+    starts: tuple[str, ...] = ("pays_for_dying", "chases_max_tile", "ones")
     """Starting rewards: names in STARTS or NAME:feature=w,feature=w,..."""
     methods: tuple[str, ...] = ("fixed", "sailor", "sailor_kept")
     """Arms run from every start (see the module docstring)."""

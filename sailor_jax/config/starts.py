@@ -48,6 +48,10 @@ STARTS: dict[str, Start] = {s.name: s for s in (
            "Rewards the strategy guides' heuristics for their own sake (keep merges available, "
            "keep neighbouring tiles alike) and leaves score to follow from them, as an LLM "
            "asked for a 'strategic' reward tends to write."),
+    _start("chases_max_tile", {"max_tile_increase": 1.0},
+           "Rewards only what the game is about, a new largest tile, and nothing on the way: "
+           "the sparse 'reward the outcome' design that a person or an LLM writes when told "
+           "not to shape."),
 )}
 """The named starts, by name."""
 
