@@ -13,11 +13,11 @@ as `NAME:feature=w,feature=w`), at equal env steps and seeds, the arms in `--met
 plus once theta0 kept fixed, the reference. Seed s of every arm starts from the same network
 and environments (common random numbers), so differences are paired per seed.
 
-Table per start and arm: final greedy score, mean [95% t-CI] over seeds; its paired
-difference to the start kept fixed [95% t-CI] and the seeds where it is higher; 1024 and 2048
-rates; the recovery fraction (arm - fixed start) / (theta0 - fixed start) with a paired
-bootstrap interval (`report.recovery_fraction`; not given for a start whose fixed agent is not
-worse than theta0's, where it means nothing); the mean final theta.
+Table per start and arm: final greedy score, mean [95% t-CI] over seeds, and its worst seed;
+its paired difference to the start kept fixed [95% t-CI] and the seeds where it is higher;
+1024 and 2048 rates; the recovery fraction (arm - fixed start) / (theta0 - fixed start) with
+a paired bootstrap interval (`report.recovery_fraction`; not given for a start whose fixed
+agent is not worse than theta0's, where it means nothing); the mean final theta.
 
 Output in `--out`: `variants/<start>.<arm>/` (SAILOR run folders), `repair.json` (every
 number above plus per-seed scores and theta histories), `repair.md`, `theta_trajectories.csv`
@@ -173,16 +173,17 @@ def _diff(d: dict | None) -> str:
 
 def markdown(rows: list[dict]) -> str:
     """The repair table (GitHub markdown)."""
-    head = ["arm", "final score [95% CI]", "paired diff. to the fixed start [95% CI]",
+    head = ["arm", "final score [95% CI]", "worst seed", "paired diff. to the fixed start [95% CI]",
             "(fixed start) diff. to theta0", "recovery fraction [95% CI]", "1024", "2048",
             "final theta (mean over seeds)"]
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * 6 + "---|"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * 7 + "---|"]
     for r in rows:
         rec = r.get("recovery")
         theta = ", ".join(f"{SHORT[n]} {v:.2f}" for n, v in
                           zip(FEATURE_NAMES, r["final_theta"], strict=True) if abs(v) >= 0.005)
         lines.append("| " + " | ".join([
-            r["arm"], _ci(r["score"]), _diff(r.get("vs_fixed_start")), _diff(r.get("vs_theta0")),
+            r["arm"], _ci(r["score"]), f"{min(r['per_seed']['score']):,.0f}",
+            _diff(r.get("vs_fixed_start")), _diff(r.get("vs_theta0")),
             _ci((rec["fraction"], rec["ci_low"], rec["ci_high"]), 2) if rec else "",
             f"{r['tile_1024'][0]:.2f}", f"{r['tile_2048'][0]:.2f}", theta]) + " |")
     return "\n".join(lines) + "\n"

@@ -104,7 +104,7 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
     assert by["mine.fixed"]["vs_theta0"]["per_seed"] == pytest.approx(
         np.subtract(scores["mine.fixed"], scores["theta0.fixed"]).tolist())
     md = open(os.path.join(out, "repair.md")).read()
-    assert md.count("\n") == 2 + 5 and "| mine.sailor_kept | " in md
+    assert md.count("\n") == 2 + 5 and "| worst seed |" in md and "| mine.sailor_kept | " in md
     assert os.path.getsize(os.path.join(out, "figures", "theta_mine.png")) > 1000
     lines = open(os.path.join(out, "theta_trajectories.csv")).read().splitlines()
     assert len(lines) == 1 + 5 * 2 * 3
