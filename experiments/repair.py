@@ -1,7 +1,7 @@
 """Repair experiment (issue 24): does SAILOR repair a wrong starting reward?
 
-    python experiments/repair.py --preset smoke --out runs/repair_smoke   # ~3 min on CPU
-    python experiments/repair.py --preset cpu --out runs/repair           # ~1 h on a 2-core CPU
+    python experiments/repair.py --preset smoke --out runs/repair_smoke   # ~2 min on CPU
+    python experiments/repair.py --preset cpu --out runs/repair           # 34 min on a 2-core CPU
     python experiments/repair.py --preset cpu --starts ones "mine:score_gain=0.2,game_over=1"
 
 For every start in `--starts` (a name in `sailor_jax.config.starts.STARTS`, or one written out
@@ -9,9 +9,13 @@ as `NAME:feature=w,feature=w`), at equal env steps and seeds, the arms in `--met
   fixed        the start kept fixed (no judge)
   sailor       SAILOR from the start, judged by the expert, the default update (BO)
   sailor_kept  the same, each update also fitting the pairs of the last `--keep-iterations`
+  sailor_trust    the same, BO confined to +-`--trust-region` around the current theta
   sailor_bt_mcmc  the same with Zeng et al.'s Bradley-Terry MCMC update
+  sailor_random_judge  the default update fitted to a random judge's rankings (no
+                  information): the control that shows what the update does on its own
 plus once theta0 kept fixed, the reference. Seed s of every arm starts from the same network
-and environments (common random numbers), so differences are paired per seed.
+and environments (common random numbers), so differences are paired per seed. Arms already
+finished in `--out` are read back, so naming more `--methods` adds arms to an experiment.
 
 Table per start and arm: final greedy score, mean [95% t-CI] over seeds, and its worst seed;
 its paired difference to the start kept fixed [95% t-CI] and the seeds where it is higher;
@@ -45,7 +49,8 @@ from sailor_jax.game.features import FEATURE_NAMES  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
 from sailor_jax.run.variants import check_variant, run_variant, theta_rows  # noqa: E402
 
-METHODS: tuple[str, ...] = ("fixed", "sailor", "sailor_kept", "sailor_bt_mcmc")
+METHODS: tuple[str, ...] = ("fixed", "sailor", "sailor_kept", "sailor_trust", "sailor_bt_mcmc",
+                            "sailor_random_judge")
 SHORT = dict(zip(FEATURE_NAMES, ("score", "empty", "corner", "mono", "merges", "smooth",
                                   "tile_inc", "game_over"), strict=True))
 REFERENCE = "theta0.fixed"
@@ -64,6 +69,8 @@ class Args:
     """Arms run from every start (see the module docstring)."""
     keep_iterations: int = 4
     """K of the sailor_kept arm: each update also fits the last K iterations' pairs."""
+    trust_region: float = 0.25
+    """Half-width of the BO box around the current theta in the sailor_trust arm."""
     out: str = "runs/repair"
     """Output folder; running again with the same folder resumes."""
 
@@ -83,11 +90,11 @@ PRESETS: dict[str, Args] = {
     "cpu": Args(base=_BASE_CPU),
 }
 PRESET_HELP = {"smoke": "about 3 minutes on a 2-core CPU",
-               "cpu": "8 seeds x ~1M env steps, 16 updates; about an hour on a 2-core CPU"}
+               "cpu": "8 seeds x ~1M env steps, 16 updates, 3 starts x 3 arms: 34 min on 2 cores"}
 
 
-def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: int
-               ) -> SailorConfig:
+def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: int,
+               trust_region: float = 0.25) -> SailorConfig:
     """The `SailorConfig` of one arm: `base` from theta0 = `start.theta`, reward learning per
     `method` (see `METHODS`).
 
@@ -101,6 +108,11 @@ def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: i
     if method == "sailor_kept":
         cfg = dataclasses.replace(cfg, alignment=dataclasses.replace(
             cfg.alignment, keep_iterations=keep_iterations))
+    elif method == "sailor_trust":
+        cfg = dataclasses.replace(cfg, alignment=dataclasses.replace(
+            cfg.alignment, trust_region=trust_region))
+    elif method == "sailor_random_judge":
+        cfg = dataclasses.replace(cfg, ranker=dataclasses.replace(cfg.ranker, kind="random"))
     elif method == "sailor_bt_mcmc":
         cfg = dataclasses.replace(cfg, alignment=dataclasses.replace(cfg.alignment,
                                                                      method="bt_mcmc"))
@@ -126,7 +138,8 @@ def arms(args: Args) -> list[tuple[str, Start, str, SailorConfig]]:
     for start in starts:
         for method in args.methods:
             out.append((f"{start.name}.{method}", start, method,
-                        arm_config(start, method, args.base, args.keep_iterations)))
+                        arm_config(start, method, args.base, args.keep_iterations,
+                                   args.trust_region)))
     return out
 
 
@@ -217,6 +230,7 @@ def write_outputs(args: Args, arm_list, results: dict) -> tuple[list[dict], str]
             "starts": {s.name: {"theta": s.theta, "why": s.why}
                        for _, s, _, _ in arm_list},
             "base_config": dataclasses.asdict(args.base), "keep_iterations": args.keep_iterations,
+            "trust_region": args.trust_region,
             "env_steps_per_seed": results[REFERENCE].env_steps_per_seed, "rows": rows,
             "theta_history": {n: r.theta_history for n, r in results.items()},
             "machine": report.machine()}), f, indent=1)

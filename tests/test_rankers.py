@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from llm_fixtures import random_games
@@ -426,3 +427,34 @@ def test_embedded_smollm2_pairwise_label_mass():
         f"SmolLM2 load {ranker.load_seconds:.1f} s, {ranker.last_seconds_per_prompt:.2f} "
         f"s/prompt, label mass {ranker.last_label_mass:.3f}"
     )
+
+
+def test_random_ranker_is_uniform_and_depends_only_on_the_group():
+    from sailor_jax.config import RankerConfig
+    from sailor_jax.judges import RandomRanker
+    from sailor_jax.judges.factory import make_ranker
+    rng = np.random.default_rng(0)
+
+    def group(m, k):
+        return TrajectoryBatch(
+            boards=None, actions=None, score_gains=None, lengths=np.arange(m, dtype=np.int32) + k,
+            truncated=np.zeros(m, bool), score=np.arange(m, dtype=np.float32) * 4,
+            max_tile=np.full(m, 2, np.int32), Phi=rng.normal(size=(m, 8)).astype(np.float32))
+
+    groups = [group(3, k) for k in range(3000)]
+    ranker = make_ranker(RankerConfig(kind="random"))
+    assert isinstance(ranker, RandomRanker)
+    first = ranker.rank_groups(groups)
+    # The same groups in another call (another process, after a resume): the same orders.
+    again = RandomRanker().rank_groups(groups[::-1])[::-1]
+    for a, b in zip(first, again, strict=True):
+        assert np.array_equal(a.order, b.order) and a.scores is None
+        assert sorted(a.order.tolist()) == [0, 1, 2] and a.order.dtype == np.int32
+    # Uniform over the 6 permutations of 3 (chi-square, 3,000 groups), and not the score order.
+    counts = {}
+    for r in first:
+        counts[tuple(r.order)] = counts.get(tuple(r.order), 0) + 1
+    assert len(counts) == 6
+    assert scipy.stats.chisquare(list(counts.values())).pvalue > 1e-3
+    other = RandomRanker(seed=1).rank_groups(groups[:50])
+    assert any(not np.array_equal(a.order, b.order) for a, b in zip(first, other, strict=False))

@@ -28,11 +28,13 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
     assert base.alignment == type(base.alignment)()  # the default update
     start = STARTS["pays_for_dying"]
     for method in repair.METHODS:
-        cfg = repair.arm_config(start, method, base, keep_iterations=3)
+        cfg = repair.arm_config(start, method, base, keep_iterations=3, trust_region=0.1)
         assert cfg.theta0 == start.theta and not cfg.baseline and cfg.tunable is None
         assert cfg.self_align == (method != "fixed")
-        assert dataclasses.replace(cfg, theta0=None, self_align=True, alignment=base.alignment
-                                   ) == dataclasses.replace(base, self_align=True)
+        assert dataclasses.replace(cfg, theta0=None, self_align=True, alignment=base.alignment,
+                                   ranker=base.ranker) == dataclasses.replace(base, self_align=True)
+        assert cfg.ranker.kind == ("random" if method == "sailor_random_judge" else "expert")
+        assert cfg.alignment.trust_region == (0.1 if method == "sailor_trust" else None)
         assert cfg.alignment.keep_iterations == (3 if method == "sailor_kept" else 0)
         assert cfg.alignment.method == ("bt_mcmc" if method == "sailor_bt_mcmc" else "bo")
     with pytest.raises(UserError, match="unknown arm 'nope'"):

