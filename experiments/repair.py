@@ -246,10 +246,14 @@ def write_outputs(args: Args, arm_list, results: dict) -> tuple[list[dict], str]
     return rows, table
 
 
+def parse(argv: list[str]) -> tuple[str, Args]:
+    """`--preset NAME` (default smoke), then any field over that preset's defaults (tyro)."""
+    return parse_with_presets({n: (PRESET_HELP[n], a) for n, a in PRESETS.items()}, argv,
+                              "Repair experiment: SAILOR from wrong starting rewards")
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
-    _, args = parse_with_presets({n: (PRESET_HELP[n], a) for n, a in PRESETS.items()},
-                                 sys.argv[1:] if argv is None else argv,
-                                 "Repair experiment: SAILOR from wrong starting rewards")
+    _, args = parse(sys.argv[1:] if argv is None else argv)
     arm_list = arms(args)
     for name, _, _, cfg in arm_list:  # every folder and judge, before anything is written
         check_variant(name, cfg, os.path.join(args.out, "variants", name))

@@ -13,12 +13,12 @@ candidate (`--search.pick mean`: CMA's final mean) and theta0 are retrained on
 `--search.retrain-seeds` fresh paired seeds at the same budget; the table gives both arms'
 mean [95% CI] and the paired difference [95% CI].
 
-Presets (7 programs of 16 rows: 6 generations, the retrain; wall-clock estimated for the
-2-core CPU at 30k env steps/s over all rows, 18k under load; see README):
+Presets (7 programs of 16 rows: 6 generations, the retrain; wall-clock measured on the 2-core
+AMD EPYC at 49-55k env steps/s over all rows, 2026-11-23; see README):
   tiny       3 generations of 3 x 2 rows, seconds of training: the test's run (~2 min, compiling)
   budget_1m  1,048,576 env steps per row, 6 generations of 8 x 2 rows, 8 retrain seeds
-             (117M env steps: ~70 min, ~2 h under load)
-  budget_5m  5,111,808 env steps per row, otherwise as budget_1m (573M: ~5.5 h, ~9 h under load)
+             (117M env steps: 39 min measured)
+  budget_5m  5,111,808 env steps per row, otherwise as budget_1m (573M: ~3.2 h, estimated)
 
 Output in `--out`: `config.json`, `generations/gNNN/` (a run folder per generation, with
 checkpoints, and `generation.json`: candidates, per-row scores, CMA mean and sigma),
@@ -63,9 +63,9 @@ PRESETS: dict[str, tuple[str, Args]] = {
             retrain_seeds=2, eval=EvalConfig(episodes=4, max_len=300),
             ppo=PPOConfig(num_envs=16, num_steps=8, updates_per_segment=1,
                           network=NetworkConfig(hidden_sizes=(16,)))))),
-    "budget_1m": ("~1M env steps per row, about 70 minutes on a quiet 2-core CPU", Args(
+    "budget_1m": ("~1M env steps per row, 39 minutes on a 2-core CPU", Args(
         search=ThetaSearchConfig(total_timesteps=1_000_000))),
-    "budget_5m": ("~5M env steps per row, about 5.5 hours on a quiet 2-core CPU", Args(
+    "budget_5m": ("~5M env steps per row, about 3.2 hours on a 2-core CPU", Args(
         search=ThetaSearchConfig(total_timesteps=5_000_000))),
 }
 
