@@ -18,10 +18,11 @@ and environments (common random numbers), so differences are paired per seed. Ar
 finished in `--out` are read back, so naming more `--methods` adds arms to an experiment.
 
 Table per start and arm: final greedy score, mean [95% t-CI] over seeds, and its worst seed;
-its paired difference to the start kept fixed [95% t-CI] and the seeds where it is higher;
-1024 and 2048 rates; the recovery fraction (arm - fixed start) / (theta0 - fixed start) with
-a paired bootstrap interval (`report.recovery_fraction`; not given for a start whose fixed
-agent is not worse than theta0's, where it means nothing); the mean final theta.
+its paired difference to the start kept fixed [95% t-CI] and the seeds where it is higher
+(and to the random-judge control when that arm ran); 1024 and 2048 rates; the recovery
+fraction (arm - fixed start) / (theta0 - fixed start) with a paired bootstrap interval
+(`report.recovery_fraction`; not given for a start whose fixed agent is not worse than
+theta0's, where it means nothing); the mean final theta.
 
 Output in `--out`: `variants/<start>.<arm>/` (SAILOR run folders), `repair.json` (every
 number above plus per-seed scores and theta histories), `repair.md`, `theta_trajectories.csv`
@@ -166,6 +167,10 @@ def summarize(arm_list, results: dict) -> list[dict]:
             gap = report.paired_difference(ref, fixed_score)
             if gap["mean"] > 0 and len(ref) >= 2:
                 row["recovery"] = report.recovery_fraction(s["score"], fixed_score, ref)
+        control = f"{start.name}.sailor_random_judge"
+        if method not in ("fixed", "sailor_random_judge") and control in results:
+            row["vs_random_judge"] = report.paired_difference(
+                s["score"], score_samples(results[control])["score"])
         if method == "fixed" and name != REFERENCE:
             row["vs_theta0"] = report.paired_difference(s["score"], ref)
         rows.append(row)
@@ -186,10 +191,11 @@ def _diff(d: dict | None) -> str:
 
 def markdown(rows: list[dict]) -> str:
     """The repair table (GitHub markdown)."""
-    head = ["arm", "final score [95% CI]", "worst seed", "paired diff. to the fixed start [95% CI]",
-            "(fixed start) diff. to theta0", "recovery fraction [95% CI]", "1024", "2048",
+    head = ["arm", "final score [95% CI]", "worst seed",
+            "paired diff. to the fixed start [95% CI]", "(fixed start) diff. to theta0",
+            "diff. to the random judge", "recovery fraction [95% CI]", "1024", "2048",
             "final theta (mean over seeds)"]
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * 7 + "---|"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * 8 + "---|"]
     for r in rows:
         rec = r.get("recovery")
         theta = ", ".join(f"{SHORT[n]} {v:.2f}" for n, v in
@@ -197,6 +203,7 @@ def markdown(rows: list[dict]) -> str:
         lines.append("| " + " | ".join([
             r["arm"], _ci(r["score"]), f"{min(r['per_seed']['score']):,.0f}",
             _diff(r.get("vs_fixed_start")), _diff(r.get("vs_theta0")),
+            _diff(r.get("vs_random_judge")),
             _ci((rec["fraction"], rec["ci_low"], rec["ci_high"]), 2) if rec else "",
             f"{r['tile_1024'][0]:.2f}", f"{r['tile_2048'][0]:.2f}", theta]) + " |")
     return "\n".join(lines) + "\n"

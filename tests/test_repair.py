@@ -57,7 +57,7 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
     out = str(tmp_path / "rep")
     argv = ["--preset", "smoke", "--out", out, *TINY, "--base.ranker.kind", "outcome",
             "--starts", "pays_for_dying", "mine:score_gain=0.2,game_over=1",
-            "--methods", "fixed", "sailor_kept", "--keep-iterations", "1"]
+            "--methods", "fixed", "sailor_kept", "sailor_random_judge", "--keep-iterations", "1"]
     real_run = loop.run
     calls = []
 
@@ -76,10 +76,12 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
                         devices=None: (calls.append(os.path.basename(folder))
                                        or real_run(cfg, folder, resume=resume, progress=progress)))
     rows = repair.main(argv)
-    assert calls == ["pays_for_dying.sailor_kept", "mine.fixed", "mine.sailor_kept"]
-    assert [r["arm"] for r in rows] == ["theta0.fixed", "pays_for_dying.fixed",
-                                        "pays_for_dying.sailor_kept", "mine.fixed",
-                                        "mine.sailor_kept"]
+    assert calls == ["pays_for_dying.sailor_kept", "pays_for_dying.sailor_random_judge",
+                     "mine.fixed", "mine.sailor_kept", "mine.sailor_random_judge"]
+    assert [r["arm"] for r in rows] == [
+        "theta0.fixed", "pays_for_dying.fixed", "pays_for_dying.sailor_kept",
+        "pays_for_dying.sailor_random_judge", "mine.fixed", "mine.sailor_kept",
+        "mine.sailor_random_judge"]
     saved = json.load(open(os.path.join(out, "repair.json")))
     assert saved["env_steps_per_seed"] == 2 * 16 * 32 and saved["keep_iterations"] == 1
     assert saved["starts"]["mine"]["theta"] == [0.2] + [0.0] * 6 + [1.0]
@@ -98,6 +100,10 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
     kept = by["mine.sailor_kept"]
     d = np.subtract(scores["mine.sailor_kept"], scores["mine.fixed"])
     assert kept["vs_fixed_start"]["per_seed"] == pytest.approx(d.tolist())
+    assert kept["vs_random_judge"]["per_seed"] == pytest.approx(np.subtract(
+        scores["mine.sailor_kept"], scores["mine.sailor_random_judge"]).tolist())
+    assert "vs_random_judge" not in by["mine.sailor_random_judge"]
+    assert "vs_random_judge" not in by["mine.fixed"]
     gap = np.mean(scores["theta0.fixed"]) - np.mean(scores["mine.fixed"])
     if gap > 0:
         assert kept["recovery"]["fraction"] == pytest.approx(d.mean() / gap)
@@ -106,10 +112,10 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
     assert by["mine.fixed"]["vs_theta0"]["per_seed"] == pytest.approx(
         np.subtract(scores["mine.fixed"], scores["theta0.fixed"]).tolist())
     md = open(os.path.join(out, "repair.md")).read()
-    assert md.count("\n") == 2 + 5 and "| worst seed |" in md and "| mine.sailor_kept | " in md
+    assert md.count("\n") == 2 + 7 and "| worst seed |" in md and "| mine.sailor_kept | " in md
     assert os.path.getsize(os.path.join(out, "figures", "theta_mine.png")) > 1000
     lines = open(os.path.join(out, "theta_trajectories.csv")).read().splitlines()
-    assert len(lines) == 1 + 5 * 2 * 3
+    assert len(lines) == 1 + 7 * 2 * 3
     # A third run reads every arm back and writes the same numbers.
     calls.clear()
     assert repair.main(argv) == rows and calls == []
