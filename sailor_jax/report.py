@@ -113,12 +113,14 @@ def recovery_fraction(method: Sequence[float], start: Sequence[float], reference
             return np.where(gap == 0, np.nan, (np.mean(m, axis=axis) - np.mean(s, axis=axis)) / gap)
 
     fraction = float(ratio(*x))
+    gap = paired_difference(x[2], x[1], confidence)
+    if not math.isfinite(fraction):  # no gap to close: nothing to resample
+        return {"fraction": math.nan, "ci_low": math.nan, "ci_high": math.nan, "gap": gap}
     res = scipy.stats.bootstrap(tuple(x), ratio, paired=True, vectorized=True,
                                 confidence_level=confidence, n_resamples=resamples,
                                 method="percentile", rng=np.random.default_rng(seed))
     low, high = res.confidence_interval
-    return {"fraction": fraction, "ci_low": float(low), "ci_high": float(high),
-            "gap": paired_difference(x[2], x[1], confidence)}
+    return {"fraction": fraction, "ci_low": float(low), "ci_high": float(high), "gap": gap}
 
 
 def per_seed_metrics(evaluation: dict) -> dict[str, list[float]]:

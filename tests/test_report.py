@@ -97,7 +97,8 @@ def test_recovery_fraction_bad_input():
     with pytest.raises(ValueError, match="equal lengths"):
         report.paired_difference([1.0], [1.0, 2.0])
     # No gap between start and reference: the fraction is undefined, not a number.
-    assert math.isnan(report.recovery_fraction([2.0, 3.0], [1.0, 2.0], [1.0, 2.0])["fraction"])
+    none = report.recovery_fraction([2.0, 3.0], [1.0, 2.0], [1.0, 2.0])
+    assert all(math.isnan(none[k]) for k in ("fraction", "ci_low", "ci_high"))
 
 
 def test_paired_difference_by_hand():
