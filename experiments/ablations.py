@@ -35,7 +35,6 @@ variant killed mid-way continues from its last checkpoint. Plot with
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import os
@@ -62,7 +61,7 @@ from sailor_jax.config import (  # noqa: E402
 )
 from sailor_jax.game.features import FEATURE_NAMES  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
-from sailor_jax.run.variants import check_variant, judge_label, run_variant, theta_rows  # noqa: E402,F401
+from sailor_jax.run.variants import check_variant, judge_label, run_variant, write_theta_csv  # noqa: E402
 from sailor_jax.scale import sharding  # noqa: E402
 
 FIXED_VARIANTS = ("baseline", "score_only")
@@ -199,7 +198,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             json.dump({"preset": preset, "variants": list(args.variants),
                        "constrained_tunable": list(args.constrained_tunable),
                        "base_config": to_jsonable(dataclasses.asdict(args.base))}, f, indent=2)
-    rows, thetas = [], []
+    rows, runs = [], {}
     with progress_bar(console, "iterations") as progress:
         for name in args.variants:
             cfg = variant_config(name, args.base, args.constrained_tunable)
@@ -209,15 +208,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 name, results.evaluation, judge=judge_label(cfg),
                 env_steps_per_seed=results.env_steps_per_seed,
                 wall_clock_s=sum(results.timings.values())))
-            thetas.extend(theta_rows(name, results))
+            runs[name] = results
     if not sharding.is_main_process():
         return rows  # process 0 writes the tables
     csv_path, md_path = report.write_tables(rows, args.out, "ablations")
-    with open(os.path.join(args.out, "theta_trajectories.csv"), "w", newline="",
-              encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=["variant", "seed", "iteration", *FEATURE_NAMES])
-        writer.writeheader()
-        writer.writerows(thetas)
+    write_theta_csv(os.path.join(args.out, "theta_trajectories.csv"), runs)
     print(f"\nAblations (preset {preset}; final greedy-policy evaluation, "
           f"{args.base.eval.episodes} games per seed; 95% CI over seeds)\n")
     print(report.markdown_table(rows))

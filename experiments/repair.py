@@ -32,7 +32,6 @@ read back, an interrupted one continues from its last checkpoint.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import os
@@ -48,7 +47,7 @@ from sailor_jax.config.starts import STARTS, Start, parse_start  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.game.features import FEATURE_NAMES  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
-from sailor_jax.run.variants import check_variant, run_variant, theta_rows  # noqa: E402
+from sailor_jax.run.variants import check_variant, run_variant, write_theta_csv  # noqa: E402
 
 METHODS: tuple[str, ...] = ("fixed", "sailor", "sailor_kept", "sailor_trust", "sailor_bt_mcmc",
                             "sailor_random_judge")
@@ -130,10 +129,12 @@ def arms(args: Args) -> list[tuple[str, Start, str, SailorConfig]]:
         starts = [parse_start(s) for s in args.starts]
     except ValueError as e:
         raise UserError(f"--starts: {e}") from None
-    for what, names in (("--starts", [s.name for s in starts]), ("--methods", args.methods)):
-        if len(set(names)) != len(names) or "theta0" in names and what == "--starts":
-            raise UserError(f"{what} repeats a name or names theta0 (the reference, always "
-                            f"run): {' '.join(names)}")
+    names = [s.name for s in starts]
+    if "theta0" in names:
+        raise UserError("--starts names theta0: it is the reference, always run")
+    for what, given in (("--starts", names), ("--methods", args.methods)):
+        if len(set(given)) != len(given):
+            raise UserError(f"{what} repeats a name: {' '.join(given)}")
     out = [(REFERENCE, STARTS["theta0"], "fixed",
             arm_config(STARTS["theta0"], "fixed", args.base, args.keep_iterations))]
     for start in starts:
@@ -243,12 +244,7 @@ def write_outputs(args: Args, arm_list, results: dict) -> tuple[list[dict], str]
             "machine": report.machine()}), f, indent=1)
     with open(os.path.join(args.out, "repair.md"), "w", encoding="utf-8") as f:
         f.write(table)
-    with open(os.path.join(args.out, "theta_trajectories.csv"), "w", newline="",
-              encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=["variant", "seed", "iteration", *FEATURE_NAMES])
-        writer.writeheader()
-        for name, r in results.items():
-            writer.writerows(theta_rows(name, r))
+    write_theta_csv(os.path.join(args.out, "theta_trajectories.csv"), results)
     plot_thetas(args.out, arm_list, results)
     return rows, table
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from sailor_jax.game.features import FEATURE_NAMES
-from sailor_jax.game.reward import BASELINE_THETA, RewardSpec
+from sailor_jax.game.reward import BASELINE_THETA, RewardSpec, theta_from
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,11 +25,10 @@ class Start:
 
 
 def _start(name: str, weights: dict[str, float], why: str) -> Start:
-    unknown = sorted(set(weights) - set(FEATURE_NAMES))
-    if unknown:
-        raise ValueError(f"start {name!r}: unknown feature name(s) {unknown}; "
-                         f"known: {list(FEATURE_NAMES)}")
-    theta = tuple(float(weights.get(n, 0.0)) for n in FEATURE_NAMES)
+    try:
+        theta = theta_from(weights)
+    except ValueError as e:
+        raise ValueError(f"start {name!r}: {e}") from None
     RewardSpec().validate(theta)
     return Start(name, theta, why)
 

@@ -16,7 +16,13 @@ BASELINE_THETA: dict[str, float] = {"score_gain": 1.0, "max_tile_in_corner": 0.1
 """The seed plan's baseline reward; features not named here have weight 0."""
 
 
-def _theta_from(weights: dict[str, float], names: Sequence[str]) -> tuple[float, ...]:
+def theta_from(weights: dict[str, float], names: Sequence[str] = FEATURE_NAMES
+               ) -> tuple[float, ...]:
+    """`float[F]` weights in the order of `names`, 0.0 for names not in `weights`.
+
+    Raises:
+      ValueError: a key of `weights` is not in `names` (the message lists the known ones).
+    """
     unknown = sorted(set(weights) - set(names))
     if unknown:
         raise ValueError(f"unknown feature name(s) {unknown}; known: {list(names)}")
@@ -32,7 +38,7 @@ class RewardSpec:
 
     names: tuple[str, ...] = FEATURE_NAMES
     """Feature names, in the order of phi's last axis."""
-    theta0: tuple[float, ...] = _theta_from(BASELINE_THETA, FEATURE_NAMES)
+    theta0: tuple[float, ...] = theta_from(BASELINE_THETA, FEATURE_NAMES)
     """Initial weights (the seed plan's baseline reward by default)."""
     lower: tuple[float, ...] = (-1.0,) * len(FEATURE_NAMES)
     """Lower bound of each weight."""
@@ -64,7 +70,7 @@ class RewardSpec:
 
     def with_weights(self, weights: dict[str, float], **kwargs) -> RewardSpec:
         """Return a copy whose theta0 is `weights` (by feature name, others 0)."""
-        return dataclasses.replace(self, theta0=_theta_from(weights, self.names), **kwargs)
+        return dataclasses.replace(self, theta0=theta_from(weights, self.names), **kwargs)
 
     def with_tunable(self, names: Sequence[str]) -> RewardSpec:
         """Return a copy where only the named features are tunable."""

@@ -8,11 +8,13 @@ last checkpoint; a folder holding another configuration is refused before any wo
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 
 from sailor_jax.config import SailorConfig
 from sailor_jax.errors import UserError
+from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.judges.factory import check_judges, judge_name
 from sailor_jax.run import loop, run_dir
 from sailor_jax.run.results import SailorResults
@@ -72,3 +74,12 @@ def theta_rows(name: str, results: SailorResults) -> list[dict]:
             rows.append({"variant": name, "seed": s, "iteration": t,
                          **dict(zip(results.feature_names, theta, strict=True))})
     return rows
+
+
+def write_theta_csv(path: str, results: dict[str, SailorResults]) -> None:
+    """`theta_trajectories.csv`: the `theta_rows` of every variant, in `results` order."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=["variant", "seed", "iteration", *FEATURE_NAMES])
+        writer.writeheader()
+        for name, r in results.items():
+            writer.writerows(theta_rows(name, r))
