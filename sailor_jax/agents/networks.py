@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from sailor_jax.agents.board_layers import LineFeatures, TupleFeatures, embed
 from sailor_jax.config import NetworkConfig
 from sailor_jax.game.env import NUM_ACTIONS, NUM_TILE_CLASSES, obs_one_hot
 
@@ -48,7 +49,8 @@ class Towers(nnx.Module):
 
     The first layer reads the board as `cfg.first_layer` says: a matmul on the one-hot
     encoding, the same function as an embedding gather-and-sum (`embed`), or row and column
-    features (`LineFeatures`, a tower's `{tower}_lines`) feeding the first dense layer.
+    features (`LineFeatures`, a tower's `{tower}_lines`) or n-tuple features (`TupleFeatures`,
+    `{tower}_ntuple`) feeding the first dense layer (`board_layers`).
 
     Layers are named attributes so that the parameters are a plain nested dict with string
     keys (friendly to optax and orbax): separate towers `actor_0`, ..., `critic_0`, ... (or
@@ -57,16 +59,19 @@ class Towers(nnx.Module):
     """
 
     def __init__(self, cfg: NetworkConfig, head: str, rngs: nnx.Rngs):
-        lines = cfg.first_layer == "lines"
-        sizes = [8 * cfg.line_features if lines else 16 * NUM_TILE_CLASSES, *cfg.hidden_sizes]
+        inputs = {"lines": 8 * cfg.line_features,
+                  "ntuple": TupleFeatures.NUM_TUPLES * cfg.tuple_features}
+        sizes = [inputs.get(cfg.first_layer, 16 * NUM_TILE_CLASSES), *cfg.hidden_sizes]
         self.activation, self.first_layer = cfg.activation, cfg.first_layer
         self.heads = tuple(name for name, _, _ in HEADS[head])
         self.towers = ("trunk",) if cfg.trunk == "shared" else self.heads
         self.num_hidden = len(sizes) - 1
         outputs = {name: (out, scale) for name, out, scale in HEADS[head]}
         for tower in self.towers:  # creation order fixes the init RNG stream: keep it
-            if lines:
+            if cfg.first_layer == "lines":
                 setattr(self, f"{tower}_lines", LineFeatures(cfg.line_features, rngs))
+            elif cfg.first_layer == "ntuple":
+                setattr(self, f"{tower}_ntuple", TupleFeatures(cfg.tuple_features, rngs))
             for k, layer in enumerate(_hidden(sizes, rngs)):
                 setattr(self, f"{tower}_{k}", layer)
             if tower in outputs:
@@ -83,8 +88,9 @@ class Towers(nnx.Module):
         features = {}
         for tower in self.towers:
             first = getattr(self, f"{tower}_0")
-            if self.first_layer == "lines":
-                h = act(first(getattr(self, f"{tower}_lines")(board, act)))
+            if self.first_layer in ("lines", "ntuple"):
+                reader = getattr(self, f"{tower}_{self.first_layer}")  # _lines, _ntuple
+                h = act(first(reader(board, act)))
             else:
                 h = act(first(x) if x is not None else embed(first, board))
             for k in range(1, self.num_hidden):
@@ -94,63 +100,6 @@ class Towers(nnx.Module):
             return tuple(getattr(self, f"{name}_out")(features["trunk"]) for name in self.heads)
         return tuple(getattr(self, f"{name}_{self.num_hidden}")(features[name])
                      for name in self.heads)
-
-
-def embed(layer: nnx.Linear, board: jax.Array) -> jax.Array:
-    """The first layer on the one-hot board as a gather-and-sum. Compiled-safe.
-
-    `one_hot(board) @ W + b` picks one row of `W [16 * 18, H]` per cell, row
-    `18 * cell + exponent`; gathering those 16 rows and summing them is the same function
-    (equal up to float summation order) at 16 H adds instead of 288 H multiply-adds per
-    board, and its gradient is a scatter-add into the same rows. Same parameters as the
-    one-hot layer, so the two are interchangeable on one checkpoint.
-
-    Args:
-      layer: the first `nnx.Linear(16 * 18, H)` of a tower.
-      board: `[..., 16]` integer exponents in `0..17`.
-
-    Returns:
-      `[..., H] float32`, before the activation.
-    """
-    table = layer.kernel.value.reshape(16, NUM_TILE_CLASSES, -1)  # [cell, exponent, H]
-    board = board.astype(jnp.int32)
-    # One [..., H] gather per cell, summed as we go: XLA:CPU fuses this; a single gather of
-    # [..., 16, H] followed by .sum(-2) materialises it and ran 4x slower than the matmul.
-    h = layer.bias.value
-    for cell in range(16):
-        h = h + jnp.take(table[cell], board[..., cell], axis=0)
-    return h
-
-
-class LineFeatures(nnx.Module):
-    """Row and column features of the board: a 1x4 and a 4x1 kernel over the one-hot lines.
-
-    Row `r`'s features are `act(sum_j rows[j, board[r, j]] + row_bias)`, one kernel shared by
-    the 4 rows (and `cols` by the 4 columns): a convolution with a 1x4 (4x1) kernel, valid
-    padding, over the `4 x 4 x 18` one-hot board, written as 4 gathers per line direction
-    (flax Conv is slow on XLA:CPU). The structure of tsangwpx/ml2048's 1x4/4x1 kernels.
-
-    Parameters: `rows`, `cols` `[4 positions, 18 exponents, F]` (normal, std 0.5, so a sum of
-    4 has unit variance), `row_bias`, `col_bias` `[F]` (zeros).
-    """
-
-    def __init__(self, features: int, rngs: nnx.Rngs):
-        init = nnx.initializers.normal(0.5)
-        self.rows = nnx.Param(init(rngs.params(), (4, NUM_TILE_CLASSES, features)))
-        self.cols = nnx.Param(init(rngs.params(), (4, NUM_TILE_CLASSES, features)))
-        self.row_bias = nnx.Param(jnp.zeros((features,)))
-        self.col_bias = nnx.Param(jnp.zeros((features,)))
-
-    def __call__(self, board: jax.Array, act: Callable) -> jax.Array:
-        """`[..., 16]` integer exponents (row-major) -> `[..., 8 F]` float32 line features."""
-        grid = board.astype(jnp.int32).reshape(*board.shape[:-1], 4, 4)  # [..., row, col]
-        rows, cols = self.rows.value, self.cols.value
-        h_rows, h_cols = self.row_bias.value, self.col_bias.value
-        for j in range(4):  # position along the line
-            h_rows = h_rows + jnp.take(rows[j], grid[..., :, j], axis=0)  # [..., row, F]
-            h_cols = h_cols + jnp.take(cols[j], grid[..., j, :], axis=0)  # [..., col, F]
-        lines = jnp.concatenate([act(h_rows), act(h_cols)], axis=-2)  # [..., 8, F]
-        return lines.reshape(*board.shape[:-1], -1)
 
 
 Params = dict

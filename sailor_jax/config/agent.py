@@ -22,14 +22,19 @@ class NetworkConfig:
     """Width of each hidden layer (of each tower, or of the shared trunk)."""
     activation: str = "relu"
     """Hidden activation: tanh, relu or gelu."""
-    first_layer: Literal["one_hot", "embedding", "lines"] = "embedding"
+    first_layer: Literal["one_hot", "embedding", "lines", "ntuple"] = "embedding"
     """How the first layer reads the board: a matmul on the `16 x 18` one-hot encoding, or the
     same function as a gather of 16 rows of its kernel and a sum (no one-hot, no matmul), or
     `lines`: row and column features first (a 1x4 and a 4x1 kernel shared by the 4 rows and
-    the 4 columns, as gathers), their activations concatenated into the first dense layer."""
+    the 4 columns, as gathers), their activations concatenated into the first dense layer;
+    `ntuple`: a learned vector per joint configuration of each of the 17 4-cell tuples (rows,
+    columns, 2x2 squares; n-tuple networks' lookup tables, one per shape), concatenated."""
     line_features: int = 32
     """Features per row and per column when `first_layer="lines"` (8 lines x this many
     inputs to the first dense layer)."""
+    tuple_features: int = 16
+    """Features per tuple when `first_layer="ntuple"` (17 tuples x this many inputs to the
+    first dense layer; 3 tables of 65,536 x this many weights)."""
     trunk: Literal["separate", "shared"] = "shared"
     """separate: one MLP tower per head (actor, critic); shared: one trunk, a linear output
     layer per head (half the FLOPs; actor and critic gradients meet in the trunk)."""
@@ -37,11 +42,12 @@ class NetworkConfig:
     def __post_init__(self) -> None:
         if self.trunk not in ("separate", "shared"):
             raise ValueError(f"trunk must be 'separate' or 'shared', got {self.trunk!r}")
-        if self.first_layer not in ("one_hot", "embedding", "lines"):
-            raise ValueError(f"first_layer must be 'one_hot', 'embedding' or 'lines', "
+        if self.first_layer not in ("one_hot", "embedding", "lines", "ntuple"):
+            raise ValueError(f"first_layer must be 'one_hot', 'embedding', 'lines' or 'ntuple', "
                              f"got {self.first_layer!r}")
-        if int(self.line_features) <= 0:
-            raise ValueError(f"line_features must be positive, got {self.line_features}")
+        for name in ("line_features", "tuple_features"):
+            if int(getattr(self, name)) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not self.hidden_sizes or any(int(h) <= 0 for h in self.hidden_sizes):
             raise ValueError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
         if self.activation not in ACTIVATIONS:
