@@ -65,6 +65,12 @@ RECIPES: dict[str, PPOConfig] = {
     "r3_envs2048": _relu(num_envs=2048, num_minibatches=16),
     "r3_minibatch32": _relu(num_minibatches=32),
     "r3_lines": _relu(network={"first_layer": "lines"}),
+    # Search round 4 (issue 26: 2048 in >= 55% of games at 10M steps; 2 seeds): the n-tuple
+    # first layer, and round 3's suggested lr 1e-3 + 32 minibatches.
+    "r4_ntuple": _relu(network={"first_layer": "ntuple"}),
+    "r4_lr1e-3_mb32": _relu(lr=1e-3, num_minibatches=32),
+    "r4_ntuple_lr1e-3_mb32": _relu(lr=1e-3, num_minibatches=32,
+                                   network={"first_layer": "ntuple"}),
 }
 """Recipe name -> `PPOConfig`."""
 
