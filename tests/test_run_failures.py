@@ -20,6 +20,7 @@ from test_experiments import ROOT, TINY_PPO
 from test_fault_injection import _files
 
 from sailor_jax.errors import INTERRUPT_STATUS
+from sailor_jax.run import run_dir
 
 SAILOR = os.path.join(ROOT, "experiments", "sailor.py")
 TIMEOUT_S = 240
@@ -74,10 +75,17 @@ def test_second_run_ctrl_c_resume_and_finished_resume(tmp_path, tiny_llm_dir):
     try:
         lock = os.path.join(out, ".lock")
         _wait_for(lambda: os.path.exists(lock) and open(lock).read() == str(a.pid)
-                  and _lines(llm) > 0, a, "judge records")
+                  and _lines(llm) > 0 and run_dir.saved_steps(out), a,
+                  "judge records and a checkpoint")
         config = open(os.path.join(out, "config.json"), "rb").read()
-        b = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
-                           timeout=TIMEOUT_S)
+        # A is stopped while B runs: under load B's start-up took long enough for A to reach
+        # its last iteration and finish before the Ctrl-C. A stopped process keeps its lock.
+        a.send_signal(signal.SIGSTOP)
+        try:
+            b = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True,
+                               text=True, timeout=TIMEOUT_S)
+        finally:
+            a.send_signal(signal.SIGCONT)
         assert b.returncode == 2, b.stderr
         assert _error_lines(b.stderr) == [
             f"error: --out {out}: another run (pid {a.pid}) is using this folder (wait for it "
