@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from sailor_jax.agents import symmetry
 from sailor_jax.agents.board_layers import LineFeatures, TupleFeatures, embed
 from sailor_jax.config import NetworkConfig
 from sailor_jax.game.env import NUM_ACTIONS, NUM_TILE_CLASSES, obs_one_hot
@@ -112,7 +113,8 @@ def make_network(cfg: NetworkConfig, head: str = "actor_critic") -> tuple[InitFn
     `init_params(key) -> params`: a nested dict of float32 arrays; orthogonal sqrt(2) hidden
     layers, zero biases, output layers at scale 0.01 (policy), 1.0 (value, Q). Inputs are
     `[..., 16]` integer exponents (one-hot encoded inside). Both functions are pure and
-    compiled-safe.
+    compiled-safe. With `cfg.symmetry="canonical"` the towers see each board's canonical
+    view and the per-action outputs are mapped back (`_canonical`).
 
     - head "actor_critic": `apply(params, board, legal_action_mask [..., 4] bool) ->
       (logits [..., 4] float32, illegal = MASKED_LOGIT; value [...] float32)`.
@@ -127,6 +129,8 @@ def make_network(cfg: NetworkConfig, head: str = "actor_critic") -> tuple[InitFn
     graphdef, abstract_state = nnx.split(nnx.eval_shape(lambda: Towers(cfg, head, nnx.Rngs(0))))
     forward = functools.partial(_forward, graphdef, abstract_state)
     init_params = functools.partial(_init_params, cfg, head)
+    if cfg.symmetry == "canonical":
+        forward = functools.partial(_canonical, forward)
     if head == "q":
         return init_params, functools.partial(_q_values, forward)
     return init_params, functools.partial(_actor_critic, forward)
@@ -143,6 +147,15 @@ def _forward(graphdef: nnx.GraphDef, abstract_state: nnx.State, params: Params,
     state = jax.tree.map(lambda x: x, abstract_state)  # a fresh copy to fill in
     nnx.replace_by_pure_dict(state, params)
     return nnx.merge(graphdef, state)(board)
+
+
+def _canonical(forward: Callable, params: Params, board: jax.Array) -> tuple[jax.Array, ...]:
+    """`forward` on each board's canonical view (`symmetry.canonicalize`), per-action
+    outputs (4 wide) mapped back to the board's own action order: exactly equivariant."""
+    view, t = symmetry.canonicalize(board)
+    outputs = forward(params, view)
+    return tuple(symmetry.from_view(t, out) if out.shape[-1] == NUM_ACTIONS else out
+                 for out in outputs)
 
 
 def _q_values(forward: Callable, params: Params, board: jax.Array) -> jax.Array:

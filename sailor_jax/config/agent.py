@@ -35,6 +35,11 @@ class NetworkConfig:
     tuple_features: int = 16
     """Features per tuple when `first_layer="ntuple"` (17 tuples x this many inputs to the
     first dense layer; 3 tables of 65,536 x this many weights)."""
+    symmetry: Literal["none", "canonical"] = "none"
+    """none: the network reads the board as it is; canonical: it reads the board turned and
+    mirrored into a canonical orientation (one of the 8 symmetries of the square, the
+    largest corner tile top-left) and its per-action outputs are mapped back, so the policy
+    and value are exactly symmetric (`agents/symmetry.py`)."""
     trunk: Literal["separate", "shared"] = "shared"
     """separate: one MLP tower per head (actor, critic); shared: one trunk, a linear output
     layer per head (half the FLOPs; actor and critic gradients meet in the trunk)."""
@@ -42,6 +47,8 @@ class NetworkConfig:
     def __post_init__(self) -> None:
         if self.trunk not in ("separate", "shared"):
             raise ValueError(f"trunk must be 'separate' or 'shared', got {self.trunk!r}")
+        if self.symmetry not in ("none", "canonical"):
+            raise ValueError(f"symmetry must be 'none' or 'canonical', got {self.symmetry!r}")
         if self.first_layer not in ("one_hot", "embedding", "lines", "ntuple"):
             raise ValueError(f"first_layer must be 'one_hot', 'embedding', 'lines' or 'ntuple', "
                              f"got {self.first_layer!r}")
