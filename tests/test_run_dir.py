@@ -162,3 +162,23 @@ def test_a_failed_write_is_a_user_error(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "makedirs", refuse)
     with pytest.raises(UserError, match=r"cannot write \(Permission denied\)"):
         run_dir.prepare_out_dir(str(tmp_path / "run"), _Cfg(), resume=False)
+
+
+@pytest.mark.parametrize("lr", [0.1, 0.5])
+def test_resume_of_a_run_saved_before_a_field_existed(tmp_path, lr):
+    """A field added to the config since the run was saved is no difference at its default
+    (the run ran as the default says), and is named when the new run sets another value."""
+    out = str(tmp_path / "run")
+    run_dir.prepare_out_dir(out, _Cfg(), resume=False)
+    _start(out)
+    path = os.path.join(out, "config.json")
+    saved = json.load(open(path))
+    del saved["inner"]["lr"]  # written by code that had no `inner.lr` yet
+    open(path, "w").write(json.dumps(saved))
+    if lr == 0.1:
+        assert run_dir.prepare_out_dir(out, _Cfg(), resume=True)["inner"]["lr"] == 0.1
+    else:
+        with pytest.raises(UserError, match=r"inner.lr: saved \(absent\), given 0.5"):
+            run_dir.prepare_out_dir(out, _Cfg(inner=_Inner(lr=0.5)), resume=True)
+    with pytest.raises(UserError, match="a: saved 1, given 2"):  # other fields still count
+        run_dir.prepare_out_dir(out, _Cfg(a=2), resume=True)

@@ -42,13 +42,37 @@ def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: tree}
 
 
-def config_differences(saved: dict, given: dict) -> list[str]:
-    """`"field: saved X, given Y"` for every dotted field where two configs differ."""
+def _default_json(config: Any, dotted: str) -> Any:
+    """The JSON of the dataclass default of field `dotted` of `config`; a sentinel if the
+    path leaves the dataclasses or the field has no default."""
+    *parents, name = dotted.split(".")
+    for parent in parents:
+        config = getattr(config, parent, None)
+    fields = {f.name: f for f in dataclasses.fields(config)} \
+        if dataclasses.is_dataclass(config) else {}
+    field = fields.get(name)
+    if field is None or field.default is dataclasses.MISSING:
+        return _NO_DEFAULT
+    return json.loads(json.dumps(to_jsonable(field.default)))
+
+
+_NO_DEFAULT = object()
+
+
+def config_differences(saved: dict, given: dict, config: Any = None) -> list[str]:
+    """`"field: saved X, given Y"` for every dotted field where two configs differ.
+
+    With `config` (the dataclass `given` was written from), a field the saved config lacks
+    and `config` holds at its default is no difference: a run saved before that field
+    existed ran as its default says, so it resumes under newer code.
+    """
     a, b = _flatten(saved), _flatten(given)
     missing = object()
     return [f"{key}: saved {a.get(key, missing)!r}, given {b.get(key, missing)!r}"
             .replace(repr(missing), "(absent)")
-            for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)]
+            for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)
+            and not (key not in a and config is not None
+                     and _default_json(config, key) == b[key])]
 
 
 def saved_steps(out_dir: str) -> list[int]:
@@ -144,7 +168,7 @@ def check_out_dir(out_dir: str, config: Any, resume: bool) -> None:
         except (OSError, json.JSONDecodeError) as error:
             raise UserError(f"--resume: cannot read {path} ({error})",
                             "choose another --out") from None
-        differences = config_differences(saved, json.loads(config_json(config)))
+        differences = config_differences(saved, json.loads(config_json(config)), config)
         if differences:
             raise UserError(f"--resume: the config differs from {path}: "
                             + "; ".join(differences),

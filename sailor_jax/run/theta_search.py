@@ -214,7 +214,7 @@ def prepare_search_dir(out_dir: str, cfg: ThetaSearchConfig) -> None:
     path, text = os.path.join(out_dir, "config.json"), config_json(cfg)
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
-            differences = config_differences(json.load(f), json.loads(text))
+            differences = config_differences(json.load(f), json.loads(text), cfg)
         if differences:
             raise UserError(f"{out_dir} holds a theta search with another config: "
                             + "; ".join(differences),
