@@ -73,6 +73,8 @@ RECIPES: dict[str, PPOConfig] = {
                                    network={"first_layer": "ntuple"}),
     "r4_symmetric": _relu(network={"symmetry": "canonical"}),
     "r4_ntuple_symmetric": _relu(network={"first_layer": "ntuple", "symmetry": "canonical"}),
+    "r4_symmetric_lr1e-3_mb32": _relu(lr=1e-3, num_minibatches=32,
+                                      network={"symmetry": "canonical"}),
 }
 """Recipe name -> `PPOConfig`."""
 
