@@ -35,11 +35,11 @@ def embed(layer: nnx.Linear, board: jax.Array) -> jax.Array:
     Returns:
       `[..., H] float32`, before the activation.
     """
-    table = layer.kernel.value.reshape(16, NUM_TILE_CLASSES, -1)  # [cell, exponent, H]
+    table = layer.kernel[...].reshape(16, NUM_TILE_CLASSES, -1)  # [cell, exponent, H]
     board = board.astype(jnp.int32)
     # One [..., H] gather per cell, summed as we go: XLA:CPU fuses this; a single gather of
     # [..., 16, H] followed by .sum(-2) materialises it and ran 4x slower than the matmul.
-    h = layer.bias.value
+    h = layer.bias[...]
     for cell in range(16):
         h = h + jnp.take(table[cell], board[..., cell], axis=0)
     return h
@@ -67,8 +67,8 @@ class LineFeatures(nnx.Module):
     def __call__(self, board: jax.Array, act: Callable) -> jax.Array:
         """`[..., 16]` integer exponents (row-major) -> `[..., 8 F]` float32 line features."""
         grid = board.astype(jnp.int32).reshape(*board.shape[:-1], 4, 4)  # [..., row, col]
-        rows, cols = self.rows.value, self.cols.value
-        h_rows, h_cols = self.row_bias.value, self.col_bias.value
+        rows, cols = self.rows[...], self.cols[...]
+        h_rows, h_cols = self.row_bias[...], self.col_bias[...]
         for j in range(4):  # position along the line
             h_rows = h_rows + jnp.take(rows[j], grid[..., :, j], axis=0)  # [..., row, F]
             h_cols = h_cols + jnp.take(cols[j], grid[..., j, :], axis=0)  # [..., col, F]
@@ -135,5 +135,5 @@ class TupleFeatures(nnx.Module):
                                    (cols, self.cols, self.col_bias),
                                    (squares, self.squares, self.square_bias)):
             for k in range(index.shape[-1]):  # one [..., F] gather per tuple (XLA:CPU)
-                parts.append(jnp.take(table.value, index[..., k], axis=0) + bias.value)
+                parts.append(jnp.take(table[...], index[..., k], axis=0) + bias[...])
         return act(jnp.concatenate(parts, axis=-1))

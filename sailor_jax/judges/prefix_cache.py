@@ -182,9 +182,16 @@ def _forward(
         input_ids=ids,
         attention_mask=mask,
         position_ids=position_ids,
-        past_key_values=_kv_cache(kv, len(suffixes), model.config),
+        **{_cache_argument(model): _kv_cache(kv, len(suffixes), model.config)},
         **extra,
     )
+
+
+def _cache_argument(model: Any) -> str:
+    """The forward's KV-cache keyword: `cache` from transformers 5.24, `past_key_values` before."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def _extend(
@@ -194,7 +201,8 @@ def _extend(
     if stop == start:
         return kv
     out = _forward(model, [tokens[start:stop]], kv, start, 0, use_cache=True, **extra)
-    return [(layer[0], layer[1]) for layer in out.past_key_values]
+    cache = out.cache if "cache" in out else out.past_key_values
+    return [(layer[0], layer[1]) for layer in cache]
 
 
 def supports_prefix_reuse(model: Any) -> bool:
@@ -218,7 +226,7 @@ def next_token_logprobs(
     it up to float rounding (tested in float32 to 1e-4).
 
     Args:
-      model: a loaded `transformers` causal LM (its forward takes `past_key_values`).
+      model: a loaded `transformers` causal LM (its forward takes `cache` or `past_key_values`).
       tokenizer: its tokenizer (called as `tokenizer(text, add_special_tokens=False)`; its
         `pad_token_id` pads the suffix batches).
       prompts: `N` rendered prompts, each non-empty.
