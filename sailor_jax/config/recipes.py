@@ -75,6 +75,11 @@ RECIPES: dict[str, PPOConfig] = {
     "r4_ntuple_symmetric": _relu(network={"first_layer": "ntuple", "symmetry": "canonical"}),
     "r4_symmetric_lr1e-3_mb32": _relu(lr=1e-3, num_minibatches=32,
                                       network={"symmetry": "canonical"}),
+    # Search round 5 (10M steps/seed, 2 seeds): round 4's leads with lr 1e-3 decayed linearly
+    # to 0 at 10M steps (304 updates of 1024 x 32), as lr 1e-3 + 32 minibatches levelled off
+    # between 7.5M and 10M.
+    "r5_symmetric_lr_linear_mb32": _relu(lr=1e-3, lr_schedule="linear", lr_decay_updates=304,
+                                         num_minibatches=32, network={"symmetry": "canonical"}),
 }
 """Recipe name -> `PPOConfig`."""
 
