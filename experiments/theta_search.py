@@ -13,12 +13,13 @@ candidate (`--search.pick mean`: CMA's final mean) and theta0 are retrained on
 `--search.retrain-seeds` fresh paired seeds at the same budget; the table gives both arms'
 mean [95% CI] and the paired difference [95% CI].
 
-Presets (7 programs of 16 rows: 6 generations, the retrain; wall-clock measured on the 2-core
-AMD EPYC at 49-55k env steps/s over all rows, 2026-11-23; see README):
+Presets (7 programs: 6 generations, the retrain; wall-clock measured on the 2-core AMD EPYC,
+nothing else running; see README):
   tiny       3 generations of 3 x 2 rows, seconds of training: the test's run (~2 min, compiling)
   budget_1m  1,048,576 env steps per row, 6 generations of 8 x 2 rows, 8 retrain seeds
-             (117M env steps: 39 min measured)
-  budget_5m  5,111,808 env steps per row, otherwise as budget_1m (573M: ~3.2 h, estimated)
+             (117M env steps: 39 min measured at 49-55k env steps/s)
+  budget_5m  5,111,808 env steps per row, 6 generations of 8 x 1 rows, CMA's final mean
+             retrained on 8 seeds (327M env steps: 95 min measured at 57-60k env steps/s)
 
 Output in `--out`: `config.json`, `generations/gNNN/` (a run folder per generation, with
 checkpoints, and `generation.json`: candidates, per-row scores, CMA mean and sigma),
