@@ -80,6 +80,10 @@ RECIPES: dict[str, PPOConfig] = {
     # between 7.5M and 10M.
     "r5_symmetric_lr_linear_mb32": _relu(lr=1e-3, lr_schedule="linear", lr_decay_updates=304,
                                          num_minibatches=32, network={"symmetry": "canonical"}),
+    # ... and single changes to the default not yet tried at 10M: twice the sample reuse, a
+    # wider trunk.
+    "r5_epochs8": _relu(update_epochs=8),
+    "r5_wide512": _relu(network={"hidden_sizes": (512, 512)}),
 }
 """Recipe name -> `PPOConfig`."""
 
