@@ -192,8 +192,8 @@ def ppo_loss(cfg: PPOConfig, apply: Callable, params: Any, mb: Transition,
     """Clipped-surrogate PPO loss of a minibatch (Schulman et al. 2017, eq. 7 and 9).
 
     Advantages are normalised per minibatch (with `axis_name`: by the mean and std of the
-    minibatch shards of all devices); the value loss is clipped like the policy ratio
-    (CleanRL). Returns `(loss [], aux)`: policy/value loss, entropy, approx KL and the clip
+    minibatch shards of all devices); with `cfg.clip_value` the value loss is clipped like the
+    policy ratio (CleanRL), else it is the plain squared error. Returns `(loss [], aux)`: policy/value loss, entropy, approx KL and the clip
     fraction (scalars, means over this device's part of the minibatch).
     """
     logits, value = apply(params, mb.obs, mb.legal_action_mask)
@@ -205,9 +205,11 @@ def ppo_loss(cfg: PPOConfig, apply: Callable, params: Any, mb: Transition,
            / (global_std(advantage, axis_name) + 1e-8))
     policy_loss = -jnp.mean(jnp.minimum(
         ratio * adv, jnp.clip(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps) * adv))
-    value_clipped = mb.value + jnp.clip(value - mb.value, -cfg.clip_eps, cfg.clip_eps)
-    value_loss = 0.5 * jnp.mean(jnp.maximum((value - target) ** 2,
-                                            (value_clipped - target) ** 2))
+    value_error = (value - target) ** 2
+    if cfg.clip_value:
+        value_clipped = mb.value + jnp.clip(value - mb.value, -cfg.clip_eps, cfg.clip_eps)
+        value_error = jnp.maximum(value_error, (value_clipped - target) ** 2)
+    value_loss = 0.5 * jnp.mean(value_error)
     ent = jnp.mean(entropy)
     loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * ent
     aux = dict(policy_loss=policy_loss, value_loss=value_loss, entropy=ent,

@@ -81,7 +81,10 @@ class PPOConfig:
     gae_lambda: float = 0.95
     """GAE lambda."""
     clip_eps: float = 0.2
-    """PPO ratio clipping (also used for the value clipping)."""
+    """PPO ratio clipping (also the value clipping's range when clip_value)."""
+    clip_value: bool = True
+    """Clip the value update to +-clip_eps around the rollout's value, as the ratio (CleanRL);
+    False: plain squared error (Andrychowicz et al. 2021 found value clipping does not help)."""
     ent_coef: float = 0.01
     """Entropy bonus coefficient."""
     vf_coef: float = 0.5

@@ -39,6 +39,13 @@ def _relu(**changes) -> PPOConfig:
     return _shared(network={"activation": "relu", **changes.pop("network", {})}, **changes)
 
 
+def _r5(**changes) -> PPOConfig:
+    """r5_symmetric_lr_linear_mb32 (round 5's best) with `changes`."""
+    network = {"symmetry": "canonical", **changes.pop("network", {})}
+    base = {"lr": 1e-3, "lr_schedule": "linear", "lr_decay_updates": 304, "num_minibatches": 32}
+    return _relu(network=network, **{**base, **changes})
+
+
 RECIPES: dict[str, PPOConfig] = {
     "v0": V0,
     "default": PPOConfig(),
@@ -78,12 +85,18 @@ RECIPES: dict[str, PPOConfig] = {
     # Search round 5 (10M steps/seed, 2 seeds): round 4's leads with lr 1e-3 decayed linearly
     # to 0 at 10M steps (304 updates of 1024 x 32), as lr 1e-3 + 32 minibatches levelled off
     # between 7.5M and 10M.
-    "r5_symmetric_lr_linear_mb32": _relu(lr=1e-3, lr_schedule="linear", lr_decay_updates=304,
-                                         num_minibatches=32, network={"symmetry": "canonical"}),
+    "r5_symmetric_lr_linear_mb32": _r5(),
     # ... and single changes to the default not yet tried at 10M: twice the sample reuse, a
     # wider trunk.
     "r5_epochs8": _relu(update_epochs=8),
     "r5_wide512": _relu(network={"hidden_sizes": (512, 512)}),
+    # Search round 6 (10M steps/seed, 2 seeds): single changes to round 5's best
+    # (r5_symmetric_lr_linear_mb32): no value clipping (Andrychowicz et al. 2021), a longer
+    # horizon; and 8 epochs (round 5's fastest early learner) with the lr decay.
+    "r6_no_value_clip": _r5(clip_value=False),
+    "r6_gamma999": _r5(gamma=0.999),
+    "r6_epochs8_lr_linear": _relu(update_epochs=8, lr=1e-3, lr_schedule="linear",
+                                  lr_decay_updates=304),
 }
 """Recipe name -> `PPOConfig`."""
 
