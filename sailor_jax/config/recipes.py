@@ -100,6 +100,11 @@ RECIPES: dict[str, PPOConfig] = {
     # mattered most; the CPU's env steps/s hardly depends on num_envs from 256 up).
     "r6_envs512": _r5(num_envs=512, num_minibatches=16, lr_decay_updates=608),
     "r6_envs256": _r5(num_envs=256, num_minibatches=8, lr_decay_updates=1216),
+    # Search round 7 (10M steps/seed, 2 seeds): round 6's lead (256 envs, 4x the updates per
+    # env step) pushed further (128 envs, 8x), and joined with no value clipping.
+    "r7_envs128": _r5(num_envs=128, num_minibatches=4, lr_decay_updates=2432),
+    "r7_envs256_no_value_clip": _r5(num_envs=256, num_minibatches=8, lr_decay_updates=1216,
+                                    clip_value=False),
 }
 """Recipe name -> `PPOConfig`."""
 
