@@ -193,8 +193,9 @@ def ppo_loss(cfg: PPOConfig, apply: Callable, params: Any, mb: Transition,
 
     Advantages are normalised per minibatch (with `axis_name`: by the mean and std of the
     minibatch shards of all devices); with `cfg.clip_value` the value loss is clipped like the
-    policy ratio (CleanRL), else it is the plain squared error. Returns `(loss [], aux)`: policy/value loss, entropy, approx KL and the clip
-    fraction (scalars, means over this device's part of the minibatch).
+    policy ratio (CleanRL), else it is the plain squared error. Returns `(loss [], aux)`:
+    policy/value loss, entropy, approx KL and the clip fraction (scalars, means over this
+    device's part of the minibatch).
     """
     logits, value = apply(params, mb.obs, mb.legal_action_mask)
     log_p, entropy = masked_log_prob_entropy(logits, mb.legal_action_mask)

@@ -39,11 +39,17 @@ def _relu(**changes) -> PPOConfig:
     return _shared(network={"activation": "relu", **changes.pop("network", {})}, **changes)
 
 
+SEARCH_STEPS = 9_961_472
+"""Env steps per seed of search rounds 5-7 (304 updates of 1024 envs x 32 steps)."""
+
+
 def _r5(**changes) -> PPOConfig:
-    """r5_symmetric_lr_linear_mb32 (round 5's best) with `changes`."""
+    """r5_symmetric_lr_linear_mb32 (round 5's best) with `changes`; the lr decays to 0 over
+    the updates of SEARCH_STEPS env steps at the recipe's num_envs x num_steps."""
     network = {"symmetry": "canonical", **changes.pop("network", {})}
-    base = {"lr": 1e-3, "lr_schedule": "linear", "lr_decay_updates": 304, "num_minibatches": 32}
-    return _relu(network=network, **{**base, **changes})
+    base = {"lr": 1e-3, "lr_schedule": "linear", "num_minibatches": 32, **changes}
+    batch = base.get("num_envs", 1024) * base.get("num_steps", 32)
+    return _relu(network=network, lr_decay_updates=SEARCH_STEPS // batch, **base)
 
 
 RECIPES: dict[str, PPOConfig] = {
@@ -98,13 +104,12 @@ RECIPES: dict[str, PPOConfig] = {
     # ... and more policy updates per env step at the same minibatch size (1,024) and FLOPs:
     # fewer envs, the lr decayed over the 10M steps' updates (round 1: updates per sample
     # mattered most; the CPU's env steps/s hardly depends on num_envs from 256 up).
-    "r6_envs512": _r5(num_envs=512, num_minibatches=16, lr_decay_updates=608),
-    "r6_envs256": _r5(num_envs=256, num_minibatches=8, lr_decay_updates=1216),
+    "r6_envs512": _r5(num_envs=512, num_minibatches=16),
+    "r6_envs256": _r5(num_envs=256, num_minibatches=8),
     # Search round 7 (10M steps/seed, 2 seeds): round 6's lead (256 envs, 4x the updates per
     # env step) pushed further (128 envs, 8x), and joined with no value clipping.
-    "r7_envs128": _r5(num_envs=128, num_minibatches=4, lr_decay_updates=2432),
-    "r7_envs256_no_value_clip": _r5(num_envs=256, num_minibatches=8, lr_decay_updates=1216,
-                                    clip_value=False),
+    "r7_envs128": _r5(num_envs=128, num_minibatches=4),
+    "r7_envs256_no_value_clip": _r5(num_envs=256, num_minibatches=8, clip_value=False),
 }
 """Recipe name -> `PPOConfig`."""
 
