@@ -20,6 +20,7 @@ import optax
 from jax.sharding import PartitionSpec as P
 
 from sailor_jax.agents import collectives, ppo
+from sailor_jax.agents.optimizer import make_optimizer
 from sailor_jax.agents.networks import make_network
 from sailor_jax.agents.policy import episode_metrics
 from sailor_jax.config import NetworkConfig, PPOConfig
@@ -118,7 +119,7 @@ def local_minibatches(traj: Transition, last_value, key_epoch) -> list:
 def check_learn() -> dict:
     """(b) The sharded learning phase (`ppo.learn`) vs plain minibatch steps on global batches."""
     key_params, key_traj, key_last, key_learn = jax.random.split(jax.random.PRNGKey(2), 4)
-    optimizer = ppo.make_optimizer(CFG)
+    optimizer = make_optimizer(CFG)
     params = INIT_PARAMS(key_params)
     opt_state = optimizer.init(params)
     traj = random_transitions(key_traj, (CFG.num_steps, CFG.num_envs), params)
@@ -211,7 +212,7 @@ def check_bad_input() -> str:
 
 
 CHECKS = {
-    "step_adam": lambda: check_minibatch_step(ppo.make_optimizer(CFG), (False,)),
+    "step_adam": lambda: check_minibatch_step(make_optimizer(CFG), (False,)),
     # SGD without clipping sees the gradient's scale (a psum'd gradient would be 4x).
     "step_sgd": lambda: check_minibatch_step(optax.sgd(1.0), (True, False)),
     "learn": check_learn, "statistics": check_statistics, "segment": check_segment,

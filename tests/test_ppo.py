@@ -19,6 +19,7 @@ import pytest
 
 from sailor_jax.agents import ppo
 from sailor_jax.agents.networks import make_network
+from sailor_jax.agents.optimizer import lr_schedule
 from sailor_jax.config import NetworkConfig, PPOConfig
 from sailor_jax.game import env
 from sailor_jax.game.features import NUM_FEATURES
@@ -161,12 +162,12 @@ def test_config_linear_schedule_needs_decay_updates():
 def test_lr_schedule_values():
     cfg = PPOConfig(lr=1e-3, lr_schedule="linear", lr_decay_updates=4, update_epochs=2,
                         num_minibatches=4)
-    schedule = ppo.lr_schedule(cfg)
+    schedule = lr_schedule(cfg)
     steps_per_update = 8
     for update, expected in [(0, 1e-3), (1, 7.5e-4), (2, 5e-4), (4, 0.0), (9, 0.0)]:
         got = float(schedule(jnp.int32(update * steps_per_update + 3)))
         assert got == pytest.approx(expected, abs=1e-9), update
-    constant = ppo.lr_schedule(PPOConfig(lr=2e-4))
+    constant = lr_schedule(PPOConfig(lr=2e-4))
     assert float(constant(jnp.int32(12345))) == pytest.approx(2e-4)
 
 

@@ -24,6 +24,7 @@ import optax
 
 from sailor_jax.agents.collectives import axis_size, global_mean, global_std, global_var
 from sailor_jax.agents.networks import make_network, masked_log_prob_entropy
+from sailor_jax.agents.optimizer import lr_schedule, make_optimizer
 from sailor_jax.agents.policy import episode_metrics, policy_step
 from sailor_jax.agents.seeds import jit_seeds
 from sailor_jax.config import PPOConfig
@@ -70,28 +71,6 @@ def _update_stats(stats: RunningStats, x: jax.Array, axis_name: str | None = Non
     new_mean = stats.mean + delta * n / total
     m2 = stats.var * stats.count + var * n + delta**2 * stats.count * n / total
     return RunningStats(mean=new_mean, var=m2 / total, count=total)
-
-
-def make_optimizer(cfg: PPOConfig) -> optax.GradientTransformation:
-    """Adam (eps 1e-5) after global-norm clipping, with the configured learning-rate schedule."""
-    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm),
-                       optax.adam(learning_rate=lr_schedule(cfg), eps=1e-5))
-
-
-def lr_schedule(cfg: PPOConfig) -> optax.Schedule:
-    """Map the optimiser step count (minibatch steps) to the learning rate (an optax schedule).
-
-    "constant": `cfg.lr`; "linear": from `cfg.lr` to 0 over `cfg.lr_decay_updates` PPO
-    updates, constant within an update (`update_epochs * num_minibatches` optimiser steps),
-    then exactly 0 (`optax.linear_schedule` alone ends at +-1e-11 under XLA's fused
-    multiply-add, a negative learning rate; the joined constant keeps it at 0).
-    """
-    steps_per_update = cfg.update_epochs * cfg.num_minibatches
-    if cfg.lr_schedule == "constant":
-        return optax.constant_schedule(cfg.lr)
-    linear = optax.join_schedules([optax.linear_schedule(cfg.lr, 0.0, cfg.lr_decay_updates),
-                                   optax.constant_schedule(0.0)], [cfg.lr_decay_updates])
-    return lambda count: linear(count // steps_per_update)
 
 
 def make_train(cfg: PPOConfig, num_seeds: int | None = None, env_fns: EnvFns = GAME_2048):

@@ -34,6 +34,7 @@ from jax.sharding import PartitionSpec as P
 
 from sailor_jax.agents import ppo
 from sailor_jax.agents.networks import make_network
+from sailor_jax.agents.optimizer import lr_schedule, make_optimizer
 from sailor_jax.config import PPOConfig
 from sailor_jax.game.env import GAME_2048, EnvFns
 from sailor_jax.scale.sharding import resolve_devices
@@ -110,9 +111,9 @@ def make_train_env_sharded(cfg: PPOConfig, devices: int | None = None,
     mesh = make_env_mesh(devices)
     local = local_config(cfg, mesh.size)
     init_params, apply = make_network(cfg.network)
-    optimizer = ppo.make_optimizer(cfg)
+    optimizer = make_optimizer(cfg)
     update = functools.partial(ppo.ppo_update, local, env_fns, apply, optimizer,
-                               ppo.lr_schedule(cfg), axis_name=AXIS)
+                               lr_schedule(cfg), axis_name=AXIS)
 
     def segment(rs: RunnerState, theta: jax.Array):
         return ppo.train_segment(local, update, rs, theta)
