@@ -27,6 +27,19 @@ def test_recipes_are_looked_up_by_name():
         recipes.recipe("v9")
 
 
+def test_decayed_recipes_reach_lr_zero_within_their_budget():
+    """Rounds 5-8 decay the lr to 0 within the 10M search budget (less than one update short);
+    the 30M recipe is r6_envs256 with only the decay stretched to 3x that budget."""
+    for name, cfg in recipes.RECIPES.items():
+        if name[:2] in ("r5", "r6", "r7", "r8") and cfg.lr_schedule == "linear":
+            budget = recipes.SEARCH_STEPS * (3 if name.endswith("_30m") else 1)
+            decay_steps = cfg.lr_decay_updates * cfg.batch_size
+            assert budget - cfg.batch_size < decay_steps <= budget, name
+    short, long = recipes.recipe("r6_envs256"), recipes.recipe("r6_envs256_30m")
+    assert long.lr_decay_updates == 3 * short.lr_decay_updates == 3648
+    assert dataclasses.replace(long, lr_decay_updates=short.lr_decay_updates) == short
+
+
 @pytest.fixture
 def learning(monkeypatch):
     monkeypatch.setitem(recipes.RECIPES, "tiny", TINY)

@@ -43,13 +43,13 @@ SEARCH_STEPS = 9_961_472
 """Env steps per seed of search rounds 5-7 (304 updates of 1024 envs x 32 steps)."""
 
 
-def _r5(**changes) -> PPOConfig:
+def _r5(decay_steps: int = SEARCH_STEPS, **changes) -> PPOConfig:
     """r5_symmetric_lr_linear_mb32 (round 5's best) with `changes`; the lr decays to 0 over
-    the updates of SEARCH_STEPS env steps at the recipe's num_envs x num_steps."""
+    the updates of `decay_steps` env steps at the recipe's num_envs x num_steps."""
     network = {"symmetry": "canonical", **changes.pop("network", {})}
     base = {"lr": 1e-3, "lr_schedule": "linear", "num_minibatches": 32, **changes}
     batch = base.get("num_envs", 1024) * base.get("num_steps", 32)
-    return _relu(network=network, lr_decay_updates=SEARCH_STEPS // batch, **base)
+    return _relu(network=network, lr_decay_updates=decay_steps // batch, **base)
 
 
 RECIPES: dict[str, PPOConfig] = {
@@ -110,6 +110,14 @@ RECIPES: dict[str, PPOConfig] = {
     # env step) pushed further (128 envs, 8x), and joined with no value clipping.
     "r7_envs128": _r5(num_envs=128, num_minibatches=4),
     "r7_envs256_no_value_clip": _r5(num_envs=256, num_minibatches=8, clip_value=False),
+    # Search round 8 (10M steps/seed, 2 seeds): single changes to r6_envs256. The 2048 rate
+    # jumped from 12.5% to 30% over the last 2.5M steps as the lr decayed to 0: a less noisy
+    # policy plays better greedy games, so a smaller entropy bonus; and a larger initial lr.
+    "r8_envs256_ent003": _r5(num_envs=256, num_minibatches=8, ent_coef=0.003),
+    "r8_envs256_lr2e-3": _r5(num_envs=256, num_minibatches=8, lr=2e-3),
+    # The 30M-step curve of the best measured recipe (issue 26 item 2): r6_envs256 with its lr
+    # decayed to 0 over 3 x SEARCH_STEPS (3,648 updates) instead of 10M.
+    "r6_envs256_30m": _r5(decay_steps=3 * SEARCH_STEPS, num_envs=256, num_minibatches=8),
 }
 """Recipe name -> `PPOConfig`."""
 
