@@ -113,6 +113,7 @@ RECIPES: dict[str, PPOConfig] = {
     # Search round 8 (10M steps/seed, 2 seeds): single changes to r6_envs256. The 2048 rate
     # jumped from 12.5% to 30% over the last 2.5M steps as the lr decayed to 0: a less noisy
     # policy plays better greedy games, so a smaller entropy bonus; and a larger initial lr.
+    # Neither beat r6_envs256 (14,250 / 21.1% and 14,427 / 16.4% 2048 at 10M).
     "r8_envs256_ent003": _r5(num_envs=256, num_minibatches=8, ent_coef=0.003),
     "r8_envs256_lr2e-3": _r5(num_envs=256, num_minibatches=8, lr=2e-3),
     # The 30M-step curve of the best measured recipe (issue 26 item 2): r6_envs256 with its lr
