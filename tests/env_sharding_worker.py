@@ -20,8 +20,8 @@ import optax
 from jax.sharding import PartitionSpec as P
 
 from sailor_jax.agents import collectives, ppo
-from sailor_jax.agents.optimizer import make_optimizer
 from sailor_jax.agents.networks import make_network
+from sailor_jax.agents.optimizer import make_optimizer
 from sailor_jax.agents.policy import episode_metrics
 from sailor_jax.config import NetworkConfig, PPOConfig
 from sailor_jax.game.reward import RewardSpec

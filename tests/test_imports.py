@@ -32,8 +32,8 @@ LAYERS = {"types": 0, "errors": 0, "logging": 0, "report": 0, "game": 1, "config
 TOP_LEVEL_FILES = {"__init__.py", "types.py", "errors.py", "logging.py", "report.py", "cli.py"}
 DEVICE_MODULES = ("game.env", "game.features", "game.reward", "game.expert", "agents.networks",
                   "agents.optimizer", "agents.policy", "agents.ppo", "agents.rollout",
-                  "agents.evaluation", "agents.dqn", "agents.collectives", "agents.seeds", "agents.replay",
-                  "scale.env_sharding")
+                  "agents.evaluation", "agents.dqn", "agents.collectives", "agents.seeds",
+                  "agents.replay", "scale.env_sharding")
 HOST_ONLY = ("transformers", "torch", "skopt", "orbax", "tensorboardX", "sklearn", "cma")
 
 
