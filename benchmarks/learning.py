@@ -12,9 +12,10 @@ seconds so far: compile, evaluation and checkpoints excluded), `sps` (env steps 
 over all seeds), `score_mean` with `score_ci_low`/`score_ci_high` (95% Student-t interval
 over the seeds' mean scores), `tile_512`..`tile_4096` (fraction of games, pooled),
 `win_rate_mean` (mean over seeds of the fraction reaching 2048) with `win_rate_ci_low/high`,
-`length_mean`. The figure `{out}/learning.png` shows score and 2048-rate against env steps
-and training seconds, one line per recipe. Runs checkpoint every evaluation; `--resume`
-continues them.
+`length_mean`, and the seeds' own `score_per_seed` / `win_rate_per_seed` (lists, seed order;
+`benchmarks/compare_recipes.py` pools them over runs). The figure `{out}/learning.png` shows
+score and 2048-rate against env steps and training seconds, one line per recipe. Runs
+checkpoint every evaluation; `--resume` continues them.
 """
 
 from __future__ import annotations
@@ -124,7 +125,8 @@ def curve_point(run: LearningRun, evaluation: dict, env_steps: int, train_s: flo
              "score_mean": score, "score_ci_low": score_lo, "score_ci_high": score_hi}
     point.update({f"tile_{t}": evaluation["max_tile_rates"][str(t)] for t in TILES})
     point.update(win_rate_mean=win, win_rate_ci_low=win_lo, win_rate_ci_high=win_hi,
-                 length_mean=evaluation["length_mean"])
+                 length_mean=evaluation["length_mean"], score_per_seed=per_seed["score"],
+                 win_rate_per_seed=per_seed["win_rate"])
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in point.items()}
 
 

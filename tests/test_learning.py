@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 
+import numpy as np
 import pytest
 from test_experiments import _load
 
@@ -67,6 +68,9 @@ def test_learning_benchmark_writes_a_curve_per_recipe(learning, tmp_path, capsys
         rates = [p[f"tile_{t}"] for t in learning.TILES]
         assert rates == sorted(rates, reverse=True) and 0 <= rates[-1] <= rates[0] <= 1
         assert p["win_rate_mean"] == pytest.approx(p["tile_2048"])
+        assert len(p["score_per_seed"]) == len(p["win_rate_per_seed"]) == 2
+        assert p["score_mean"] == pytest.approx(np.mean(p["score_per_seed"]))
+        assert p["win_rate_mean"] == pytest.approx(np.mean(p["win_rate_per_seed"]))
         assert 0 < p["length_mean"] <= 100
         assert p["cpu"] and p["device"]
     # cumulative, written rounded to 0.01 s: tiny segments can round to the same value

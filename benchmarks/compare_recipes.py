@@ -1,0 +1,139 @@
+"""Compare two PPO recipes at one budget, pooling the seeds of several learning runs.
+
+    python benchmarks/compare_recipes.py \\
+        --a benchmarks/data/confirm_r6_envs256.jsonl:r6_envs256:9994240 \\
+            benchmarks/data/seeds5_r6_envs256_default.jsonl:r6_envs256:9994240 \\
+        --b benchmarks/data/learning_default_30M.jsonl:default:9961472 \\
+            benchmarks/data/seeds5_r6_envs256_default.jsonl:default:9961472
+
+Each `FILE:RECIPE:ENV_STEPS` names one evaluation of a `benchmarks/learning.py` curve (JSON
+lines). Its seeds come from `score_per_seed` / `win_rate_per_seed` where the line has them,
+else from `seeds`, the mean and the 95% Student-t interval (exact: the interval fixes the
+sample standard deviation). Learning runs started from different seeds are independent, so
+the groups of a side pool into one sample (exact pooled mean and variance). Prints, per metric
+(mean game score, 2048 rate), each side's mean with its 95% t-interval and the difference
+a - b with Welch's 95% interval (unequal variances, Welch-Satterthwaite degrees of freedom);
+`--json` prints it as one JSON line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import scipy.stats
+import tyro
+
+from sailor_jax.errors import UserError, report_user_errors
+
+METRICS = ("score", "win_rate")
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """Summary of per-seed values: count, mean and sample standard deviation (ddof 1)."""
+
+    n: int
+    mean: float
+    sd: float
+
+
+def from_curve_line(line: dict, metric: str) -> Sample:
+    """The seeds' `metric` ("score" or "win_rate") of one curve line as a `Sample`."""
+    values = line.get(f"{metric}_per_seed")
+    if values is not None:
+        n, mean = len(values), sum(values) / len(values)
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else math.nan
+        return Sample(n, mean, sd)
+    n, mean, high = line["seeds"], line[f"{metric}_mean"], line[f"{metric}_ci_high"]
+    if n < 2 or high is None:
+        raise UserError(f"{line['recipe']} at {line['env_steps']:,} steps: one seed, no "
+                        "interval to recover a standard deviation from")
+    return Sample(n, mean, (high - mean) * math.sqrt(n) / scipy.stats.t.ppf(0.975, n - 1))
+
+
+def pool(samples: list[Sample]) -> Sample:
+    """One `Sample` of all the seeds of independent `samples` (exact, not an approximation)."""
+    n = sum(s.n for s in samples)
+    mean = sum(s.n * s.mean for s in samples) / n
+    ss = sum((s.n - 1) * s.sd ** 2 + s.n * (s.mean - mean) ** 2 for s in samples)
+    return Sample(n, mean, math.sqrt(ss / (n - 1)))
+
+
+def t_interval(s: Sample, confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of the mean of `s`."""
+    half = scipy.stats.t.ppf((1 + confidence) / 2, s.n - 1) * s.sd / math.sqrt(s.n)
+    return s.mean - half, s.mean + half
+
+
+def welch_difference(a: Sample, b: Sample, confidence: float = 0.95) -> dict:
+    """Mean difference a - b with Welch's interval (Welch 1947; Satterthwaite df)."""
+    va, vb = a.sd ** 2 / a.n, b.sd ** 2 / b.n
+    df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
+    half = scipy.stats.t.ppf((1 + confidence) / 2, df) * math.sqrt(va + vb)
+    diff = a.mean - b.mean
+    return {"diff": diff, "ci_low": diff - half, "ci_high": diff + half, "df": df}
+
+
+def read_line(spec: str) -> dict:
+    """The curve line named by `FILE:RECIPE:ENV_STEPS`.
+
+    Raises:
+      UserError: a malformed spec, an unreadable file, or no such line in it.
+    """
+    try:
+        path, recipe, steps = spec.rsplit(":", 2)
+        steps = int(steps)
+    except ValueError:
+        raise UserError(f"--a/--b {spec!r}: expected FILE:RECIPE:ENV_STEPS") from None
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = [json.loads(x) for x in f if x.strip()]
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    found = [x for x in lines if x["recipe"] == recipe and x["env_steps"] == steps]
+    if not found:
+        raise UserError(f"{path}: no evaluation of {recipe!r} at {steps:,} env steps")
+    return found[-1]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Args:
+    """Compare recipe a with recipe b, seeds pooled over runs."""
+
+    a: tuple[str, ...]
+    """FILE:RECIPE:ENV_STEPS evaluations whose seeds form side a."""
+    b: tuple[str, ...]
+    """FILE:RECIPE:ENV_STEPS evaluations whose seeds form side b."""
+    json: bool = False
+    """Print one JSON line instead of the table."""
+
+
+def compare(args: Args) -> dict:
+    lines = {side: [read_line(spec) for spec in getattr(args, side)] for side in ("a", "b")}
+    out = {}
+    for metric in METRICS:
+        a, b = (pool([from_curve_line(x, metric) for x in lines[s]]) for s in ("a", "b"))
+        out[metric] = {"a": {"seeds": a.n, "mean": a.mean, "ci": t_interval(a)},
+                       "b": {"seeds": b.n, "mean": b.mean, "ci": t_interval(b)},
+                       "a_minus_b": welch_difference(a, b)}
+    return out
+
+
+def main(args: Args) -> dict:
+    result = compare(args)
+    if args.json:
+        print(json.dumps(result))
+        return result
+    for metric, r in result.items():
+        a, b, d = r["a"], r["b"], r["a_minus_b"]
+        f = ",.0f" if metric == "score" else ".3f"
+        print(f"{metric}: a {a['mean']:{f}} [{a['ci'][0]:{f}}, {a['ci'][1]:{f}}] ({a['seeds']} "
+              f"seeds)  b {b['mean']:{f}} [{b['ci'][0]:{f}}, {b['ci'][1]:{f}}] ({b['seeds']} "
+              f"seeds)  a - b {d['diff']:+{f}} [{d['ci_low']:+{f}}, {d['ci_high']:+{f}}]")
+    return result
+
+
+if __name__ == "__main__":
+    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))
