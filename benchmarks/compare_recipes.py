@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import statistics
 
 import scipy.stats
 import tyro
@@ -40,16 +41,18 @@ class Sample:
 
 
 def from_curve_line(line: dict, metric: str) -> Sample:
-    """The seeds' `metric` ("score" or "win_rate") of one curve line as a `Sample`."""
+    """The seeds' `metric` ("score" or "win_rate") of one curve line as a `Sample`.
+
+    Raises:
+      UserError: the line holds one seed (no standard deviation).
+    """
+    if line["seeds"] < 2:
+        raise UserError(f"{line['recipe']} at {line['env_steps']:,} steps: one seed, no "
+                        "standard deviation to pool")
     values = line.get(f"{metric}_per_seed")
     if values is not None:
-        n, mean = len(values), sum(values) / len(values)
-        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else math.nan
-        return Sample(n, mean, sd)
+        return Sample(len(values), statistics.fmean(values), statistics.stdev(values))
     n, mean, high = line["seeds"], line[f"{metric}_mean"], line[f"{metric}_ci_high"]
-    if n < 2 or high is None:
-        raise UserError(f"{line['recipe']} at {line['env_steps']:,} steps: one seed, no "
-                        "interval to recover a standard deviation from")
     return Sample(n, mean, (high - mean) * math.sqrt(n) / scipy.stats.t.ppf(0.975, n - 1))
 
 

@@ -81,5 +81,7 @@ def test_bad_input_is_a_clear_error(tmp_path):
         compare.read_line(f"{path}:r:20")
     with pytest.raises(UserError, match="cannot read"):
         compare.read_line(f"{tmp_path}/missing.jsonl:r:10")
-    with pytest.raises(UserError, match="one seed"):
-        compare.from_curve_line(compare.read_line(f"{path}:r:10"), "score")
+    for per_seed in (False, True):
+        path.write_text(json.dumps(_line("r", 10, [1.0], [0.0], per_seed)) + "\n")
+        with pytest.raises(UserError, match="one seed"):
+            compare.from_curve_line(compare.read_line(f"{path}:r:10"), "score")

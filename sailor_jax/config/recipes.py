@@ -40,7 +40,7 @@ def _relu(**changes) -> PPOConfig:
 
 
 SEARCH_STEPS = 9_961_472
-"""Env steps per seed of search rounds 5-7 (304 updates of 1024 envs x 32 steps)."""
+"""Env steps per seed of search rounds 5-8 (304 updates of 1024 envs x 32 steps)."""
 
 
 def _r5(decay_steps: int = SEARCH_STEPS, **changes) -> PPOConfig:
