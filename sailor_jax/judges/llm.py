@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from sailor_jax.config import LLMRankerConfig
-from sailor_jax.judges import bradley_terry, hf_backend, pointwise, prompts
+from sailor_jax.judges import bradley_terry, hf_backend, pairwise, pointwise, prompts
 from sailor_jax.judges.base import Ranker, group_size
 from sailor_jax.judges.hf_backend import LLMBackend
 from sailor_jax.judges.parsing import parse_ranking, parse_ranking_verbose
@@ -218,44 +218,18 @@ class LLMRanker(Ranker):
             self.config.batch_size,
             reuse_prefix=self.config.reuse_prefix,
         )
-        mass = np.exp(logp).sum(axis=1)
-        p_first = 1.0 / (1.0 + np.exp(logp[:, 1] - logp[:, 0]))  # pA / (pA + pB)
-        for k, (g, first, second) in enumerate(jobs):
-            record = {"event": "pairwise_prompt", "group": g, "first": first, "second": second}
-            record |= {"prompt": prompt_texts[k], "prompt_tokens": self._count(prompt_texts[k])}
-            record |= {"logp_A": float(logp[k, 0]), "logp_B": float(logp[k, 1])}
-            record |= {"label_mass": float(mass[k]), "p_first": float(p_first[k])}
-            self._sink.write(record | {"seconds": float(seconds[k])})
+        tokens = [self._count(p) for p in prompt_texts]
+        p_first, mass = pairwise.label_probabilities(logp)
+        for record in pairwise.prompt_records(jobs, prompt_texts, tokens, logp, p_first, mass,
+                                              seconds):
+            self._sink.write(record)
         self.last_label_mass = float(np.mean(mass)) if len(jobs) else float("nan")
         self.last_seconds_per_prompt = float(np.mean(seconds)) if len(jobs) else float("nan")
-        out, offset = [], 0
-        for g, batch in enumerate(groups):
-            n = 2 * len(pairs_all[g])
-            out.append(
-                self._pairwise_ranking(
-                    g,
-                    group_size(batch),
-                    pairs_all[g],
-                    p_first[offset : offset + n],
-                    mass[offset : offset + n],
-                )
-            )
-            offset += n
+        out, records = pairwise.group_rankings(
+            [group_size(b) for b in groups], pairs_all, p_first, mass, self.config.bt_l2)
+        for record in records:
+            self._sink.write(record)
         return out
-
-    def _pairwise_ranking(
-        self, g: int, m: int, pairs: np.ndarray, p_first: np.ndarray, mass: np.ndarray
-    ) -> Ranking | None:
-        """Debias both orders, fit Bradley-Terry, log; None if no pair could be judged."""
-        prob = bradley_terry.debiased_prob(p_first[0::2], p_first[1::2])
-        ranking = bradley_terry.rank_from_pairs(m, pairs, prob, l2=self.config.bt_l2)
-        record = {"event": "group", "mode": "pairwise", "group": g, "m": m}
-        record |= {"pairs": pairs.tolist(), "prob": [float(p) for p in prob]}
-        record["label_mass_mean"] = float(np.mean(mass)) if len(mass) else None
-        record["order"] = None if ranking is None else ranking.order.tolist()
-        record["scores"] = None if ranking is None else ranking.scores.tolist()
-        self._sink.write(record)
-        return ranking
 
     def _point_prompt(self, text: str, variant: int) -> str:
         return self._render(prompts.pointwise_user_message(text, variant), self._answer_prefix)
