@@ -40,16 +40,12 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-from sailor_jax.alignment.preferences import build_preferences, pair_agreement
-from sailor_jax.alignment.recovery import PairStore, phi_batch, sample_phi, tunable_cosine
-from sailor_jax.alignment.updates import update_theta
+from sailor_jax.alignment.recovery import recover_theta, sample_phi
 from sailor_jax.cli import make_console
 from sailor_jax.config import AlignmentConfig, NetworkConfig, PreferenceConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.judges import LinearOracleRanker
-from sailor_jax.types import Ranking
 
 DEFAULT_THETA_STAR = "0.5,0.3,0.4,0.2,0.1,0,0.3,-0.5"
 """score_gain 0.5, empty_cells 0.3, max_tile_in_corner 0.4, monotonicity 0.2, merges_available
@@ -184,30 +180,10 @@ def recover(method: str, pools: list[np.ndarray], heldout: np.ndarray, args: Arg
       Dict with the final `cosine`, `heldout_agreement`, `theta` and per-iteration `rows`
       (row 0 is theta0 before any update).
     """
-    spec, cfg = args.spec(), args.alignment(method)
     pref_cfg = PreferenceConfig(concordant_ratio=args.concordant_ratio)
-    theta_star = parse_vector(args.theta_star, "--theta-star")
-    oracle = LinearOracleRanker(theta_star)
-    heldout_ranking = oracle.rank(phi_batch(heldout))
-    theta, store = spec.validate(spec.theta0), PairStore()
-
-    def row(t: int, **extra) -> dict:
-        return {"iteration": t, "cosine": tunable_cosine(theta, theta_star, spec),
-                "heldout_agreement": pair_agreement(heldout @ theta, heldout_ranking), **extra}
-
-    rows = [row(0)]
-    for t, phi in enumerate(pools, start=1):
-        t0 = time.perf_counter()
-        rng = np.random.default_rng([args.seed, rule_index, t])
-        ranking: Ranking = oracle.rank(phi_batch(phi))
-        prefs = build_preferences(phi @ theta, ranking, rng, pref_cfg)
-        phi_used, prefs_used = store.add(phi, prefs) if args.accumulate else (phi, prefs)
-        result = update_theta(theta, phi_used, prefs_used, spec, cfg, rng)
-        theta = result.theta
-        rows.append(row(t, num_discordant=prefs.num_discordant,
-                        num_concordant=prefs.num_concordant, pairs_used=len(prefs_used),
-                        error_before=result.error_before, error_after=result.error_after,
-                        accepted=result.accepted, seconds=time.perf_counter() - t0))
+    theta, rows = recover_theta(parse_vector(args.theta_star, "--theta-star"), pools, heldout,
+                                args.spec(), args.alignment(method), pref_cfg, seed=args.seed,
+                                rule_index=rule_index, accumulate=args.accumulate)
     return {"update": method, "cosine": rows[-1]["cosine"],
             "heldout_agreement": rows[-1]["heldout_agreement"], "iterations": len(pools),
             "theta": [round(float(v), 6) for v in theta], "rows": rows}

@@ -1,22 +1,27 @@
-"""Building blocks of reward-recovery experiments (`experiments/oracle_recovery.py`).
+"""Reward recovery against a linear oracle (`experiments/oracle_recovery.py`).
 
 Feature-sum pools of real 2048 games played by freshly initialised (near-uniform) policies,
-a store that merges the preference pairs of several pools into one pool, and the cosine
-between two weight vectors on the tunable entries. Host-only, except the compiled sampler.
+a store that merges the preference pairs of several pools into one pool, the cosine between
+two weight vectors on the tunable entries, and `recover_theta`, the alignment iterations
+against `LinearOracleRanker`. Host-only, except the compiled sampler.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 
 import jax
 import numpy as np
 
 from sailor_jax.agents.networks import make_network
 from sailor_jax.agents.rollout import make_collect
-from sailor_jax.config import NetworkConfig
+from sailor_jax.alignment.preferences import build_preferences, pair_agreement
+from sailor_jax.alignment.updates import update_theta
+from sailor_jax.config import AlignmentConfig, NetworkConfig, PreferenceConfig
 from sailor_jax.game.reward import RewardSpec
+from sailor_jax.judges.oracles import LinearOracleRanker
 from sailor_jax.types import Preferences, TrajectoryBatch
 
 
@@ -102,3 +107,50 @@ class PairStore:
         union = Preferences(*(np.concatenate([getattr(p, f) for p in self.prefs])
                               for f in ("i", "j", "w", "discordant")))
         return np.concatenate(self.phis), union
+
+
+def recover_theta(theta_star: np.ndarray, pools: Sequence[np.ndarray], heldout: np.ndarray,
+                  spec: RewardSpec, cfg: AlignmentConfig, pref_cfg: PreferenceConfig, *,
+                  seed: int, rule_index: int = 0, accumulate: bool = False
+                  ) -> tuple[np.ndarray, list[dict]]:
+    """Alignment iterations from `spec.theta0` against `LinearOracleRanker(theta_star)`.
+
+    Host-only. Iteration t ranks pool t with the oracle and with `Phi @ theta`, builds
+    preference pairs (`build_preferences`) and updates theta (`update_theta`), as
+    `loop.align_step` does; its host generator is `default_rng([seed, rule_index, t])`.
+
+    Args:
+      theta_star: `float[F]` oracle weights.
+      pools: per-iteration `float[M, F]` trajectory feature sums.
+      heldout: `float[H, F]` feature sums of the held-out trajectories.
+      spec, cfg, pref_cfg: the reward spec (start, tunable mask), update and pair settings.
+      seed, rule_index: the host generators' seed.
+      accumulate: each update fits every pair so far (`PairStore`), not only pool t's.
+
+    Returns:
+      `(theta float64[F], rows)`: one row per iteration with `cosine` (`tunable_cosine`) and
+      `heldout_agreement` (`pair_agreement` of `heldout @ theta` with the oracle); row 0 is
+      theta0 before any update, later rows add the pair counts, the update's errors, whether
+      it was accepted and its seconds.
+    """
+    oracle = LinearOracleRanker(theta_star)
+    heldout_ranking = oracle.rank(phi_batch(heldout))
+    theta, store = spec.validate(spec.theta0), PairStore()
+
+    def row(t: int, **extra) -> dict:
+        return {"iteration": t, "cosine": tunable_cosine(theta, theta_star, spec),
+                "heldout_agreement": pair_agreement(heldout @ theta, heldout_ranking), **extra}
+
+    rows = [row(0)]
+    for t, phi in enumerate(pools, start=1):
+        t0 = time.perf_counter()
+        rng = np.random.default_rng([seed, rule_index, t])
+        prefs = build_preferences(phi @ theta, oracle.rank(phi_batch(phi)), rng, pref_cfg)
+        phi_used, prefs_used = store.add(phi, prefs) if accumulate else (phi, prefs)
+        result = update_theta(theta, phi_used, prefs_used, spec, cfg, rng)
+        theta = result.theta
+        rows.append(row(t, num_discordant=prefs.num_discordant,
+                        num_concordant=prefs.num_concordant, pairs_used=len(prefs_used),
+                        error_before=result.error_before, error_after=result.error_after,
+                        accepted=result.accepted, seconds=time.perf_counter() - t0))
+    return theta, rows
