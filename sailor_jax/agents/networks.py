@@ -19,6 +19,7 @@ from sailor_jax.agents import symmetry
 from sailor_jax.agents.board_layers import LineFeatures, TupleFeatures, embed
 from sailor_jax.config import NetworkConfig
 from sailor_jax.game.env import NUM_ACTIONS, NUM_TILE_CLASSES, obs_one_hot
+from sailor_jax.game.expert import afterstates
 
 MASKED_LOGIT = -1e9
 """Logit given to illegal actions: large and finite, so softmax and entropy stay NaN-free."""
@@ -67,7 +68,9 @@ class Towers(nnx.Module):
         self.heads = tuple(name for name, _, _ in HEADS[head])
         self.towers = ("trunk",) if cfg.trunk == "shared" else self.heads
         self.num_hidden = len(sizes) - 1
-        outputs = {name: (out, scale) for name, out, scale in HEADS[head]}
+        per_move = 1 if cfg.actions == "afterstates" else NUM_ACTIONS  # outputs per move
+        outputs = {name: (per_move if out == NUM_ACTIONS else out, scale)
+                   for name, out, scale in HEADS[head]}
         for tower in self.towers:  # creation order fixes the init RNG stream: keep it
             if cfg.first_layer == "lines":
                 setattr(self, f"{tower}_lines", LineFeatures(cfg.line_features, rngs))
@@ -114,7 +117,9 @@ def make_network(cfg: NetworkConfig, head: str = "actor_critic") -> tuple[InitFn
     layers, zero biases, output layers at scale 0.01 (policy), 1.0 (value, Q). Inputs are
     `[..., 16]` integer exponents (one-hot encoded inside). Both functions are pure and
     compiled-safe. With `cfg.symmetry="canonical"` the towers see each board's canonical
-    view and the per-action outputs are mapped back (`_canonical`).
+    view and the per-action outputs are mapped back (`_canonical`). With
+    `cfg.actions="afterstates"` each action's output is the towers' one output on that
+    action's afterstate (`_afterstates`); illegal moves' afterstates are the board itself.
 
     - head "actor_critic": `apply(params, board, legal_action_mask [..., 4] bool) ->
       (logits [..., 4] float32, illegal = MASKED_LOGIT; value [...] float32)`.
@@ -131,6 +136,9 @@ def make_network(cfg: NetworkConfig, head: str = "actor_critic") -> tuple[InitFn
     init_params = functools.partial(_init_params, cfg, head)
     if cfg.symmetry == "canonical":
         forward = functools.partial(_canonical, forward)
+    if cfg.actions == "afterstates":
+        per_move = tuple(out == NUM_ACTIONS for _, out, _ in HEADS[head])
+        forward = functools.partial(_afterstates, forward, per_move)
     if head == "q":
         return init_params, functools.partial(_q_values, forward)
     return init_params, functools.partial(_actor_critic, forward)
@@ -156,6 +164,18 @@ def _canonical(forward: Callable, params: Params, board: jax.Array) -> tuple[jax
     outputs = forward(params, view)
     return tuple(symmetry.from_view(t, out) if out.shape[-1] == NUM_ACTIONS else out
                  for out in outputs)
+
+
+def _afterstates(forward: Callable, per_move: tuple[bool, ...], params: Params,
+                 board: jax.Array) -> tuple[jax.Array, ...]:
+    """`forward` on the board and its 4 afterstates (`[..., 5, 16]`, one pass): the per-move
+    outputs (`per_move[k]`, 1 wide) of the afterstates become `[..., 4]`, the other outputs
+    are the board's."""
+    after, _ = afterstates(board)
+    boards = jnp.concatenate([board[..., None, :].astype(after.dtype), after], axis=-2)
+    outputs = forward(params, boards)
+    return tuple(out[..., 1:, 0] if move else out[..., 0, :]
+                 for move, out in zip(per_move, outputs, strict=True))
 
 
 def _q_values(forward: Callable, params: Params, board: jax.Array) -> jax.Array:

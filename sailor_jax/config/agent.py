@@ -43,10 +43,18 @@ class NetworkConfig:
     trunk: Literal["separate", "shared"] = "shared"
     """separate: one MLP tower per head (actor, critic); shared: one trunk, a linear output
     layer per head (half the FLOPs; actor and critic gradients meet in the trunk)."""
+    actions: Literal["board", "afterstates"] = "board"
+    """board: per-action outputs (policy logits, Q-values) are 4 outputs of the network on
+    the board; afterstates: each move's output is one output of the same network on that
+    move's afterstate (the board after the slide, before the spawn), as n-tuple TD learning
+    picks moves (Szubert & Jaskowski 2014). The value still reads the board; 5 boards pass
+    through the network per decision instead of 1."""
 
     def __post_init__(self) -> None:
         if self.trunk not in ("separate", "shared"):
             raise ValueError(f"trunk must be 'separate' or 'shared', got {self.trunk!r}")
+        if self.actions not in ("board", "afterstates"):
+            raise ValueError(f"actions must be 'board' or 'afterstates', got {self.actions!r}")
         if self.symmetry not in ("none", "canonical"):
             raise ValueError(f"symmetry must be 'none' or 'canonical', got {self.symmetry!r}")
         if self.first_layer not in ("one_hot", "embedding", "lines", "ntuple"):

@@ -119,6 +119,16 @@ RECIPES: dict[str, PPOConfig] = {
     # The 30M-step curve of the best measured recipe (issue 26 item 2): r6_envs256 with its lr
     # decayed to 0 over 3 x SEARCH_STEPS (3,648 updates) instead of 10M.
     "r6_envs256_30m": _r5(decay_steps=3 * SEARCH_STEPS, num_envs=256, num_minibatches=8),
+    # Search round 9 (10M steps/seed, 2 seeds): the policy scores each move's afterstate with
+    # one output of the shared trunk (`NetworkConfig.actions`), on r6_envs256 and the default.
+    "r9_envs256_afterstates": _r5(num_envs=256, num_minibatches=8,
+                                  network={"actions": "afterstates"}),
+    "r9_afterstates": _relu(network={"actions": "afterstates"}),
+    "r9_envs256_afterstates_128": _r5(num_envs=256, num_minibatches=8,
+                                      network={"actions": "afterstates",
+                                               "hidden_sizes": (128, 128)}),
+    "r9_envs256_afterstates_64": _r5(num_envs=256, num_minibatches=8,
+                                     network={"actions": "afterstates", "hidden_sizes": (64, 64)}),
 }
 """Recipe name -> `PPOConfig`."""
 
