@@ -94,7 +94,8 @@ class LearningRun:
 
 
 def run_config(args: Args, name: str) -> LearningRun:
-    """The run of recipe `name`: its PPOConfig with one evaluation interval per segment.
+    """The run of recipe `name`: its PPOConfig with one evaluation interval per segment (a
+    linear lr over "the whole run" decays over the run's updates, `PPOConfig.over_run`).
 
     Raises:
       ValueError: unknown recipe, bad theta, non-positive budget or interval.
@@ -105,9 +106,11 @@ def run_config(args: Args, name: str) -> LearningRun:
                              f"got {getattr(args, field)}")
     cfg = recipe(name)
     updates = max(1, round(args.eval_every / cfg.batch_size))
+    segments = math.ceil(args.total_timesteps / (updates * cfg.batch_size))
+    cfg = dataclasses.replace(cfg, updates_per_segment=updates).over_run(segments * updates)
     spec = RewardSpec()
     theta = spec.validate(args.theta if args.theta is not None else spec.theta0)
-    return LearningRun(recipe=name, ppo=dataclasses.replace(cfg, updates_per_segment=updates),
+    return LearningRun(recipe=name, ppo=cfg,
                        theta=tuple(float(v) for v in theta),
                        total_timesteps=args.total_timesteps, num_seeds=args.num_seeds,
                        seed=args.seed,

@@ -122,6 +122,7 @@ def bench_env(name: str, n: int, args: Args) -> dict:
 def bench_ppo(n: int, args: Args, num_seeds: int | None = None, name: str = "default",
               env_sharded: bool = False) -> dict:
     cfg = dataclasses.replace(recipe(name), num_envs=n, updates_per_segment=args.ppo_updates)
+    cfg = cfg.over_run(args.ppo_updates * (args.repeats + 1))  # the timed calls' updates
     if env_sharded:
         init, segment = make_train_env_sharded(cfg, args.devices)
     else:

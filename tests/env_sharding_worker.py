@@ -35,7 +35,8 @@ if os.environ.get("SAILOR_TEST_JAX_CACHE"):
 D = 4
 AXIS = env_sharding.AXIS
 CFG = PPOConfig(num_envs=16, num_steps=8, update_epochs=2, num_minibatches=2,
-                updates_per_segment=2, network=NetworkConfig(hidden_sizes=(16,)))
+                updates_per_segment=2, lr=3e-4, lr_schedule="constant",
+                network=NetworkConfig(hidden_sizes=(16,)))
 LOCAL = env_sharding.local_config(CFG, D)
 _INIT_PARAMS, APPLY = make_network(CFG.network)
 INIT_PARAMS = jax.jit(_INIT_PARAMS)

@@ -31,7 +31,8 @@ from sailor_jax.types import RunnerState, RunningStats
 # The same config as test_ppo.CFG: with the session's persistent compilation cache
 # (tests/conftest.py) init and the segment compile once for both files.
 CFG = PPOConfig(num_envs=32, num_steps=16, update_epochs=2, num_minibatches=4,
-                    updates_per_segment=3, network=NetworkConfig(hidden_sizes=(32,)))
+                    updates_per_segment=3, lr=3e-4, lr_schedule="constant",
+                    network=NetworkConfig(hidden_sizes=(32,)))
 NUM_SEEDS = 2
 KEY = jax.random.PRNGKey(0)
 THETA = jnp.asarray(RewardSpec().theta0, jnp.float32)

@@ -28,9 +28,11 @@ WORKER = Path(__file__).with_name("env_sharding_worker.py")
 DEVICES = 4
 TOL = 1e-5  # float32 parameters after the same update computed two ways
 CFG = PPOConfig(num_envs=16, num_steps=8, update_epochs=2, num_minibatches=2,
-                updates_per_segment=2, network=NetworkConfig(hidden_sizes=(16,)))  # the worker's
+                updates_per_segment=2, lr=3e-4, lr_schedule="constant",
+                network=NetworkConfig(hidden_sizes=(16,)))  # the worker's
 PROBE_CFG = PPOConfig(num_envs=32, num_steps=8, update_epochs=2, num_minibatches=2,
                       updates_per_segment=40, gamma=0.9, lr=3e-3, normalize_rewards=False,
+                      lr_schedule="constant",
                       network=NetworkConfig(hidden_sizes=(32,)))  # as in test_ppo
 
 

@@ -18,7 +18,13 @@ TINY = PPOConfig(num_envs=8, num_steps=8, num_minibatches=2, updates_per_segment
 
 def test_recipes_are_looked_up_by_name():
     assert recipes.recipe("default") == PPOConfig()
-    assert recipes.recipe("r2_relu") == PPOConfig()  # the search's pick is the default
+    # Round 9's pick is the default, its lr decayed over the run instead of a fixed 10M.
+    pick = recipes.recipe("r9_envs256_afterstates_64")
+    assert dataclasses.replace(pick, lr_decay_updates=0) == PPOConfig()
+    old = recipes.recipe("r2_relu")  # the default of rounds 3-8
+    assert (old.num_envs, old.lr, old.lr_schedule, old.network.hidden_sizes,
+            old.network.actions, old.network.symmetry) == (1024, 3e-4, "constant", (256, 256),
+                                                           "board", "none")
     v0 = recipes.recipe("v0")
     assert (v0.gamma, v0.num_envs, v0.num_steps, v0.ent_coef) == (0.99, 1024, 128, 0.01)
     assert v0.network == NetworkConfig(hidden_sizes=(256, 256), activation="tanh",
@@ -29,10 +35,10 @@ def test_recipes_are_looked_up_by_name():
 
 
 def test_decayed_recipes_reach_lr_zero_within_their_budget():
-    """Rounds 5-8 decay the lr to 0 within the 10M search budget (less than one update short);
+    """Rounds 5-9 decay the lr to 0 within the 10M search budget (less than one update short);
     the 30M recipe is r6_envs256 with only the decay stretched to 3x that budget."""
     for name, cfg in recipes.RECIPES.items():
-        if name[:2] in ("r5", "r6", "r7", "r8") and cfg.lr_schedule == "linear":
+        if name[:2] in ("r5", "r6", "r7", "r8", "r9") and cfg.lr_schedule == "linear":
             budget = recipes.SEARCH_STEPS * (3 if name.endswith("_30m") else 1)
             decay_steps = cfg.lr_decay_updates * cfg.batch_size
             assert budget - cfg.batch_size < decay_steps <= budget, name
@@ -92,3 +98,19 @@ def test_unknown_recipe_fails_before_any_work(learning, tmp_path):
     assert not os.path.exists(tmp_path / "run")
     with pytest.raises(ValueError, match="--eval-every must be positive"):
         learning.main(dataclasses.replace(args, recipe=("tiny",), eval_every=0))
+
+
+def test_a_whole_run_decay_ends_with_the_run(learning):
+    """`lr_decay_updates=0` (the default recipe) decays over this run's updates: segments of
+    one evaluation interval each, `--total-timesteps` rounded up to whole segments."""
+    args = learning.Args(recipe=("default",), total_timesteps=9_994_240,
+                         eval_every=2_500_000)
+    run = learning.run_config(args, "default")
+    updates = round(2_500_000 / PPOConfig().batch_size)  # 256 x 32 env steps per update
+    assert run.ppo.updates_per_segment == updates == 305
+    assert run.ppo.lr_decay_updates == 4 * updates  # 4 x 2,498,560 = 9,994,240 steps
+    longer = learning.run_config(dataclasses.replace(args, total_timesteps=10_000_000),
+                                 "default")
+    assert longer.ppo.lr_decay_updates == 5 * updates  # rounded up to a 5th segment
+    fixed = learning.run_config(args, "r6_envs256")  # an explicit count stays
+    assert fixed.ppo.lr_decay_updates == recipes.recipe("r6_envs256").lr_decay_updates

@@ -20,7 +20,8 @@ import pytest
 from sailor_jax.agents import ppo
 from sailor_jax.agents.networks import make_network
 from sailor_jax.agents.optimizer import lr_schedule
-from sailor_jax.config import NetworkConfig, PPOConfig
+from sailor_jax.config import NetworkConfig, PPOConfig, SailorConfig, TrainConfig
+from sailor_jax.config.search import ThetaSearchConfig
 from sailor_jax.game import env
 from sailor_jax.game.features import NUM_FEATURES
 from sailor_jax.game.reward import RewardSpec
@@ -28,7 +29,7 @@ from sailor_jax.types import RunnerState, RunningStats, SegmentMetrics, Transiti
 
 NET = NetworkConfig(hidden_sizes=(32,))
 CFG = PPOConfig(num_envs=32, num_steps=16, update_epochs=2, num_minibatches=4,
-                    updates_per_segment=3, network=NET)
+                    updates_per_segment=3, lr=3e-4, lr_schedule="constant", network=NET)
 NUM_SEEDS = 2
 KEY = jax.random.PRNGKey(0)
 THETA_BASELINE = jnp.asarray(RewardSpec().theta0, jnp.float32)
@@ -148,15 +149,38 @@ def test_config_boundary_values_accepted(field, value):
     assert getattr(PPOConfig(**{field: value}), field) == value
 
 
-def test_config_linear_schedule_needs_decay_updates():
-    with pytest.raises(ValueError) as err:
-        PPOConfig(lr_schedule="linear")
-    assert "lr_decay_updates" in str(err.value) and "0" in str(err.value)
+def test_config_linear_schedule_decays_over_a_count_or_the_whole_run():
     with pytest.raises(ValueError, match="-5"):
         PPOConfig(lr_schedule="linear", lr_decay_updates=-5)
     with pytest.raises(ValueError, match="cosine"):
         PPOConfig(lr_schedule="cosine")  # type: ignore[arg-type]
     assert PPOConfig(lr_schedule="linear", lr_decay_updates=10).lr_decay_updates == 10
+    whole_run = PPOConfig(lr_schedule="linear")  # the default: over the whole run
+    assert whole_run.lr_decay_updates == 0 and whole_run == PPOConfig()
+    with pytest.raises(ValueError, match=r"over_run\(total PPO updates"):
+        lr_schedule(whole_run)  # unresolved: no silent constant or guessed length
+    with pytest.raises(ValueError, match=r"over_run\(total PPO updates"):
+        ppo.make_train(whole_run)
+    assert whole_run.over_run(37).lr_decay_updates == 37
+    assert whole_run.over_run(37) == dataclasses.replace(whole_run, lr_decay_updates=37)
+    fixed = PPOConfig(lr_schedule="linear", lr_decay_updates=10)
+    assert fixed.over_run(37) is fixed  # an explicit count is kept
+    constant = PPOConfig(lr_schedule="constant")
+    assert constant.over_run(37) is constant
+    with pytest.raises(ValueError, match=">= 1 PPO update, got 0"):
+        whole_run.over_run(0)
+
+
+def test_run_configs_decay_over_their_own_updates():
+    """`TrainConfig`, `SailorConfig` and `ThetaSearchConfig` resolve "the whole run" to the
+    PPO updates per seed they train (segments x updates per segment)."""
+    ppo_cfg = PPOConfig(num_envs=8, num_steps=4, num_minibatches=2, updates_per_segment=3)
+    train = TrainConfig(total_timesteps=100, ppo=ppo_cfg)  # ceil(100 / 96) = 2 segments
+    assert train.run_ppo.lr_decay_updates == 2 * 3
+    assert SailorConfig(iterations=5, ppo=ppo_cfg).run_ppo.lr_decay_updates == 5 * 3
+    search = ThetaSearchConfig(total_timesteps=1000, ppo=ppo_cfg)  # ceil(1000 / 96) = 11
+    assert search.run_ppo.lr_decay_updates == 11 * 3
+    assert TrainConfig(ppo=PPOConfig(lr_schedule="constant")).run_ppo.lr_schedule == "constant"
 
 
 def test_lr_schedule_values():
@@ -167,7 +191,7 @@ def test_lr_schedule_values():
     for update, expected in [(0, 1e-3), (1, 7.5e-4), (2, 5e-4), (4, 0.0), (9, 0.0)]:
         got = float(schedule(jnp.int32(update * steps_per_update + 3)))
         assert got == pytest.approx(expected, abs=1e-9), update
-    constant = lr_schedule(PPOConfig(lr=2e-4))
+    constant = lr_schedule(PPOConfig(lr=2e-4, lr_schedule="constant"))
     assert float(constant(jnp.int32(12345))) == pytest.approx(2e-4)
 
 
@@ -536,6 +560,7 @@ def test_trained_policy_never_plays_an_illegal_move(smoke_run):
 PROBE_GAMMA = 0.9
 PROBE_CFG = PPOConfig(num_envs=32, num_steps=8, update_epochs=2, num_minibatches=2,
                           updates_per_segment=40, gamma=PROBE_GAMMA, lr=3e-3, network=NET,
+                          lr_schedule="constant",
                           normalize_rewards=False)  # the probes check raw values
 ONE_STEP, TWO_STEP, OBS_ACTION, MASKED = range(4)
 assert probe_envs.PROBES[OBS_ACTION] is probe_envs.OBS_ACTION

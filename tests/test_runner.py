@@ -144,8 +144,8 @@ def test_log_updates_averages_seeds_nan_aware(tmp_path):
     assert records[1]["charts/learning_rate"] == pytest.approx(2e-3)
 
 
-TINY_PPO = PPOConfig(num_envs=8, num_steps=8, updates_per_segment=1,
-                     network=NetworkConfig(hidden_sizes=(16,)))
+TINY_PPO = PPOConfig(num_envs=8, num_steps=8, updates_per_segment=1, lr=3e-4,
+                     lr_schedule="constant", network=NetworkConfig(hidden_sizes=(16,)))
 TINY_EVAL = EvalConfig(episodes=3, max_len=200)
 
 

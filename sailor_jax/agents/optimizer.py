@@ -25,10 +25,18 @@ def lr_schedule(cfg: PPOConfig) -> optax.Schedule:
     updates, constant within an update (`update_epochs * num_minibatches` optimiser steps),
     then exactly 0 (`optax.linear_schedule` alone ends at +-1e-11 under XLA's fused
     multiply-add, a negative learning rate; the joined constant keeps it at 0).
+
+    Raises:
+      ValueError: a linear schedule over "the whole run" (`lr_decay_updates=0`) not yet
+        resolved to a number of updates with `PPOConfig.over_run`.
     """
     steps_per_update = cfg.update_epochs * cfg.num_minibatches
     if cfg.lr_schedule == "constant":
         return optax.constant_schedule(cfg.lr)
+    if cfg.lr_decay_updates <= 0:
+        raise ValueError("lr_schedule='linear' with lr_decay_updates=0 decays over the whole "
+                         "run, which this config does not know: build the optimiser from "
+                         "cfg.over_run(total PPO updates per seed)")
     linear = optax.join_schedules([optax.linear_schedule(cfg.lr, 0.0, cfg.lr_decay_updates),
                                    optax.constant_schedule(0.0)], [cfg.lr_decay_updates])
     return lambda count: linear(count // steps_per_update)

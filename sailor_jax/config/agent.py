@@ -70,11 +70,24 @@ class NetworkConfig:
                              f"got {self.activation!r}")
 
 
+DEFAULT_NETWORK = NetworkConfig(hidden_sizes=(64, 64), symmetry="canonical",
+                                actions="afterstates")
+"""PPO's default actor-critic (round 9 of the recipe search, issue 26): a shared (64, 64)
+relu trunk reading the board through an embedding, in the canonical orientation, that scores
+each move's afterstate."""
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PPOConfig:
-    """PPO hyperparameters (static: baked into the compiled segment)."""
+    """PPO hyperparameters (static: baked into the compiled segment).
 
-    num_envs: int = 1024
+    The defaults are the recipe search's pick (`benchmarks/results.md`, round 9, issue 26):
+    256 envs x 32 steps, 8 minibatches, lr 1e-3 decayed linearly to 0 over the run, and a
+    (64, 64) trunk that scores each move's afterstate in the canonical orientation
+    (`DEFAULT_NETWORK`). Until round 9 the default was `recipes.recipe("r2_relu")`.
+    """
+
+    num_envs: int = 256
     """Parallel 2048 games."""
     num_steps: int = 32
     """Rollout length T per update."""
@@ -99,16 +112,17 @@ class PPOConfig:
     """Value loss coefficient."""
     max_grad_norm: float = 0.5
     """Global gradient-norm clip."""
-    lr: float = 3e-4
+    lr: float = 1e-3
     """Adam learning rate (initial value under the linear schedule)."""
-    lr_schedule: Literal["constant", "linear"] = "constant"
+    lr_schedule: Literal["constant", "linear"] = "linear"
     """constant, or linear decay to 0 over lr_decay_updates updates."""
     lr_decay_updates: int = 0
-    """Updates over which the linear schedule decays (required > 0 for linear)."""
+    """PPO updates over which the linear schedule decays to 0; 0 = over the whole run (each
+    run resolves it to its own number of updates per seed, `over_run`)."""
     normalize_rewards: bool = True
     """Divide rewards by the running std of the discounted return (VecNormalize-style)."""
-    network: NetworkConfig = NetworkConfig()
-    """Actor-critic sizes."""
+    network: NetworkConfig = DEFAULT_NETWORK
+    """The actor-critic (default `DEFAULT_NETWORK`, not `NetworkConfig()`)."""
 
     def __post_init__(self) -> None:
         for name in ("num_envs", "num_steps", "update_epochs", "num_minibatches",
@@ -130,9 +144,23 @@ class PPOConfig:
         if self.lr_schedule not in ("constant", "linear"):
             raise ValueError(
                 f"lr_schedule must be 'constant' or 'linear', got {self.lr_schedule!r}")
-        if self.lr_schedule == "linear" and self.lr_decay_updates <= 0:
-            raise ValueError("lr_schedule='linear' needs lr_decay_updates > 0, "
+        if self.lr_decay_updates < 0:
+            raise ValueError(f"lr_decay_updates must be >= 0 (0 = over the whole run), "
                              f"got {self.lr_decay_updates}")
+
+    def over_run(self, total_updates: int) -> PPOConfig:
+        """This config for a run of `total_updates` PPO updates per seed: a linear schedule
+        with `lr_decay_updates=0` decays over exactly those updates (CleanRL's `anneal_lr`,
+        which decays over `total_timesteps`); any other config comes back unchanged.
+
+        Raises:
+          ValueError: `total_updates` < 1.
+        """
+        if total_updates < 1:
+            raise ValueError(f"a run needs >= 1 PPO update, got {total_updates}")
+        if self.lr_schedule != "linear" or self.lr_decay_updates:
+            return self
+        return dataclasses.replace(self, lr_decay_updates=int(total_updates))
 
     @property
     def batch_size(self) -> int:

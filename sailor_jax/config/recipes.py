@@ -1,9 +1,10 @@
 """Named PPO recipes: `PPOConfig`s chosen (and compared) with `benchmarks/learning.py`.
 
 `recipe(name)` looks one up; `RECIPES` lists them. `v0` is the recipe the project shipped
-before the recipe search (issue 10); `default` is today's `PPOConfig()`. The other entries
-are the trials of the search, kept so that every row of the table in
-`benchmarks/results.md` can be re-run by name.
+before the recipe search (issue 10); `default` is today's `PPOConfig()`: round 9's pick
+`r9_envs256_afterstates_64` with its lr decayed over each run instead of a fixed 10M (issue
+26); `r2_relu` was the default of rounds 3-8. The other entries are the trials of the
+search, kept so that every row of the table in `benchmarks/results.md` can be re-run by name.
 """
 
 from __future__ import annotations
@@ -119,16 +120,20 @@ RECIPES: dict[str, PPOConfig] = {
     # The 30M-step curve of the best measured recipe (issue 26 item 2): r6_envs256 with its lr
     # decayed to 0 over 3 x SEARCH_STEPS (3,648 updates) instead of 10M.
     "r6_envs256_30m": _r5(decay_steps=3 * SEARCH_STEPS, num_envs=256, num_minibatches=8),
-    # Search round 9 (10M steps/seed, 2 seeds): the policy scores each move's afterstate with
-    # one output of the shared trunk (`NetworkConfig.actions`), on r6_envs256 and the default.
+    # Search round 9 (issue 26; 2 seeds): the policy scores each move's afterstate with one
+    # output of the shared trunk (`NetworkConfig.actions`), on r6_envs256 at three widths, and
+    # with a constant lr (no decay tied to a budget, as a default for every run length needs).
     "r9_envs256_afterstates": _r5(num_envs=256, num_minibatches=8,
                                   network={"actions": "afterstates"}),
-    "r9_afterstates": _relu(network={"actions": "afterstates"}),
     "r9_envs256_afterstates_128": _r5(num_envs=256, num_minibatches=8,
                                       network={"actions": "afterstates",
                                                "hidden_sizes": (128, 128)}),
     "r9_envs256_afterstates_64": _r5(num_envs=256, num_minibatches=8,
                                      network={"actions": "afterstates", "hidden_sizes": (64, 64)}),
+    "r9_afterstates_64": _relu(network={"actions": "afterstates", "hidden_sizes": (64, 64),
+                                        "symmetry": "canonical"}),
+    "r9_envs256_afterstates_64_lr3e-4": _relu(num_envs=256, network={
+        "actions": "afterstates", "hidden_sizes": (64, 64), "symmetry": "canonical"}),
 }
 """Recipe name -> `PPOConfig`."""
 

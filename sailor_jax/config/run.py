@@ -45,6 +45,11 @@ class TrainConfig:
     def num_segments(self) -> int:
         return math.ceil(self.total_timesteps / self.ppo.steps_per_segment)
 
+    @property
+    def run_ppo(self) -> PPOConfig:
+        """`ppo` as this run trains it: a linear lr decays over the run (`PPOConfig.over_run`)."""
+        return self.ppo.over_run(self.num_segments * self.ppo.updates_per_segment)
+
     def budget(self) -> str:
         """What the run will train, in words: `total_timesteps` rounded up to whole segments."""
         steps = self.num_segments * self.ppo.steps_per_segment
@@ -111,6 +116,12 @@ class SailorConfig:
         if self.eval_every < 0:
             raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
         self.reward_spec()  # validates theta0 and tunable names
+
+    @property
+    def run_ppo(self) -> PPOConfig:
+        """`ppo` as this run trains it: a linear lr decays over the T iterations' updates
+        (`PPOConfig.over_run`)."""
+        return self.ppo.over_run(self.iterations * self.ppo.updates_per_segment)
 
     def reward_spec(self) -> RewardSpec:
         spec = RewardSpec()

@@ -82,6 +82,12 @@ class ThetaSearchConfig:
         return math.ceil(self.total_timesteps / self.ppo.steps_per_segment)
 
     @property
+    def run_ppo(self) -> PPOConfig:
+        """`ppo` as each row trains it: a linear lr decays over the row's updates
+        (`PPOConfig.over_run`)."""
+        return self.ppo.over_run(self.num_segments * self.ppo.updates_per_segment)
+
+    @property
     def env_steps_per_row(self) -> int:
         """Env steps each row actually trains (`total_timesteps` rounded up)."""
         return self.num_segments * self.ppo.steps_per_segment

@@ -90,10 +90,11 @@ def train_ppo_params(cfg: PPOConfig, steps: int, seed: int = 0):
 
     Host-only (runs compiled segments of `cfg.updates_per_segment` updates).
     """
-    init, segment = make_train(cfg)
+    segments = -(-steps // cfg.steps_per_segment)
+    init, segment = make_train(cfg.over_run(segments * cfg.updates_per_segment))
     state = init(jax.random.key(seed))
     theta = jax.numpy.asarray(RewardSpec().theta0, jax.numpy.float32)
-    for _ in range(-(-steps // cfg.steps_per_segment)):
+    for _ in range(segments):
         state, _ = segment(state, theta)
     return state.params
 

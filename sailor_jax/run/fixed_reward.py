@@ -87,8 +87,8 @@ def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=N
         run_dir.check_out_dir(out_dir, cfg, resume)
         with open(os.path.join(out_dir, "results.json"), encoding="utf-8") as f:
             return json.load(f)
-    memory.check_fits(ppo.make_train(cfg.ppo)[0], jax.random.PRNGKey(cfg.seed), cfg.num_seeds,
-                      ppo.make_train(cfg.ppo, num_seeds=cfg.num_seeds)[1],
+    memory.check_fits(ppo.make_train(cfg.run_ppo)[0], jax.random.PRNGKey(cfg.seed),
+                      cfg.num_seeds, ppo.make_train(cfg.run_ppo, num_seeds=cfg.num_seeds)[1],
                       np.zeros((cfg.num_seeds, len(RewardSpec().names)), np.float32),
                       len(sharding.resolve_devices(devices)),
                       "lower --train.ppo.num-envs (or --train.ppo.num-steps) or "
@@ -102,7 +102,7 @@ def _train_claimed(cfg: TrainConfig, out_dir: str, config: dict, resume: bool, p
     """`train_fixed` in the folder it holds (`config.json` written)."""
     spec = RewardSpec()
     theta = spec.validate(cfg.theta if cfg.theta is not None else spec.theta0)
-    init, segment = ppo.make_train(cfg.ppo, num_seeds=cfg.num_seeds)
+    init, segment = ppo.make_train(cfg.run_ppo, num_seeds=cfg.num_seeds)
     key_init, key_eval, key_random = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
     hooks = FixedReward(np.tile(theta, (cfg.num_seeds, 1)), cfg.num_segments,
                         cfg.ppo.steps_per_segment, cfg.ppo.batch_size)

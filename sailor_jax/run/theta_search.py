@@ -107,7 +107,7 @@ def candidate_thetas(spec: RewardSpec, xs: np.ndarray) -> np.ndarray:
 
 def shared_init(cfg: ThetaSearchConfig, key: jax.Array, seeds: int, copies: int):
     """`copies` copies of `seeds` fresh PPO runs: row `c * seeds + j` is seed j (`[R, ...]`)."""
-    init, _ = ppo.make_train(cfg.ppo, num_seeds=seeds)
+    init, _ = ppo.make_train(cfg.run_ppo, num_seeds=seeds)
     state = init(key)
     return jax.tree.map(lambda x: jnp.concatenate([x] * copies), state)
 
@@ -135,7 +135,7 @@ def train_rows(folder: str, cfg: ThetaSearchConfig, stage: str, thetas: np.ndarr
     resume = os.path.exists(os.path.join(folder, "config.json"))
     run = RowsRun(search=cfg, stage=stage, thetas=tuple(map(tuple, thetas.tolist())))
     prepare_out_dir(folder, run, resume)
-    _, segment = ppo.make_train(cfg.ppo, num_seeds=len(thetas))
+    _, segment = ppo.make_train(cfg.run_ppo, num_seeds=len(thetas))
     hooks = FixedReward(thetas, cfg.num_segments, cfg.ppo.steps_per_segment, cfg.ppo.batch_size)
     runner = run_segments(folder, runner, segment, hooks, resume=resume,
                           tensorboard=cfg.tensorboard, progress=progress, label=stage)
