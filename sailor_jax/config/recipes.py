@@ -121,8 +121,10 @@ RECIPES: dict[str, PPOConfig] = {
     # decayed to 0 over 3 x SEARCH_STEPS (3,648 updates) instead of 10M.
     "r6_envs256_30m": _r5(decay_steps=3 * SEARCH_STEPS, num_envs=256, num_minibatches=8),
     # Search round 9 (issue 26; 2 seeds): the policy scores each move's afterstate with one
-    # output of the shared trunk (`NetworkConfig.actions`), on r6_envs256 at three widths, and
-    # with a constant lr (no decay tied to a budget, as a default for every run length needs).
+    # output of the shared trunk (`NetworkConfig.actions`), on r6_envs256 with a 2x256 trunk
+    # (run to 2.5M only: 6x slower) and a (64, 64) one (the pick: 2048 in 68.8% at 10M, 3
+    # seeds; the default with its lr decayed over each run), and with a constant lr; the
+    # (128, 128) trunk's cost was measured, not its learning.
     "r9_envs256_afterstates": _r5(num_envs=256, num_minibatches=8,
                                   network={"actions": "afterstates"}),
     "r9_envs256_afterstates_128": _r5(num_envs=256, num_minibatches=8,
