@@ -92,6 +92,11 @@ class LearningRun:
     seed: int
     eval: EvalConfig
 
+    @property
+    def num_segments(self) -> int:
+        """Segments (one evaluation interval each) covering `total_timesteps`, rounded up."""
+        return math.ceil(self.total_timesteps / self.ppo.steps_per_segment)
+
 
 def run_config(args: Args, name: str) -> LearningRun:
     """The run of recipe `name`: its PPOConfig with one evaluation interval per segment (a
@@ -106,15 +111,14 @@ def run_config(args: Args, name: str) -> LearningRun:
                              f"got {getattr(args, field)}")
     cfg = recipe(name)
     updates = max(1, round(args.eval_every / cfg.batch_size))
-    segments = math.ceil(args.total_timesteps / (updates * cfg.batch_size))
-    cfg = dataclasses.replace(cfg, updates_per_segment=updates).over_run(segments * updates)
     spec = RewardSpec()
     theta = spec.validate(args.theta if args.theta is not None else spec.theta0)
-    return LearningRun(recipe=name, ppo=cfg,
-                       theta=tuple(float(v) for v in theta),
-                       total_timesteps=args.total_timesteps, num_seeds=args.num_seeds,
-                       seed=args.seed,
-                       eval=EvalConfig(episodes=args.eval_episodes, max_len=args.eval_max_len))
+    run = LearningRun(recipe=name, ppo=dataclasses.replace(cfg, updates_per_segment=updates),
+                      theta=tuple(float(v) for v in theta),
+                      total_timesteps=args.total_timesteps, num_seeds=args.num_seeds,
+                      seed=args.seed,
+                      eval=EvalConfig(episodes=args.eval_episodes, max_len=args.eval_max_len))
+    return dataclasses.replace(run, ppo=run.ppo.over_run(run.num_segments * updates))
 
 
 def curve_point(run: LearningRun, evaluation: dict, env_steps: int, train_s: float) -> dict:
@@ -179,7 +183,7 @@ def _train_claimed(run: LearningRun, out_dir: str, resume: bool, emit,
     key_init, key_eval = jax.random.split(jax.random.PRNGKey(run.seed))
     steps = run.ppo.steps_per_segment
     hooks = LearningCurve(np.tile(np.asarray(run.theta, np.float32), (run.num_seeds, 1)),
-                          math.ceil(run.total_timesteps / steps), steps, run.ppo.batch_size,
+                          run.num_segments, steps, run.ppo.batch_size,
                           run=run, key=key_eval, path=os.path.join(out_dir, "curve.jsonl"),
                           emit=emit)
     run_segments(out_dir, init(key_init), segment, hooks, resume=resume, tensorboard=False,
@@ -227,7 +231,7 @@ def main(args: Args) -> dict[str, list[dict]]:
     runs = [run_config(args, name) for name in args.recipe]  # every error before any work
     for run in runs:  # the budget each recipe will run (rounded up to whole segments)
         steps = run.ppo.steps_per_segment
-        total = math.ceil(run.total_timesteps / steps) * steps
+        total = run.num_segments * steps
         print(f"{run.recipe}: {total:,} env steps per seed x {run.num_seeds} seeds "
               f"(--total-timesteps {run.total_timesteps:,} rounded up to whole segments of "
               f"{steps:,})", file=sys.stderr if args.json else sys.stdout, flush=True)
