@@ -13,6 +13,16 @@ as `NAME:feature=w,feature=w`), at equal env steps and seeds, the arms in `--met
   sailor_bt_mcmc  the same with Zeng et al.'s Bradley-Terry MCMC update
   sailor_random_judge  the default update fitted to a random judge's rankings (no
                   information): the control that shows what the update does on its own
+  sailor_value    issue 34's conservative SAILOR: the expert's value verdict (score gained +
+                  change of the expert's value of the position) on windows of `--window`
+                  moves, `--trajectories` per seed of which `--reference-games` are played
+                  by an epsilon-greedy expert, R_theta compared as the judge's verdict
+                  is made (sums), Zeng et al.'s MH update in a +-`--mcmc-trust-region` box,
+                  accepted only if it orders the held-out half of the windows better
+  sailor_value_regret   the same with the expert's per-move regret verdict (compared as
+                  per-move means)
+  sailor_value_outcome  the same with the outcome judge (score gained in the window)
+  sailor_value_random_judge  the same update with a random judge (its control)
 plus once theta0 kept fixed, the reference. Seed s of every arm starts from the same network
 and environments (common random numbers), so differences are paired per seed. Arms already
 finished in `--out` are read back, so naming more `--methods` adds arms to an experiment.
@@ -50,7 +60,12 @@ from sailor_jax.logging import to_jsonable  # noqa: E402
 from sailor_jax.run.variants import check_variant, run_variant, write_theta_csv  # noqa: E402
 
 METHODS: tuple[str, ...] = ("fixed", "sailor", "sailor_kept", "sailor_trust", "sailor_bt_mcmc",
-                            "sailor_random_judge")
+                            "sailor_random_judge", "sailor_value", "sailor_value_regret",
+                            "sailor_value_outcome", "sailor_value_random_judge")
+VALUE_JUDGES = {"sailor_value": ("expert", "value"), "sailor_value_regret": ("expert", "regret"),
+                "sailor_value_outcome": ("outcome", "regret"),
+                "sailor_value_random_judge": ("random", "regret")}
+"""Judge kind and expert verdict of the issue-34 arms (all share the conservative update)."""
 SHORT = dict(zip(FEATURE_NAMES, ("score", "empty", "corner", "mono", "merges", "smooth",
                                   "tile_inc", "game_over"), strict=True))
 REFERENCE = "theta0.fixed"
@@ -71,6 +86,19 @@ class Args:
     """K of the sailor_kept arm: each update also fits the last K iterations' pairs."""
     trust_region: float = 0.25
     """Half-width of the BO box around the current theta in the sailor_trust arm."""
+    window: int = 100
+    """Moves per judged window in the sailor_value* arms."""
+    trajectories: int = 16
+    """Windows (one per game) judged per seed and iteration in the sailor_value* arms."""
+    mcmc_trust_region: float = 0.3
+    """Half-width of the MH prior box around the current theta in the sailor_value* arms."""
+    heldout: float = 0.5
+    """Fraction of each group held out of the fit in the sailor_value* arms."""
+    reference_games: int = 8
+    """Of the `trajectories` per group in the sailor_value* arms, this many are played by the
+    epsilon-greedy expert (`--reference-epsilon`): groups that compare play, not luck."""
+    reference_epsilon: float = 0.5
+    """Random-move probability of that reference expert (depth 1)."""
     out: str = "runs/repair"
     """Output folder; running again with the same folder resumes."""
 
@@ -93,8 +121,21 @@ PRESET_HELP = {"smoke": "about 3 minutes on a 2-core CPU",
                "cpu": "8 seeds x ~1M env steps, 16 updates, 3 starts x 3 arms: 34 min on 2 cores"}
 
 
+def value_arm(cfg: SailorConfig, method: str, args: Args | None) -> SailorConfig:
+    """The sailor_value* arms' settings over `cfg` (`VALUE_JUDGES`; module docstring)."""
+    args = args or Args(base=cfg)
+    kind, verdict = VALUE_JUDGES[method]
+    return dataclasses.replace(
+        cfg, window=min(args.window, cfg.max_len), trajectories=args.trajectories,
+        reference_games=args.reference_games, reference_epsilon=args.reference_epsilon,
+        ranker=dataclasses.replace(cfg.ranker, kind=kind, expert_verdict=verdict),
+        preferences=dataclasses.replace(cfg.preferences, compare="auto"),
+        alignment=dataclasses.replace(cfg.alignment, method="bt_mcmc", heldout=args.heldout,
+                                      mcmc_trust_region=args.mcmc_trust_region))
+
+
 def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: int,
-               trust_region: float = 0.25) -> SailorConfig:
+               trust_region: float = 0.25, args: Args | None = None) -> SailorConfig:
     """The `SailorConfig` of one arm: `base` from theta0 = `start.theta`, reward learning per
     `method` (see `METHODS`).
 
@@ -116,6 +157,8 @@ def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: i
     elif method == "sailor_bt_mcmc":
         cfg = dataclasses.replace(cfg, alignment=dataclasses.replace(cfg.alignment,
                                                                      method="bt_mcmc"))
+    elif method in VALUE_JUDGES:
+        cfg = value_arm(cfg, method, args)
     return cfg
 
 
@@ -141,7 +184,7 @@ def arms(args: Args) -> list[tuple[str, Start, str, SailorConfig]]:
         for method in args.methods:
             out.append((f"{start.name}.{method}", start, method,
                         arm_config(start, method, args.base, args.keep_iterations,
-                                   args.trust_region)))
+                                   args.trust_region, args)))
     return out
 
 
@@ -168,8 +211,10 @@ def summarize(arm_list, results: dict) -> list[dict]:
             gap = report.paired_difference(ref, fixed_score)
             if gap["mean"] > 0 and len(ref) >= 2:
                 row["recovery"] = report.recovery_fraction(s["score"], fixed_score, ref)
-        control = f"{start.name}.sailor_random_judge"
-        if method not in ("fixed", "sailor_random_judge") and control in results:
+        control = f"{start.name}." + ("sailor_value_random_judge" if method in VALUE_JUDGES
+                                      else "sailor_random_judge")
+        if method not in ("fixed", "sailor_random_judge", "sailor_value_random_judge") \
+                and control in results:
             row["vs_random_judge"] = report.paired_difference(
                 s["score"], score_samples(results[control])["score"])
         if method == "fixed" and name != REFERENCE:

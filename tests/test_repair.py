@@ -31,12 +31,27 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
         cfg = repair.arm_config(start, method, base, keep_iterations=3, trust_region=0.1)
         assert cfg.theta0 == start.theta and not cfg.baseline and cfg.tunable is None
         assert cfg.self_align == (method != "fixed")
+        if method in repair.VALUE_JUDGES:
+            continue  # the issue-34 arms: below
         assert dataclasses.replace(cfg, theta0=None, self_align=True, alignment=base.alignment,
                                    ranker=base.ranker) == dataclasses.replace(base, self_align=True)
         assert cfg.ranker.kind == ("random" if method == "sailor_random_judge" else "expert")
         assert cfg.alignment.trust_region == (0.1 if method == "sailor_trust" else None)
         assert cfg.alignment.keep_iterations == (3 if method == "sailor_kept" else 0)
         assert cfg.alignment.method == ("bt_mcmc" if method == "sailor_bt_mcmc" else "bo")
+    args = dataclasses.replace(repair.PRESETS["cpu"], window=50, trajectories=12,
+                               reference_games=4, heldout=0.25, mcmc_trust_region=0.4)
+    for method, (kind, verdict) in repair.VALUE_JUDGES.items():
+        cfg = repair.arm_config(start, method, base, 3, 0.1, args)
+        assert (cfg.ranker.kind, cfg.ranker.expert_verdict) == (kind, verdict)
+        assert (cfg.window, cfg.trajectories, cfg.reference_games) == (50, 12, 4)
+        assert cfg.preferences.compare == "auto"
+        assert (cfg.alignment.method, cfg.alignment.heldout,
+                cfg.alignment.mcmc_trust_region) == ("bt_mcmc", 0.25, 0.4)
+        assert dataclasses.replace(
+            cfg, theta0=None, self_align=True, alignment=base.alignment, ranker=base.ranker,
+            window=0, trajectories=8, reference_games=0, preferences=base.preferences
+        ) == dataclasses.replace(base, self_align=True)  # nothing else changes
     with pytest.raises(UserError, match="unknown arm 'nope'"):
         repair.arm_config(start, "nope", base, 4)
     args = repair.PRESETS["cpu"]

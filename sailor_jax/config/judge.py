@@ -16,6 +16,8 @@ import numpy as np
 from sailor_jax.game.reward import RewardSpec
 
 WEIGHTINGS = ("none", "confidence", "discrepancy")
+COMPARISONS = ("auto", "sum", "mean")
+"""How `R_theta` ranks a trajectory: the judge's own way (auto), by feature sums or means."""
 METHODS = ("bo", "bt_mcmc")
 OBJECTIVES = ("error", "bt_nll")
 ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB")
@@ -23,7 +25,7 @@ BO_ACQ_OPTIMIZERS = ("sampling", "lbfgs")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 """Torch dtype names the LLM backend accepts."""
 RANKER_KINDS = ("llm", "outcome", "linear_oracle", "expert", "random")
-EXPERT_VERDICTS = ("regret", "agreement")
+EXPERT_VERDICTS = ("regret", "agreement", "value")
 LLM_MODES = ("pairwise", "pointwise", "listwise")
 NUM_POINTWISE_RUBRICS = 4
 """Rubric variants defined in `judges.prompts.POINTWISE_RUBRICS` (a test keeps them equal)."""
@@ -47,8 +49,15 @@ class PreferenceConfig:
     """|D_pos| = round(ratio * |D_neg|) (half up), capped by the concordant pairs available."""
     tie_tol: float = 1e-6
     """Returns within `tie_tol * max(1, |r_a|, |r_b|)` of each other count as tied."""
+    compare: Literal["auto", "sum", "mean"] = "sum"
+    """How `R_theta` ranks a trajectory against the judge: "sum" (`theta . Phi`, the whole
+    return), "mean" (`theta . Phi / length`, per move) or "auto" (as the judge's verdict is
+    made: per-move mean for the expert's regret, sum for its value verdict, the outcome and
+    the LLM; `alignment.heldout`)."""
 
     def __post_init__(self) -> None:
+        if self.compare not in COMPARISONS:
+            raise ValueError(f"compare must be one of {COMPARISONS}, got {self.compare!r}")
         if self.weighting not in WEIGHTINGS:
             raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {self.weighting!r}")
         if not (np.isfinite(self.concordant_ratio) and self.concordant_ratio >= 0):
@@ -109,6 +118,12 @@ class AlignmentConfig:
     `alignment.kept_pairs`). Saved in every checkpoint, so `--resume` stays exact."""
     keep_decay: float = 1.0
     """Weight factor per iteration of age of a kept pair (1 = no decay; in (0, 1])."""
+    heldout: float = 0.0
+    """Fraction of each group's trajectories held out of the fit: the update is fitted on the
+    others' pairs and accepted only if it orders the held-out pairs better than the current
+    theta by a sign-test margin (`alignment.heldout`). 0 = accept on the fitted pairs."""
+    heldout_z: float = 1.0
+    """Margin of the held-out test: net pairs gained >= max(1, z sqrt(pairs changed))."""
 
     def __post_init__(self) -> None:
         _check(self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}")
@@ -137,6 +152,10 @@ class AlignmentConfig:
                f"bo_gp_fit_maxiter must be >= 1 or None, got {self.bo_gp_fit_maxiter}")
         _check(self.keep_iterations >= 0,
                f"keep_iterations must be >= 0, got {self.keep_iterations}")
+        _check(np.isfinite(self.heldout) and 0 <= self.heldout < 1,
+               f"heldout must be in [0, 1), got {self.heldout}")
+        _check(np.isfinite(self.heldout_z) and self.heldout_z >= 0,
+               f"heldout_z must be finite and >= 0, got {self.heldout_z}")
         _check(np.isfinite(self.keep_decay) and 0 < self.keep_decay <= 1,
                f"keep_decay must be in (0, 1], got {self.keep_decay}")
         _check(self.update_workers >= 0,
@@ -270,8 +289,10 @@ class RankerConfig:
     """Linear oracle noise (Boltzmann temperature; 0 = exact)."""
     expert_depth: int = 2
     """Expectimax depth of the expert judge (kind=expert; player moves searched)."""
-    expert_verdict: Literal["regret", "agreement"] = "regret"
-    """Per-move verdict of the expert judge: normalised regret or agreement with its move."""
+    expert_verdict: Literal["regret", "agreement", "value"] = "regret"
+    """Verdict of the expert judge: per-move normalised regret or agreement with its move
+    (means over the moves), or "value": score gained + change of the expert's value of the
+    position over the trajectory (a sum; `judges.expert`)."""
 
     def __post_init__(self) -> None:
         if self.kind not in RANKER_KINDS:

@@ -76,6 +76,13 @@ class SailorConfig:
     window: int = 0
     """Judge and rank windows of this many consecutive moves, one per sampled game (start
     uniform, `rollout.cut_windows`), instead of whole games: 0 = whole games."""
+    reference_games: int = 0
+    """Of the `trajectories` judged per seed and iteration, this many are played by a
+    reference policy instead of the agent (an epsilon-greedy expert, `reference_epsilon`),
+    so that a group compares play, not only the spawns' luck (issue 34; PBRR,
+    Hatgis-Kessell et al. 2025). 0 = the agent's games only."""
+    reference_epsilon: float = 0.5
+    """Random-move probability of the reference expert (depth 1; 0 = the expert itself)."""
     ppo: PPOConfig = PPOConfig()
     """PPO hyperparameters; updates_per_segment is k."""
     ranker: RankerConfig = RankerConfig()
@@ -111,6 +118,14 @@ class SailorConfig:
                 raise ValueError(f"SailorConfig.{name} must be positive, got {getattr(self, name)}")
         if self.trajectories < 2:
             raise ValueError(f"trajectories must be >= 2 to form pairs, got {self.trajectories}")
+        if not 0 <= self.reference_games < self.trajectories:
+            raise ValueError(f"reference_games must be in [0, trajectories={self.trajectories})"
+                             f" (at least one game of the agent), got {self.reference_games}")
+        if not (math.isfinite(self.reference_epsilon) and 0 <= self.reference_epsilon <= 1):
+            raise ValueError(f"reference_epsilon must be in [0, 1], got {self.reference_epsilon}")
+        if self.alignment.heldout > 0 and self.trajectories < 4:
+            raise ValueError(f"alignment.heldout needs trajectories >= 4 (2 fitted, 2 held "
+                             f"out), got {self.trajectories}")
         if not 0 <= self.window <= self.max_len:
             raise ValueError(f"window must be in [0, max_len={self.max_len}], got {self.window}")
         if self.eval_every < 0:

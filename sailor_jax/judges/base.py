@@ -29,6 +29,11 @@ class Ranker(Protocol):
     name: str
     """Short name for logs, e.g. "outcome", "llm-pairwise"."""
 
+    aggregate: str = "sum"
+    """What the verdict on a trajectory is about: "sum" (a total over its moves: a score, a
+    return, a whole-game impression) or "mean" (a per-move average, blind to length). The
+    preference builder ranks `R_theta`'s side the same way (`PreferenceConfig.compare`)."""
+
     def rank_groups(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
         """Rank each group of trajectories.
 

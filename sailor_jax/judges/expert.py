@@ -13,10 +13,21 @@ move's verdict is
 
 Boards with a single legal move (no choice) are skipped. A trajectory's score is the mean
 verdict over its scored moves, so the spawns' luck and the game's length count for little:
-a short game played well outranks a long game played badly. Ranking sorts by score; the
-pairwise probability that trajectory `i` played better than `j` is
-`Phi((s_i - s_j) / sqrt(se_i^2 + se_j^2))` (normal CDF of the difference of the two means
-over its standard error), so it is confident only when the difference is large against the
+a short game played well outranks a long game played badly.
+
+- `value` (issue 34), a verdict on the whole trajectory that tracks the game's goal: the
+  score the play gained plus the change in the expert's value of the position it leaves,
+  `sum(score_gains) + V(last board) - V(first board)`, with `V(b) = max_a Q_depth(b, a)` over
+  the legal moves (`expert_action_values`: nneonneo's heuristic after `depth` moves), 0 on a
+  board with no legal move. On a window of a game it values what was earned and what was
+  built; a window that ends the game loses its first board's whole value (~1.6M heuristic
+  points against a few thousand for play), so dying ranks below any surviving window. On a
+  whole finished game it is the final score minus the start's value: the outcome judge.
+  A sum, not a mean (`aggregate = "sum"`): the preference builder compares `R_theta` sums.
+
+Ranking sorts by score; for `regret` and `agreement` the pairwise probability that
+trajectory `i` played better than `j` is `Phi((s_i - s_j) / sqrt(se_i^2 + se_j^2))` (normal
+CDF of the difference of the two means over its standard error), so it is confident only when the difference is large against the
 per-move noise: the weighted-preference options read it as the judge's confidence.
 """
 
@@ -36,7 +47,7 @@ from sailor_jax.judges.base import Ranker
 from sailor_jax.judges.oracles import order_by_scores
 from sailor_jax.types import Ranking, TrajectoryBatch
 
-VERDICTS = ("regret", "agreement")
+VERDICTS = ("regret", "agreement", "value")
 
 
 @functools.lru_cache(maxsize=8)
@@ -88,29 +99,63 @@ def move_verdicts(values: np.ndarray, actions: np.ndarray, verdict: str = "regre
     return np.where(scored, 1.0 - regret, np.nan), scored
 
 
-class ExpertRanker(Ranker):
-    """Rank trajectories by the expert's mean per-move verdict, best first. Host-only.
+def board_values(boards: np.ndarray, depth: int, chunk: int = 1024) -> np.ndarray:
+    """The expert's value of boards: `V(b) = max` over legal moves of `Q_depth(b, a)`. Host-only.
 
-    `Ranking.scores` holds the mean verdicts (NaN for a trajectory with no scored move,
-    which sorts last); `Ranking.pairwise_prob` the probabilities of the module docstring.
+    Args:
+      boards: `[B, 16]` integer exponents.
+      depth: expectimax depth (>= 1; 1 = the heuristic of the best afterstate).
+
+    Returns:
+      `float64 [B]` in heuristic points; 0 for a board with no legal move (a lost game).
+    """
+    values = expert_values(boards, depth, chunk).astype(np.float64)
+    legal = np.isfinite(values)
+    return np.where(legal.any(axis=1), np.max(np.where(legal, values, -np.inf), axis=1), 0.0)
+
+
+def value_verdicts(batch: TrajectoryBatch, depth: int, chunk: int = 1024) -> np.ndarray:
+    """Per trajectory, `score gained + V(last board) - V(first board)` (the `value` verdict).
+
+    Host-only. Args: a host `TrajectoryBatch` of `M` trajectories (whole games or windows).
+    Returns `float64 [M]`, score points plus heuristic points (see the module docstring).
+    """
+    boards = np.asarray(batch.boards)
+    lengths = np.asarray(batch.lengths, np.int64)
+    m = np.arange(boards.shape[0])
+    ends = np.concatenate([boards[:, 0], boards[m, lengths]])
+    v = board_values(ends, depth, chunk)
+    gained = np.asarray(batch.score_gains, np.float64).sum(axis=1)
+    return gained + v[len(m):] - v[:len(m)]
+
+
+class ExpertRanker(Ranker):
+    """Rank trajectories by the expert's verdict, best first. Host-only.
+
+    For `regret` / `agreement`, `Ranking.scores` holds the mean per-move verdicts (NaN for a
+    trajectory with no scored move, which sorts last) and `Ranking.pairwise_prob` the
+    probabilities of the module docstring; `aggregate` is "mean". For `value`, the scores are
+    `value_verdicts` (no pairwise probabilities) and `aggregate` is "sum".
 
     Args:
       depth: expectimax depth of the expert (player moves searched, >= 1).
-      verdict: "regret" or "agreement".
+      verdict: "regret", "agreement" or "value".
       chunk: boards per compiled call.
 
     Raises:
       ValueError: unknown verdict, or depth / chunk not positive ints.
     """
 
-    def __init__(self, depth: int = 2, verdict: Literal["regret", "agreement"] = "regret",
+    def __init__(self, depth: int = 2,
+                 verdict: Literal["regret", "agreement", "value"] = "regret",
                  chunk: int = 1024) -> None:
         if verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
         if isinstance(depth, bool) or int(depth) != depth or depth < 1 or chunk < 1:
             raise ValueError(f"depth and chunk must be positive ints, got {depth}, {chunk}")
         self.depth, self.verdict, self.chunk = int(depth), verdict, int(chunk)
-        self.name = f"expert-d{self.depth}"
+        self.name = f"expert-d{self.depth}" + ("-value" if verdict == "value" else "")
+        self.aggregate = "sum" if verdict == "value" else "mean"
 
     def trajectory_scores(self, groups: Sequence[TrajectoryBatch]
                           ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -135,6 +180,11 @@ class ExpertRanker(Ranker):
         if not groups:
             return []
         out: list[Ranking | None] = []
+        if self.verdict == "value":
+            for batch in groups:
+                scores = value_verdicts(batch, self.depth, self.chunk)
+                out.append(Ranking(order=order_by_scores(scores), scores=scores.astype(np.float32)))
+            return out
         for mean, stderr in self.trajectory_scores(groups):
             out.append(Ranking(order=order_by_scores(mean), scores=mean.astype(np.float32),
                                pairwise_prob=pairwise_probabilities(mean, stderr)))

@@ -24,9 +24,10 @@ import jax
 import numpy as np
 
 from sailor_jax.agents import ppo
-from sailor_jax.agents.rollout import cut_windows, make_collect
+from sailor_jax.agents.rollout import cut_windows, make_act_collect, make_collect
 from sailor_jax.alignment import refinement
 from sailor_jax.config import SailorConfig
+from sailor_jax.game.expert import expert_act
 from sailor_jax.judges.base import Ranker
 from sailor_jax.judges.factory import check_judges, make_ranker, ranker_description
 from sailor_jax.run import run_dir, run_guard, runner
@@ -39,13 +40,23 @@ __all__ = ["PHASES", "run"]
 
 
 def _collector(cfg: SailorConfig) -> Callable:
-    """`collect(params, key) -> TrajectoryBatch` of one seed: whole games, or one window of
-    `cfg.window` moves per game (window starts drawn from a key folded off the game key)."""
-    collect = make_collect(cfg.ppo.network, cfg.trajectories, cfg.max_len)
-    if not cfg.window:
-        return collect
-    return lambda params, key: cut_windows(collect(params, key), jax.random.fold_in(key, 1),
-                                           cfg.window)
+    """`collect(params, key) -> TrajectoryBatch` of one seed: `trajectories -
+    reference_games` games of the agent, then `reference_games` of the epsilon-greedy expert
+    (key folded with 2); whole games, or one window of `cfg.window` moves per game (window
+    starts drawn from a key folded off the game key with 1)."""
+    agent = make_collect(cfg.ppo.network, cfg.trajectories - cfg.reference_games, cfg.max_len)
+    reference = None if not cfg.reference_games else make_act_collect(
+        expert_act(1, cfg.reference_epsilon), cfg.reference_games, cfg.max_len)
+
+    def collect(params, key):
+        batch = agent(params, key)
+        if reference is not None:
+            batch = jax.tree.map(lambda a, b: jax.numpy.concatenate([a, b]), batch,
+                                 reference(jax.random.fold_in(key, 2)))
+        return cut_windows(batch, jax.random.fold_in(key, 1), cfg.window) if cfg.window \
+            else batch
+
+    return collect
 
 
 def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | None = None,

@@ -167,7 +167,8 @@ def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | 
     if cfg.alignment.keep_iterations > 0:  # copies: the state changes only in `settle`
         kept = [list(k) for k in state.kept_pairs] + [[]] * (s - len(state.kept_pairs))
     new_thetas, updates = align_step(state.thetas, batch, rankings, ctx.spec, cfg, t,
-                                     ctx.advisor, stalled, history, kept=kept)
+                                     ctx.advisor, stalled, history, kept=kept,
+                                     aggregate=getattr(ctx.ranker, "aggregate", "sum"))
     refined = [k for k, update in enumerate(updates) if update.refine is not None]
     return Judgement(new_thetas, updates, {"rank": rank_s, "update": time.perf_counter() - t0},
                      refined, kept)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from sailor_jax.alignment import kept_pairs, refinement
+from sailor_jax.alignment import heldout, kept_pairs, refinement
 from sailor_jax.alignment.parallel import update_many
 from sailor_jax.alignment.preferences import build_preferences, kendall_tau
 from sailor_jax.config import SailorConfig
@@ -27,9 +27,14 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
                spec: RewardSpec, cfg: SailorConfig, iteration: int,
                advisor: refinement.Advisor | None = None, stalled: list[bool] | None = None,
                score_history: list[list[float | None]] | None = None,
-               kept: list[list[dict]] | None = None
+               kept: list[list[dict]] | None = None, aggregate: str = "sum"
                ) -> tuple[np.ndarray, list[SeedUpdate]]:
     """Build preferences and update theta for every seed; refine where asked. Host-only.
+
+    `R_theta` ranks each trajectory as `cfg.preferences.compare` says (with "auto", as the
+    judge's `aggregate`: sums of `Phi`, or per-move means); with `cfg.alignment.heldout > 0`
+    the update is fitted on part of each group and accepted only if it orders the held-out
+    part better (`alignment.heldout`).
 
     Args:
       thetas: `float32[S, F]` current weights.
@@ -47,22 +52,32 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
         entries; `cfg.alignment.keep_iterations > 0`). The update of seed s also fits
         `kept[s]`'s live pairs; `kept[s]` is then replaced (in this list, not in place) by
         the store for the next iteration. None = no kept pairs.
+      aggregate: what the judge's verdict is about, "sum" or "mean" (`Ranker.aggregate`).
 
     Returns:
       `(new thetas float32[S, F], S SeedUpdate)`; a refined seed's update has `refine` set.
+
+    Raises:
+      ValueError: an unknown comparison or aggregate.
     """
+    comparison = heldout.resolve_comparison(cfg.preferences.compare, aggregate)
     new_thetas, updates = thetas.copy(), [None] * len(rankings)
-    judged, calls, fresh, num_kept = [], [], {}, {}
+    judged, calls, fresh, num_kept, tests = [], [], {}, {}, {}
     for s, ranking in enumerate(rankings):
         if ranking is None:
             updates[s] = SeedUpdate(judge_failed=True,
                                     message="judge gave no ranking; theta unchanged")
             continue
-        phi_sum = np.asarray(batch.Phi[s], np.float64)
+        phi_all = heldout.comparison_phi(batch.Phi[s], batch.lengths[s], comparison)
         rng = np.random.default_rng([cfg.seed, iteration, s])
-        prefs = build_preferences(phi_sum @ thetas[s], ranking, rng, cfg.preferences)
+        phi_sum, fit_ranking = phi_all, ranking
+        if cfg.alignment.heldout > 0:
+            fit, out = heldout.split_group(len(phi_all), cfg.alignment.heldout, rng)
+            phi_sum, fit_ranking = phi_all[fit], heldout.subset_ranking(ranking, fit)
+            tests[s] = phi_all[out], heldout.subset_ranking(ranking, out)
+        prefs = build_preferences(phi_sum @ thetas[s], fit_ranking, rng, cfg.preferences)
         judged.append(s)
-        fresh[s] = phi_sum, prefs  # this iteration's (the update may also see kept pairs)
+        fresh[s] = phi_sum, prefs, fit_ranking  # this iteration's (the update may add kept)
         if kept is not None:
             keep = cfg.alignment.keep_iterations
             update_phi, update_prefs, num_kept[s] = kept_pairs.merge(
@@ -74,16 +89,22 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     # The seeds' updates are independent: side by side in worker processes, same results.
     results = update_many(calls, cfg.alignment.update_workers)
     for s, result in zip(judged, results, strict=True):
-        new_thetas[s] = result.theta
-        phi_sum, prefs = fresh[s]
+        phi_sum, prefs, fit_ranking = fresh[s]
+        theta, accepted, message = result.theta, result.accepted, result.message
+        if s in tests and accepted:
+            test = heldout.heldout_test(thetas[s], theta, *tests[s], cfg.alignment.heldout_z,
+                                        cfg.preferences.tie_tol)
+            accepted, message = test.accepted, f"{message}; {test.message}"
+            theta = theta if accepted else thetas[s]
+        new_thetas[s] = theta
         updates[s] = SeedUpdate(
             num_discordant=prefs.num_discordant, num_concordant=prefs.num_concordant,
             num_kept=num_kept.get(s),
-            kendall_tau_before=kendall_tau(phi_sum @ thetas[s], rankings[s]),
-            kendall_tau_after=kendall_tau(phi_sum @ result.theta, rankings[s]),
-            error_before=result.error_before, error_after=result.error_after,
-            accepted=result.accepted, evaluations=result.num_evaluations,
-            message=result.message)
+            kendall_tau_before=kendall_tau(phi_sum @ thetas[s], fit_ranking),
+            kendall_tau_after=kendall_tau(phi_sum @ theta, fit_ranking),
+            error_before=result.error_before,
+            error_after=result.error_after if accepted else result.error_before,
+            accepted=accepted, evaluations=result.num_evaluations, message=message)
     if advisor is not None and stalled is not None:
         refine_stalled(new_thetas, updates, batch, rankings, spec, cfg, iteration, advisor,
                        stalled, score_history or [])

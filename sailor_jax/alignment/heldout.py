@@ -1,0 +1,148 @@
+"""Like-with-like comparisons and held-out acceptance of a theta update (issue 34).
+
+Host-only NumPy.
+
+Like with like. A judge states what its verdict on a trajectory is about (`Ranker.aggregate`):
+a sum over its moves (a score, a return, a whole-game impression) or a per-move mean (the
+expert's regret). `R_theta`'s side must be ranked the same way: `comparison_phi` turns the
+feature sums `Phi` into per-move means for a "mean" judge, so the update fits `theta . Phi /
+length` to a length-blind verdict instead of a length-driven sum. A per-move comparison cannot
+see a constant added to every move's reward; there is no constant feature in `phi`, and the
+per-move level of `R_theta` (whether the agent wants to live) moves only through the features'
+own per-move means. On equal-length windows a sum and a mean order alike.
+
+Held-out acceptance. An update fitted to the pairs of a few games always fits them better:
+accepting on those same pairs lets the update re-draw theta from noise (the random-judge
+control). `split_group` holds out part of the iteration's trajectories; the update is fitted
+on the rest, and `heldout_test` accepts the candidate only when it orders the held-out pairs
+(every pair the judge orders among them) better than the current theta by a sign-test margin:
+with `g` pairs it newly gets right and `l` it newly gets wrong, accept iff
+`g - l >= max(1, z * sqrt(g + l))`. Under a judge with no information `g` and `l` are
+exchangeable, so the update stays put except by chance (about 16% of updates at z = 1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from sailor_jax.alignment.preferences import _judged_pairs, _theta_sign
+from sailor_jax.config.judge import COMPARISONS
+from sailor_jax.types import Ranking
+
+
+def resolve_comparison(compare: str, aggregate: str) -> str:
+    """The comparison to use: `compare`, or the judge's `aggregate` when `compare` is "auto".
+
+    Raises:
+      ValueError: `compare` not in `COMPARISONS`, or the resolved value not "sum" / "mean".
+    """
+    if compare not in COMPARISONS:
+        raise ValueError(f"compare must be one of {COMPARISONS}, got {compare!r}")
+    out = aggregate if compare == "auto" else compare
+    if out not in ("sum", "mean"):
+        raise ValueError(f"a judge's aggregate must be 'sum' or 'mean', got {out!r}")
+    return out
+
+
+def comparison_phi(Phi, lengths, comparison: str) -> np.ndarray:
+    """`R_theta`'s side of the comparison as features: `float64[M, F]`.
+
+    Args:
+      Phi: `float[M, F]` feature sums over each trajectory.
+      lengths: `int[M]` moves of each trajectory (a 0 counts as 1).
+      comparison: "sum" (return `Phi`) or "mean" (`Phi / length`, the per-move mean).
+
+    Raises:
+      ValueError: unknown comparison, or `lengths` not of shape `[M]`.
+    """
+    phi = np.asarray(Phi, np.float64)
+    if comparison == "sum":
+        return phi
+    if comparison != "mean":
+        raise ValueError(f"comparison must be 'sum' or 'mean', got {comparison!r}")
+    lengths = np.asarray(lengths, np.float64)
+    if lengths.shape != phi.shape[:1]:
+        raise ValueError(f"lengths must have shape ({phi.shape[0]},), got {lengths.shape}")
+    return phi / np.maximum(lengths, 1.0)[:, None]
+
+
+def split_group(m: int, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Split `m` trajectories into fitted and held-out index sets (`int64`, sorted).
+
+    `round(fraction * m)` are held out, at least 2 and leaving at least 2 to fit.
+
+    Raises:
+      ValueError: `fraction` not in (0, 1), or `m < 4` (too few to form pairs on both sides).
+    """
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"held-out fraction must be in (0, 1), got {fraction}")
+    if m < 4:
+        raise ValueError(f"holding out needs at least 4 trajectories per group, got {m}")
+    n_out = min(max(int(np.floor(fraction * m + 0.5)), 2), m - 2)
+    perm = rng.permutation(m)
+    return np.sort(perm[n_out:]), np.sort(perm[:n_out])
+
+
+def subset_ranking(ranking: Ranking, index: np.ndarray) -> Ranking:
+    """The judge's ranking restricted to the trajectories `index` (renumbered `0..len-1`)."""
+    index = np.asarray(index, np.int64)
+    position = np.full(len(ranking.order), -1, np.int64)
+    position[index] = np.arange(len(index))
+    order = position[np.asarray(ranking.order)]
+    prob = None if ranking.pairwise_prob is None else \
+        np.asarray(ranking.pairwise_prob)[np.ix_(index, index)]
+    scores = None if ranking.scores is None else np.asarray(ranking.scores)[index]
+    return Ranking(order=order[order >= 0].astype(np.int32), scores=scores, pairwise_prob=prob)
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldoutResult:
+    """Outcome of `heldout_test` (host-only)."""
+
+    accepted: bool
+    gained: float
+    """Held-out pairs the candidate orders as the judge does and the current theta did not."""
+    lost: float
+    """Held-out pairs the current theta ordered as the judge does and the candidate does not."""
+    agreement_before: float
+    """Fraction of held-out pairs ordered as the judge does (ties 1/2), current theta."""
+    agreement_after: float
+    """The same for the candidate."""
+    message: str
+
+
+def heldout_test(theta, candidate, phi_heldout, ranking: Ranking, z: float = 1.0,
+                 tie_tol: float = 1e-6) -> HeldoutResult:
+    """Accept `candidate` only if it orders the held-out trajectories better than `theta`.
+
+    Host-only. Pairs are every pair the judge orders among the held-out trajectories; a tie of
+    `R_theta` counts half a pair (as `preferences.pair_agreement`). Accept iff
+    `g - l >= max(1, z * sqrt(g + l))` (module docstring); an unchanged theta is not accepted.
+
+    Args:
+      theta, candidate: `float[F]` current and proposed weights.
+      phi_heldout: `float[H, F]` comparison features of the held-out trajectories.
+      ranking: the judge's ranking of those `H` trajectories (`subset_ranking`).
+      z: sign-test margin (>= 0).
+      tie_tol: tie tolerance of `R_theta` (`PreferenceConfig.tie_tol`).
+
+    Raises:
+      ValueError: `z` negative or not finite.
+    """
+    if not (np.isfinite(z) and z >= 0):
+        raise ValueError(f"held-out z must be finite and >= 0, got {z}")
+    phi = np.asarray(phi_heldout, np.float64)
+    win, lose = _judged_pairs(ranking)
+    old = _theta_sign(phi @ np.asarray(theta, np.float64), win, lose, tie_tol) / 2.0 + 0.5
+    new = _theta_sign(phi @ np.asarray(candidate, np.float64), win, lose, tie_tol) / 2.0 + 0.5
+    gained = float(np.sum(np.maximum(new - old, 0.0)))
+    lost = float(np.sum(np.maximum(old - new, 0.0)))
+    accepted = bool(gained - lost >= max(1.0, z * np.sqrt(gained + lost)))
+    before = float(old.mean()) if len(win) else float("nan")
+    after = float(new.mean()) if len(win) else float("nan")
+    verdict = "accepted" if accepted else "rejected (theta unchanged)"
+    message = (f"held-out {verdict}: {len(win)} pairs, agreement {before:.3f} -> {after:.3f} "
+               f"(+{gained:g} -{lost:g}, need a net >= max(1, {z:g} sqrt(n)))")
+    return HeldoutResult(accepted, gained, lost, before, after, message)

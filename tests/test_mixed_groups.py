@@ -1,0 +1,82 @@
+"""Issue 34, item 4: groups that mix the agent's games with a reference policy's (the
+epsilon-greedy expert): cross-policy pairs, held-out acceptance in the loop, kill + resume."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+from test_fault_injection import _interrupted, _kill_when, assert_same_run
+from test_loop import TINY
+
+from sailor_jax.agents import ppo
+from sailor_jax.agents.rollout import make_act_collect
+from sailor_jax.alignment.preferences import build_preferences
+from sailor_jax.config import AlignmentConfig, PreferenceConfig, SailorConfig
+from sailor_jax.game.expert import expert_act
+from sailor_jax.judges.oracles import OutcomeRanker
+from sailor_jax.run import loop
+
+MIXED = dataclasses.replace(
+    TINY, iterations=3, baseline=False, reference_games=2, reference_epsilon=0.5,
+    alignment=AlignmentConfig(method="bt_mcmc", mcmc_samples=200, mcmc_burn_in=50,
+                              mcmc_chains=2, heldout=0.5, update_workers=1))
+
+
+def test_mixed_group_holds_the_reference_games_and_gives_cross_policy_pairs():
+    key = jax.random.key(3)
+    runner = ppo.make_train(MIXED.run_ppo)[0](jax.random.PRNGKey(0))
+    batch = jax.device_get(loop._collector(MIXED)(runner.params, key))
+    assert batch.Phi.shape == (4, 8) and batch.boards.shape == (4, MIXED.max_len + 1, 16)
+    expert = jax.device_get(make_act_collect(expert_act(1, 0.5), 2, MIXED.max_len)(
+        jax.random.fold_in(key, 2)))
+    for field in ("boards", "actions", "score", "Phi"):
+        np.testing.assert_array_equal(getattr(batch, field)[2:], getattr(expert, field))
+    ranking = OutcomeRanker().rank(batch)
+    prefs = build_preferences(batch.Phi @ np.eye(8)[5], ranking, 0,
+                              PreferenceConfig(concordant_ratio=10.0))
+    agent = np.arange(4) < 2
+    assert len(prefs) > 0 and np.any(agent[prefs.i] != agent[prefs.j])
+
+
+def test_windows_are_cut_from_both_policies():
+    cfg = dataclasses.replace(MIXED, window=10)
+    runner = ppo.make_train(cfg.run_ppo)[0](jax.random.PRNGKey(0))
+    batch = jax.device_get(loop._collector(cfg)(runner.params, jax.random.key(1)))
+    assert batch.boards.shape == (4, 11, 16) and np.all(batch.lengths <= 10)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(reference_games=4), "reference_games must be in"),
+    (dict(reference_games=-1), "reference_games must be in"),
+    (dict(reference_epsilon=1.5), "reference_epsilon must be in"),
+    (dict(reference_epsilon=float("nan")), "reference_epsilon must be in"),
+])
+def test_bad_reference_config(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SailorConfig(trajectories=4, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("mixed") / "run")
+    return out, loop.run(MIXED, out)
+
+
+def test_heldout_messages_reach_the_results(reference):
+    _, ref = reference
+    messages = [u.message for r in ref.iterations for u in r.seeds]
+    assert any("held-out" in m for m in messages)  # the test ran on an accepted fit
+
+
+@pytest.mark.parametrize("t", [1, 2])
+def test_kill_then_resume_with_mixed_groups_equals_uninterrupted(t, reference, tmp_path,
+                                                                monkeypatch):
+    out = str(tmp_path / "run")
+    with monkeypatch.context() as mp:
+        _kill_when(mp, "align_step", 5, t)
+        _interrupted(lambda: loop.run(MIXED, out), out)
+    assert_same_run(out, loop.run(MIXED, out, resume=True), reference,
+                    log_names=frozenset({"metrics.jsonl"}))  # the outcome judge logs no calls
