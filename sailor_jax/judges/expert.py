@@ -27,8 +27,9 @@ a short game played well outranks a long game played badly.
 
 Ranking sorts by score; for `regret` and `agreement` the pairwise probability that
 trajectory `i` played better than `j` is `Phi((s_i - s_j) / sqrt(se_i^2 + se_j^2))` (normal
-CDF of the difference of the two means over its standard error), so it is confident only when the difference is large against the
-per-move noise: the weighted-preference options read it as the judge's confidence.
+CDF of the difference of the two means over its standard error), so it is confident only
+when the difference is large against the per-move noise: the weighted-preference options
+read it as the judge's confidence.
 """
 
 from __future__ import annotations
