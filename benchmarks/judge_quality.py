@@ -56,7 +56,7 @@ class Args:
 
     judge: str = "expert"
     """Judge kind: expert, outcome, linear_oracle (theta_star = `--theta-star`, default theta0)
-    or llm."""
+    or llm; `expert:<verdict>` picks the expert's verdict (regret, agreement, value)."""
     llm: LLMRankerConfig = LLMRankerConfig(max_records=1_000_000)
     """LLM judge settings (`--llm.model`, `--llm.mode`, ...); model None = embedded SmolLM2."""
     theta_star: tuple[float, ...] | None = None
@@ -88,14 +88,22 @@ class Args:
 def make_judge(args: Args, kind: str | None = None):
     """The judge under test (`kind`, default `args.judge`), built from `args` (validated
     before any game is played)."""
-    kind = kind or args.judge
+    kind, _, verdict = (kind or args.judge).partition(":")
     if kind == "linear_oracle":
         theta_star = args.theta_star if args.theta_star is not None else RewardSpec().theta0
         cfg = RankerConfig(kind="linear_oracle", theta_star=tuple(theta_star))
     else:
-        cfg = RankerConfig(kind=kind, llm=args.llm, expert_depth=args.expert_depth)
+        cfg = RankerConfig(kind=kind, llm=args.llm, expert_depth=args.expert_depth,
+                           expert_verdict=verdict or "regret")
     check_ranker(cfg)
     return cfg, make_ranker(cfg)
+
+
+def _label(cfg: RankerConfig) -> str:
+    """The judge's name in the tables: `judge_name`, with the expert's verdict if not regret."""
+    name = judge_name(cfg)
+    return f"{name}:{cfg.expert_verdict}" if cfg.kind == "expert" and \
+        cfg.expert_verdict != "regret" else name
 
 
 def run(args: Args) -> dict:
@@ -108,11 +116,11 @@ def run(args: Args) -> dict:
     t0 = time.perf_counter()
     rankings = judge.rank_groups(groups)
     seconds = time.perf_counter() - t0
-    record = {"judge": judge_name(cfg), "kind": args.judge,
+    record = {"judge": _label(cfg), "kind": args.judge,
               **judge_eval.judge_metrics(rankings, [pool.epsilon[i] for i in index],
                                          references),
               "seconds_per_group": seconds / args.pool.groups}
-    if args.judge == "llm":
+    if cfg.kind == "llm":
         record |= {"mode": args.llm.mode, **judge_eval.llm_prompt_stats(judge.records)}
     lengths = np.asarray(pool.batch.lengths)
     record |= {**args.pool.record(), "pool_length_mean": float(lengths.mean()),
@@ -136,7 +144,7 @@ def run_sailor(args: Args) -> dict:
         seconds = time.perf_counter() - t0
         for policy in args.policies:
             pick = [g for g, p in enumerate(played.policy) if p == policy]
-            rows.append({"judge": judge_name(cfg), "policy": policy,
+            rows.append({"judge": _label(cfg), "policy": policy,
                          **policy_groups.outcome_correlations([rankings[g] for g in pick],
                                                            [groups[g] for g in pick]),
                          "seconds_per_group": seconds / len(groups)})

@@ -79,7 +79,8 @@ class Args:
     base: SailorConfig
     """Shared settings of every arm (budget, seeds, judge, update); theta0 is set per start."""
     starts: tuple[str, ...] = ("pays_for_dying", "chases_max_tile", "ones")
-    """Starting rewards: names in STARTS or NAME:feature=w,feature=w,..."""
+    """Starting rewards: names in STARTS or NAME:feature=w,feature=w,...; theta0 as a start
+    compares its SAILOR arms with the reference (theta0 kept fixed), run once."""
     methods: tuple[str, ...] = ("fixed", "sailor", "sailor_kept")
     """Arms run from every start (see the module docstring)."""
     keep_iterations: int = 4
@@ -173,8 +174,8 @@ def arms(args: Args) -> list[tuple[str, Start, str, SailorConfig]]:
     except ValueError as e:
         raise UserError(f"--starts: {e}") from None
     names = [s.name for s in starts]
-    if "theta0" in names:
-        raise UserError("--starts names theta0: it is the reference, always run")
+    if "theta0" in names and starts[names.index("theta0")].theta != STARTS["theta0"].theta:
+        raise UserError("--starts: the name theta0 is the reference's; name your start otherwise")
     for what, given in (("--starts", names), ("--methods", args.methods)):
         if len(set(given)) != len(given):
             raise UserError(f"{what} repeats a name: {' '.join(given)}")
@@ -182,6 +183,8 @@ def arms(args: Args) -> list[tuple[str, Start, str, SailorConfig]]:
             arm_config(STARTS["theta0"], "fixed", args.base, args.keep_iterations))]
     for start in starts:
         for method in args.methods:
+            if start.name == "theta0" and method == "fixed":
+                continue  # theta0 kept fixed is the reference, always run
             out.append((f"{start.name}.{method}", start, method,
                         arm_config(start, method, args.base, args.keep_iterations,
                                    args.trust_region, args)))
@@ -204,12 +207,14 @@ def summarize(arm_list, results: dict) -> list[dict]:
                **{k: report.mean_ci(v) for k, v in s.items()},
                "final_theta": [sum(col) / len(col) for col in
                                zip(*results[name].theta_history[-1], strict=True)]}
-        fixed = f"{start.name}.fixed"
+        fixed = f"{start.name}.fixed" if start.name != "theta0" else REFERENCE
         if name != REFERENCE and method != "fixed" and fixed in results:
             fixed_score = score_samples(results[fixed])["score"]
             row["vs_fixed_start"] = report.paired_difference(s["score"], fixed_score)
+            row["worst_ratio_to_fixed"] = min(a / max(b, 1e-9) for a, b in
+                                              zip(s["score"], fixed_score, strict=True))
             gap = report.paired_difference(ref, fixed_score)
-            if gap["mean"] > 0 and len(ref) >= 2:
+            if gap["mean"] > 0 and len(ref) >= 2 and fixed != REFERENCE:
                 row["recovery"] = report.recovery_fraction(s["score"], fixed_score, ref)
         control = f"{start.name}." + ("sailor_value_random_judge" if method in VALUE_JUDGES
                                       else "sailor_random_judge")
@@ -238,17 +243,20 @@ def _diff(d: dict | None) -> str:
 def markdown(rows: list[dict]) -> str:
     """The repair table (GitHub markdown)."""
     head = ["arm", "final score [95% CI]", "worst seed",
-            "paired diff. to the fixed start [95% CI]", "(fixed start) diff. to theta0",
+            "paired diff. to the fixed start [95% CI]", "worst seed / its fixed twin",
+            "(fixed start) diff. to theta0",
             "diff. to the random judge", "recovery fraction [95% CI]", "1024", "2048",
             "final theta (mean over seeds)"]
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * 8 + "---|"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * 9 + "---|"]
     for r in rows:
         rec = r.get("recovery")
         theta = ", ".join(f"{SHORT[n]} {v:.2f}" for n, v in
                           zip(FEATURE_NAMES, r["final_theta"], strict=True) if abs(v) >= 0.005)
         lines.append("| " + " | ".join([
             r["arm"], _ci(r["score"]), f"{min(r['per_seed']['score']):,.0f}",
-            _diff(r.get("vs_fixed_start")), _diff(r.get("vs_theta0")),
+            _diff(r.get("vs_fixed_start")),
+            f"{r['worst_ratio_to_fixed']:.2f}" if "worst_ratio_to_fixed" in r else "",
+            _diff(r.get("vs_theta0")),
             _diff(r.get("vs_random_judge")),
             _ci((rec["fraction"], rec["ci_low"], rec["ci_high"]), 2) if rec else "",
             f"{r['tile_1024'][0]:.2f}", f"{r['tile_2048'][0]:.2f}", theta]) + " |")

@@ -58,7 +58,10 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
     names = [a[0] for a in repair.arms(args)]
     assert names[0] == repair.REFERENCE and len(names) == 1 + 3 * 3
     assert "ones.sailor_kept" in names and "pays_for_dying.fixed" in names
-    for bad, match in ((("ones", "ones"), "repeats"), (("theta0",), "theta0"),
+    with_theta0 = [a[0] for a in repair.arms(dataclasses.replace(args, starts=("theta0",),
+                                                                  methods=("fixed", "sailor")))]
+    assert with_theta0 == [repair.REFERENCE, "theta0.sailor"]  # the reference is its fixed arm
+    for bad, match in ((("ones", "ones"), "repeats"), (("theta0:score_gain=1",), "theta0"),
                        (("nope",), "unknown start")):
         with pytest.raises(UserError, match=match):
             repair.arms(dataclasses.replace(args, starts=bad))
@@ -115,6 +118,8 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
     kept = by["mine.sailor_kept"]
     d = np.subtract(scores["mine.sailor_kept"], scores["mine.fixed"])
     assert kept["vs_fixed_start"]["per_seed"] == pytest.approx(d.tolist())
+    assert kept["worst_ratio_to_fixed"] == pytest.approx(
+        min(np.divide(scores["mine.sailor_kept"], scores["mine.fixed"])))
     assert kept["vs_random_judge"]["per_seed"] == pytest.approx(np.subtract(
         scores["mine.sailor_kept"], scores["mine.sailor_random_judge"]).tolist())
     assert "vs_random_judge" not in by["mine.sailor_random_judge"]
