@@ -51,6 +51,15 @@ def test_benchmark_end_to_end_with_oracle_judges(bench, judge, capsys):
         assert record["skill_order_accuracy"] == 1.0
 
 
+def test_benchmark_takes_the_expert_verdict(bench, capsys):
+    record = bench.main(bench.Args(judge="expert:value", json=True, **TINY_POOL))
+    assert record["judge"] == "expert:value" and record["skill_pairs"] > 0
+    cfg, judge = bench.make_judge(bench.Args(judge="expert:value"))
+    assert cfg.expert_verdict == "value" and judge.aggregate == "sum"
+    with pytest.raises(ValueError, match="expert_verdict must be one of"):
+        bench.make_judge(bench.Args(judge="expert:nope"))
+
+
 def test_benchmark_end_to_end_with_the_tiny_llm(bench, tiny_llm_dir, capsys):
     llm = LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=1024, batch_size=4,
                           max_records=10_000)
