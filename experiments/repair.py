@@ -17,8 +17,9 @@ as `NAME:feature=w,feature=w`), at equal env steps and seeds, the arms in `--met
                   change of the expert's value of the position) on windows of `--window`
                   moves, `--trajectories` per seed of which `--reference-games` are played
                   by an epsilon-greedy expert, R_theta compared as the judge's verdict
-                  is made (sums), Zeng et al.'s MH update in a +-`--mcmc-trust-region` box,
-                  accepted only if it orders the held-out half of the windows better
+                  is made (sums), Zeng et al.'s MH update (or BO: `--value-update`) in a
+                  +-`--value-step` box, accepted only if it orders the held-out half of the
+                  windows better
   sailor_value_regret   the same with the expert's per-move regret verdict (compared as
                   per-move means)
   sailor_value_outcome  the same with the outcome judge (score gained in the window)
@@ -46,6 +47,7 @@ import dataclasses
 import json
 import os
 import sys
+from typing import Literal
 
 # JAX must not take the GPU memory the LLM needs: set before JAX initialises.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -91,8 +93,14 @@ class Args:
     """Moves per judged window in the sailor_value* arms."""
     trajectories: int = 16
     """Windows (one per game) judged per seed and iteration in the sailor_value* arms."""
-    mcmc_trust_region: float = 0.3
-    """Half-width of the MH prior box around the current theta in the sailor_value* arms."""
+    value_update: Literal["bt_mcmc", "bo"] = "bt_mcmc"
+    """The sailor_value* arms' update: "bt_mcmc" (the MH posterior mean) or "bo" (BO's best
+    point), either in a box of +-`--value-step` around the current theta."""
+    value_step: float = 0.3
+    """Half-width of that box (the MH prior box, or BO's trust region)."""
+    value_beta: float = 0.9
+    """Bradley-Terry rationality of the MH likelihood in the sailor_value* arms (Zeng et al.:
+    0.9; larger concentrates the posterior on the pairs' fit: longer steps)."""
     heldout: float = 0.5
     """Fraction of each group held out of the fit in the sailor_value* arms."""
     reference_games: int = 8
@@ -131,8 +139,10 @@ def value_arm(cfg: SailorConfig, method: str, args: Args | None) -> SailorConfig
         reference_games=args.reference_games, reference_epsilon=args.reference_epsilon,
         ranker=dataclasses.replace(cfg.ranker, kind=kind, expert_verdict=verdict),
         preferences=dataclasses.replace(cfg.preferences, compare="auto"),
-        alignment=dataclasses.replace(cfg.alignment, method="bt_mcmc", heldout=args.heldout,
-                                      mcmc_trust_region=args.mcmc_trust_region))
+        alignment=dataclasses.replace(
+            cfg.alignment, method=args.value_update, heldout=args.heldout, beta=args.value_beta,
+            **({"mcmc_trust_region": args.value_step} if args.value_update == "bt_mcmc"
+               else {"trust_region": args.value_step})))
 
 
 def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: int,

@@ -40,7 +40,7 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
         assert cfg.alignment.keep_iterations == (3 if method == "sailor_kept" else 0)
         assert cfg.alignment.method == ("bt_mcmc" if method == "sailor_bt_mcmc" else "bo")
     args = dataclasses.replace(repair.PRESETS["cpu"], window=50, trajectories=12,
-                               reference_games=4, heldout=0.25, mcmc_trust_region=0.4)
+                               reference_games=4, heldout=0.25, value_step=0.4)
     for method, (kind, verdict) in repair.VALUE_JUDGES.items():
         cfg = repair.arm_config(start, method, base, 3, 0.1, args)
         assert (cfg.ranker.kind, cfg.ranker.expert_verdict) == (kind, verdict)
@@ -48,6 +48,9 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
         assert cfg.preferences.compare == "auto"
         assert (cfg.alignment.method, cfg.alignment.heldout,
                 cfg.alignment.mcmc_trust_region) == ("bt_mcmc", 0.25, 0.4)
+        bo = repair.arm_config(start, method, base, 3, 0.1,
+                               dataclasses.replace(args, value_update="bo"))
+        assert (bo.alignment.method, bo.alignment.trust_region) == ("bo", 0.4)
         assert dataclasses.replace(
             cfg, theta0=None, self_align=True, alignment=base.alignment, ranker=base.ranker,
             window=0, trajectories=8, reference_games=0, preferences=base.preferences
