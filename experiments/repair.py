@@ -59,6 +59,7 @@ from sailor_jax.config.starts import STARTS, Start, parse_start  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.game.features import FEATURE_NAMES  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
+from sailor_jax.run.run_dir import finished  # noqa: E402
 from sailor_jax.run.variants import check_variant, run_variant, write_theta_csv  # noqa: E402
 
 METHODS: tuple[str, ...] = ("fixed", "sailor", "sailor_kept", "sailor_trust", "sailor_bt_mcmc",
@@ -110,6 +111,9 @@ class Args:
     """Random-move probability of that reference expert (depth 1)."""
     out: str = "runs/repair"
     """Output folder; running again with the same folder resumes."""
+    finished_only: bool = False
+    """Run nothing: write the tables from the arms already finished in `--out` (the
+    reference must be), leaving out the others."""
 
 
 _BASE_CPU = SailorConfig(
@@ -321,6 +325,11 @@ def parse(argv: list[str]) -> tuple[str, Args]:
 def main(argv: list[str] | None = None) -> list[dict]:
     _, args = parse(sys.argv[1:] if argv is None else argv)
     arm_list = arms(args)
+    if args.finished_only:
+        arm_list = [a for a in arm_list if finished(os.path.join(args.out, "variants", a[0]))]
+        if not arm_list or arm_list[0][0] != REFERENCE:
+            raise UserError(f"--finished-only: {REFERENCE} has not finished in {args.out}",
+                            "run it first (without --finished-only)")
     for name, _, _, cfg in arm_list:  # every folder and judge, before anything is written
         check_variant(name, cfg, os.path.join(args.out, "variants", name))
     console = make_console()

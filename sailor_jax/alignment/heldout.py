@@ -18,7 +18,8 @@ on the rest, and `heldout_test` accepts the candidate only when it orders the he
 (every pair the judge orders among them) better than the current theta by a sign-test margin:
 with `g` pairs it newly gets right and `l` it newly gets wrong, accept iff
 `g - l >= max(1, z * sqrt(g + l))`. Under a judge with no information `g` and `l` are
-exchangeable, so the update stays put except by chance (about 16% of updates at z = 1).
+exchangeable, so the update stays put except by chance (by the normal approximation, about
+16% of the updates that change some held-out pairs at z = 1).
 """
 
 from __future__ import annotations
