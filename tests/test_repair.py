@@ -142,3 +142,9 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
     # A third run reads every arm back and writes the same numbers.
     calls.clear()
     assert repair.main(argv) == rows and calls == []
+    # --finished-only with an arm that never ran: the table of the finished ones, nothing run.
+    at = argv.index("--methods") + 1
+    more = [*argv[:at], "sailor_value", *argv[at:]]
+    assert repair.main([*more, "--finished-only"]) == rows and calls == []
+    with pytest.raises(UserError, match="--finished-only: theta0.fixed has not finished"):
+        repair.main(["--preset", "smoke", "--out", str(tmp_path / "none"), "--finished-only"])
