@@ -1,7 +1,7 @@
 """Repair experiment (issue 24): does SAILOR repair a wrong starting reward?
 
     python experiments/repair.py --preset smoke --out runs/repair_smoke   # ~2 min on CPU
-    python experiments/repair.py --preset cpu --out runs/repair           # 34 min on a 2-core CPU
+    python experiments/repair.py --preset cpu --out runs/repair           # ~80 min on a 2-core CPU
     python experiments/repair.py --preset cpu --starts ones "mine:score_gain=0.2,game_over=1"
 
 For every start in `--starts` (a name in `sailor_jax.config.starts.STARTS`, or one written out
@@ -131,7 +131,8 @@ PRESETS: dict[str, Args] = {
     "cpu": Args(base=_BASE_CPU),
 }
 PRESET_HELP = {"smoke": "about 3 minutes on a 2-core CPU",
-               "cpu": "8 seeds x ~1M env steps, 16 updates, 3 starts x 3 arms: 34 min on 2 cores"}
+               "cpu": "8 seeds x ~1M env steps, 16 updates, 3 starts x 3 arms: ~8 min an arm on 2 "
+                      "cores (AMD EPYC without AVX-512, today's PPO)"}
 
 
 def value_arm(cfg: SailorConfig, method: str, args: Args | None) -> SailorConfig:
