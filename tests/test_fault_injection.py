@@ -209,6 +209,16 @@ def _error_line(run) -> str:
     return text
 
 
+def assert_resume_after_update_kill(cfg, out: str, reference, monkeypatch, t: int,
+                                    log_names: frozenset[str]) -> None:
+    """Kill `loop.run(cfg, out)` before iteration t's update, resume it, and check it equals
+    the uninterrupted `reference` (`assert_same_run`)."""
+    with monkeypatch.context() as mp:
+        _kill_when(mp, "align_step", 5, t)
+        _interrupted(lambda: loop.run(cfg, out), out)
+    assert_same_run(out, loop.run(cfg, out, resume=True), reference, log_names=log_names)
+
+
 def _interrupted(run, out: str) -> None:
     """`run()` stops with `errors.Interrupted` (from the simulated kill) naming `out`."""
     with pytest.raises(errors.Interrupted, match="interrupted; continue with --resume") as e:

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from test_fault_injection import _interrupted, _kill_when, assert_same_run
+from test_fault_injection import assert_resume_after_update_kill
 from test_loop import TINY
 
 from sailor_jax.alignment import kept_pairs
@@ -117,9 +117,5 @@ def test_kept_pairs_change_the_update(reference, tmp_path):
 @pytest.mark.parametrize("t", [1, 2])
 def test_kill_then_resume_with_kept_pairs_equals_uninterrupted(t, reference, tmp_path,
                                                               monkeypatch):
-    out = str(tmp_path / "run")
-    with monkeypatch.context() as mp:
-        _kill_when(mp, "align_step", 5, t)
-        _interrupted(lambda: loop.run(KEPT, out), out)
-    assert_same_run(out, loop.run(KEPT, out, resume=True), reference,
-                    log_names=frozenset({"metrics.jsonl"}))  # the outcome judge logs no calls
+    assert_resume_after_update_kill(KEPT, str(tmp_path / "run"), reference, monkeypatch, t,
+                                    frozenset({"metrics.jsonl"}))  # the outcome judge logs none
