@@ -19,7 +19,8 @@ as `NAME:feature=w,feature=w`), at equal env steps and seeds, the arms in `--met
                   by an epsilon-greedy expert, R_theta compared as the judge's verdict
                   is made (sums), Zeng et al.'s MH update (or BO: `--value-update`) in a
                   +-`--value-step` box, accepted only if it orders the held-out half of the
-                  windows better
+                  windows better (and, with `--survival-guard`, only if the per-move
+                  reward stays >= 0)
   sailor_value_regret   the same with the expert's per-move regret verdict (compared as
                   per-move means)
   sailor_value_outcome  the same with the outcome judge (score gained in the window)
@@ -104,6 +105,12 @@ class Args:
     0.9; larger concentrates the posterior on the pairs' fit: longer steps)."""
     heldout: float = 0.5
     """Fraction of each group held out of the fit in the sailor_value* arms."""
+    heldout_z: float = 1.0
+    """The held-out sign test's z in the sailor_value* arms: a step is accepted when
+    gained - lost >= max(1, z sqrt(gained + lost)) on the held-out pairs."""
+    survival_guard: bool = False
+    """In the sailor_value* arms, reject an update that makes the per-move reward of the
+    iteration's trajectories negative (`AlignmentConfig.survival_guard`)."""
     reference_games: int = 8
     """Of the `trajectories` per group in the sailor_value* arms, this many are played by the
     epsilon-greedy expert (`--reference-epsilon`): groups that compare play, not luck."""
@@ -114,6 +121,10 @@ class Args:
     finished_only: bool = False
     """Run nothing: write the tables from the arms already finished in `--out` (the
     reference must be), leaving out the others."""
+    only: tuple[str, ...] = ()
+    """Run only these arms (`START.METHOD`, e.g. `pays_for_dying.sailor_value`) and write no
+    table: several processes can then run the arms of one `--out` side by side on one GPU;
+    `--finished-only` writes the tables afterwards."""
 
 
 _BASE_CPU = SailorConfig(
@@ -145,7 +156,8 @@ def value_arm(cfg: SailorConfig, method: str, args: Args | None) -> SailorConfig
         ranker=dataclasses.replace(cfg.ranker, kind=kind, expert_verdict=verdict),
         preferences=dataclasses.replace(cfg.preferences, compare="auto"),
         alignment=dataclasses.replace(
-            cfg.alignment, method=args.value_update, heldout=args.heldout, beta=args.value_beta,
+            cfg.alignment, method=args.value_update, heldout=args.heldout, heldout_z=args.heldout_z,
+            beta=args.value_beta, survival_guard=args.survival_guard,
             **({"mcmc_trust_region": args.value_step} if args.value_update == "bt_mcmc"
                else {"trust_region": args.value_step})))
 
@@ -326,7 +338,13 @@ def parse(argv: list[str]) -> tuple[str, Args]:
 def main(argv: list[str] | None = None) -> list[dict]:
     _, args = parse(sys.argv[1:] if argv is None else argv)
     arm_list = arms(args)
-    if args.finished_only:
+    if args.only:
+        unknown = sorted(set(args.only) - {a[0] for a in arm_list})
+        if unknown:
+            raise UserError(f"--only: {' '.join(unknown)} is not an arm of these --starts and "
+                            "--methods", f"arms: {' '.join(a[0] for a in arm_list)}")
+        arm_list = [a for a in arm_list if a[0] in args.only]
+    elif args.finished_only:
         arm_list = [a for a in arm_list if finished(os.path.join(args.out, "variants", a[0]))]
         if not arm_list or arm_list[0][0] != REFERENCE:
             raise UserError(f"--finished-only: {REFERENCE} has not finished in {args.out}",
@@ -339,6 +357,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for name, _, _, cfg in arm_list:
             results[name] = run_variant(name, cfg, os.path.join(args.out, "variants", name),
                                         console, progress)
+    if args.only:
+        print(f"finished: {' '.join(results)}; tables: the same command with --finished-only "
+              "instead of --only")
+        return []
     rows, table = write_outputs(args, arm_list, results)
     print(f"\nRepair (final greedy-policy evaluation, {args.base.eval.episodes} games per seed, "
           f"{args.base.num_seeds} seeds, {results[REFERENCE].env_steps_per_seed:,} env steps "

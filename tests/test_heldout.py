@@ -192,3 +192,62 @@ def test_align_step_with_heldout_keeps_theta_under_a_judge_the_fit_cannot_genera
 def test_bad_heldout_and_comparison_config(build, match):
     with pytest.raises(ValueError, match=match):
         build()
+
+
+def test_survival_level_against_a_hand_computation():
+    names = ("a", "b", "game_over")
+    phi = np.array([[2.0, 10.0, 1.0], [4.0, 6.0, 0.0]])  # two windows, 10 + 30 moves
+    theta = np.array([0.5, -0.1, -1.0])
+    # (2 + 4) * 0.5 + (10 + 6) * -0.1 over 40 moves; game_over left out
+    assert heldout.survival_level(theta, phi, [10, 30], names) == pytest.approx(
+        (3.0 - 1.6) / 40)
+    assert heldout.survival_level([0, 0, 5.0], phi, [10, 30], names) == 0.0
+    with pytest.raises(ValueError, match="Phi"):
+        heldout.survival_level(theta, phi[:, :2], [10, 30], names)
+    with pytest.raises(ValueError, match="Phi"):
+        heldout.survival_level(theta, phi, [10], names)
+    with pytest.raises(ValueError, match="at least one move"):
+        heldout.survival_level(theta, phi, [0, 0], names)
+
+
+@pytest.mark.parametrize("before, after, ok", [
+    (0.3, 0.1, True),     # lower, still >= 0
+    (0.3, 0.0, True),
+    (0.3, -0.01, False),  # living would cost: rejected
+    (-0.2, -0.1, True),   # raising a negative level
+    (-0.2, -0.3, False),  # lowering it further
+    (0.0, -0.2, False),
+])
+def test_survival_check_keeps_the_per_move_reward_from_turning_negative(before, after, ok):
+    names = ("a", "game_over")
+    phi, lengths = np.array([[10.0, 1.0]]), [10]  # level = weight of "a"
+    accepted, message = heldout.survival_check([before, -1.0], [after, 5.0], phi, lengths,
+                                               names)
+    assert accepted is ok
+    assert message.startswith("survival guard " + ("kept" if ok else "rejected"))
+    assert f"{before:+.3f} -> {after:+.3f}" in message
+
+
+def test_align_step_survival_guard_rejects_a_step_that_makes_living_cost():
+    """The judge prefers windows whose (negative) feature 1 is closer to zero and whose
+    feature 0 is smaller: the fitted step lowers the weight of feature 0 and raises that of
+    feature 1, which makes the per-move reward negative; the guard keeps theta."""
+    cfg = SailorConfig(trajectories=4, alignment=AlignmentConfig(
+        method="bt_mcmc", mcmc_samples=300, mcmc_burn_in=100, update_workers=1,
+        mcmc_trust_region=1.0))
+    phi = np.zeros((1, 4, 8))
+    phi[0, :, 0] = np.arange(4.0)[::-1] + 1
+    phi[0, :, 1] = np.arange(4.0) - 10
+    score = np.arange(4.0)
+    ranking = Ranking(order=order_by_scores(score), scores=score.astype(np.float32))
+    theta0 = np.asarray(SPEC.with_weights({"score_gain": 0.05}).theta0, np.float32)
+    batch, lengths = _Batch(phi, np.full((1, 4), 10)), np.full(4, 10)
+    moved, updates = align_step(theta0[None], batch, [ranking], SPEC, cfg, iteration=0)
+    assert updates[0].accepted and not np.array_equal(moved[0], theta0)
+    assert heldout.survival_level(moved[0], phi[0], lengths, SPEC.names) < 0 \
+        < heldout.survival_level(theta0, phi[0], lengths, SPEC.names)
+    guarded = dataclasses.replace(cfg, alignment=dataclasses.replace(
+        cfg.alignment, survival_guard=True))
+    kept, updates = align_step(theta0[None], batch, [ranking], SPEC, guarded, iteration=0)
+    np.testing.assert_array_equal(kept[0], theta0)
+    assert updates[0].accepted is False and "survival guard rejected" in updates[0].message

@@ -148,3 +148,35 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
     assert repair.main([*more, "--finished-only"]) == rows and calls == []
     with pytest.raises(UserError, match="--finished-only: theta0.fixed has not finished"):
         repair.main(["--preset", "smoke", "--out", str(tmp_path / "none"), "--finished-only"])
+    # A variant saved before a config field existed reads back while the field is at its
+    # default; a saved value that differs is refused.
+    path = os.path.join(out, "variants", "mine.fixed", "results.json")
+    saved_results = json.load(open(path))
+    del saved_results["config"]["alignment"]["survival_guard"]
+    json.dump(saved_results, open(path, "w"))
+    calls.clear()
+    assert repair.main(argv) == rows and calls == []
+    saved_results["config"]["alignment"]["heldout_z"] = 2.0
+    json.dump(saved_results, open(path, "w"))
+    with pytest.raises(UserError, match="mine.fixed' run with a different configuration"):
+        repair.main(argv)
+    saved_results["config"]["alignment"]["heldout_z"] = 1.0
+    json.dump(saved_results, open(path, "w"))
+    # --only: just the named arms (side by side in several processes), no table written.
+    os.remove(os.path.join(out, "repair.md"))
+    assert repair.main([*argv, "--only", "mine.fixed"]) == [] and calls == []
+    assert not os.path.exists(os.path.join(out, "repair.md"))
+    with pytest.raises(UserError, match="--only: mine.sailor is not an arm"):
+        repair.main([*argv, "--only", "mine.sailor"])
+
+    class Ran(Exception):
+        pass
+
+    def record(cfg, folder, **_):
+        calls.append(os.path.basename(folder))
+        raise Ran
+    monkeypatch.setattr(loop, "run", record)
+    with pytest.raises(Ran):  # a fresh --out: the named arm runs first, not the reference
+        repair.main([str(tmp_path / "fresh") if a == out else a for a in argv]
+                    + ["--only", "pays_for_dying.sailor_kept"])
+    assert calls == ["pays_for_dying.sailor_kept"]

@@ -20,6 +20,15 @@ with `g` pairs it newly gets right and `l` it newly gets wrong, accept iff
 `g - l >= max(1, z * sqrt(g + l))`. Under a judge with no information `g` and `l` are
 exchangeable, so the update stays put except by chance (by the normal approximation, about
 16% of the updates that change some held-out pairs at z = 1).
+
+Survival guard. The per-move level of `R_theta` (its mean per move, the terminal feature
+left out) decides whether the agent wants to live: below zero, every move costs and the
+agent learns to end the game. Features such as smoothness and monotonicity are near 0.9 and
+0.55 on every move, so small weights on them act as that constant, and comparisons of
+equal-length windows cannot see it. In the issue-34 random-judge runs every seed whose level
+an accepted step took below zero collapsed (final scores 228-2,307 against ~11,000 kept
+fixed). `survival_check` rejects such a step: the level may not go below
+`min(current level, 0)`, so a step may raise it, or lower it while it stays >= 0.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import numpy as np
 
 from sailor_jax.alignment.preferences import _judged_pairs, _theta_sign
 from sailor_jax.config.judge import COMPARISONS
+from sailor_jax.game.features import TERMINAL_FEATURES
 from sailor_jax.types import Ranking
 
 
@@ -147,3 +157,45 @@ def heldout_test(theta, candidate, phi_heldout, ranking: Ranking, z: float = 1.0
     message = (f"held-out {verdict}: {len(win)} pairs, agreement {before:.3f} -> {after:.3f} "
                f"(+{gained:g} -{lost:g}, need a net >= max(1, {z:g} sqrt(n)))")
     return HeldoutResult(accepted, gained, lost, before, after, message)
+
+
+def survival_level(theta, Phi, lengths, names) -> float:
+    """Mean per-move `R_theta` of a group of trajectories, terminal features left out.
+
+    Args:
+      theta: `float[F]` weights.
+      Phi: `float[M, F]` feature sums of the group's trajectories (whole games or windows).
+      lengths: `int[M]` their moves.
+      names: the `F` feature names; those in `game.features.TERMINAL_FEATURES` (they fire
+        once, when the game ends) are left out.
+
+    Returns:
+      `sum_m Phi_m . theta' / sum_m length_m` (reward units per move), `theta'` = `theta` with
+      the terminal entries zeroed.
+
+    Raises:
+      ValueError: shapes that do not match, or no moves at all.
+    """
+    phi, theta = np.asarray(Phi, np.float64), np.asarray(theta, np.float64).copy()
+    lengths = np.asarray(lengths, np.float64)
+    if phi.ndim != 2 or phi.shape[1] != theta.shape[0] or lengths.shape != phi.shape[:1] \
+            or len(names) != theta.shape[0]:
+        raise ValueError(f"Phi [M, F], theta [F], lengths [M] and F names expected, got "
+                         f"{phi.shape}, {theta.shape}, {lengths.shape}, {len(names)}")
+    if lengths.sum() <= 0:
+        raise ValueError("survival_level needs at least one move")
+    theta[[i for i, n in enumerate(names) if n in TERMINAL_FEATURES]] = 0.0
+    return float(phi.sum(0) @ theta / lengths.sum())
+
+
+def survival_check(theta, candidate, Phi, lengths, names) -> tuple[bool, str]:
+    """`(accepted, message)`: the survival guard (module docstring) on one update.
+
+    Accepted iff `survival_level(candidate) >= min(survival_level(theta), 0)`. Arguments as
+    `survival_level`.
+    """
+    before = survival_level(theta, Phi, lengths, names)
+    after = survival_level(candidate, Phi, lengths, names)
+    ok = after >= min(before, 0.0)
+    verdict = "kept" if ok else "rejected (theta unchanged)"
+    return ok, f"survival guard {verdict}: per-move reward {before:+.3f} -> {after:+.3f}"

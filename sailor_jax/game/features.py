@@ -24,6 +24,9 @@ FEATURE_NAMES: tuple[str, ...] = (
 
 NUM_FEATURES: int = len(FEATURE_NAMES)
 
+TERMINAL_FEATURES: tuple[str, ...] = ("game_over",)
+"""Features that fire once, on the move that ends the game (not part of the per-move level)."""
+
 # log2 of the largest possible tile (2**17 on a 4x4 board) normalises score_gain and smoothness.
 _MAX_EXPONENT = 17.0
 _NUM_ADJACENT_PAIRS = 24.0  # 12 horizontal + 12 vertical neighbour pairs on a 4x4 board

@@ -34,7 +34,8 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     `R_theta` ranks each trajectory as `cfg.preferences.compare` says (with "auto", as the
     judge's `aggregate`: sums of `Phi`, or per-move means); with `cfg.alignment.heldout > 0`
     the update is fitted on part of each group and accepted only if it orders the held-out
-    part better (`alignment.heldout`).
+    part better (`alignment.heldout`); with `cfg.alignment.survival_guard` an update that
+    makes the group's per-move reward negative is rejected (`heldout.survival_check`).
 
     Args:
       thetas: `float32[S, F]` current weights.
@@ -95,6 +96,11 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
             test = heldout.heldout_test(thetas[s], theta, *tests[s], cfg.alignment.heldout_z,
                                         cfg.preferences.tie_tol)
             accepted, message = test.accepted, f"{message}; {test.message}"
+            theta = theta if accepted else thetas[s]
+        if cfg.alignment.survival_guard and accepted:
+            accepted, guard = heldout.survival_check(thetas[s], theta, batch.Phi[s],
+                                                     batch.lengths[s], spec.names)
+            message = f"{message}; {guard}"
             theta = theta if accepted else thetas[s]
         new_thetas[s] = theta
         updates[s] = SeedUpdate(

@@ -18,7 +18,7 @@ from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.judges.factory import check_judges, judge_name
 from sailor_jax.run import loop, run_dir
 from sailor_jax.run.results import SailorResults
-from sailor_jax.run.run_dir import config_json
+from sailor_jax.run.run_dir import config_differences, config_json
 
 
 def judge_label(cfg: SailorConfig) -> str:
@@ -29,13 +29,17 @@ def judge_label(cfg: SailorConfig) -> str:
 def check_variant(name: str, cfg: SailorConfig, folder: str) -> None:
     """Check, before any work, that variant `name` can run (or be read back) in `folder`.
 
+    A variant saved before a config field existed is read back when the field is at its
+    default (`run_dir.config_differences`).
+
     Raises:
       UserError: the folder holds a run of another configuration, or the judge's model
         cannot be found (`judges.factory.check_judges`).
     """
     results_path = os.path.join(folder, "results.json")
     if os.path.exists(results_path):
-        if SailorResults.load(results_path).config != json.loads(config_json(cfg)):
+        if config_differences(SailorResults.load(results_path).config,
+                              json.loads(config_json(cfg)), cfg):
             raise UserError(f"{folder} holds variant {name!r} run with a different "
                             "configuration", "choose another --out")
         return

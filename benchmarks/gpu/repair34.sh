@@ -1,0 +1,71 @@
+#!/bin/bash
+# Issue 34's repair arms on one GPU (the device tool's H100): each arm its own process
+# (`experiments/repair.py --only`), P side by side, in the priority order below, until
+# DEADLINE seconds after the start; the finished arms' folders then go to $OUT/arms.tar.gz and
+# the tables are written on the CPU machine with `--finished-only` (same flags, same --out).
+#
+# The machine's image has jax 0.11.2 (CUDA) and flax but not pgx, tyro or scikit-optimize:
+# carry them as Python 3.12 wheels in .whl/ (git-ignored), downloaded here with
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl pgx==2.6.0 \
+#     svgwrite==1.4.3 tyro==1.0.17 docstring-parser==0.18.0 typeguard==4.6.1 \
+#     scikit-optimize==0.10.2 pyaml==26.7.0 cma==4.5.0 tensorboardX==2.6.5 \
+#     orbax-checkpoint==0.12.8 optax==0.2.8 chex==0.1.92
+# (not flax 0.12.8: it fails to import under jax 0.11.2). Then, on that machine:
+#   bash benchmarks/gpu/repair34.sh
+set -u
+START=$(date +%s); DEADLINE=${DEADLINE:-500}; P=${P:-8}; G=${G:-/tmp/g}; OUT=${OUT:-/tmp/out}
+rm -rf /tmp/site; python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl || exit 3
+export PYTHONPATH=/tmp/site:$PWD XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1 \
+  OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 MKL_NUM_THREADS=2 START DEADLINE G
+nvidia-smi -L; grep -m1 "model name" /proc/cpuinfo; nproc; nproc --all
+python3 -c "import jax, flax, pgx, skopt, tyro; print('jax', jax.__version__, jax.devices())" || exit 4
+mkdir -p $G/logs
+run_arm() {  # DIR ARM [flags]: one arm of --out $G/DIR, killed at the deadline
+  local dir=$1 arm=$2; shift 2
+  local left=$(( START + DEADLINE - $(date +%s) ))
+  if [ $left -lt 90 ]; then echo "not started: $dir $arm"; return 0; fi
+  local t0=$(date +%s)
+  timeout -s INT $left python3 experiments/repair.py --preset cpu \
+    --starts theta0 ones pays_for_dying chases_max_tile \
+    --methods fixed sailor sailor_value sailor_value_regret sailor_value_outcome \
+    sailor_value_random_judge "$@" --out $G/$dir --only $arm > $G/logs/$dir.$arm.log 2>&1
+  echo "rc $? after $(( $(date +%s) - t0 )) s: $dir $arm"
+}
+export -f run_arm
+default_arms() { cat <<'ARMS'
+b09 theta0.fixed
+b09 pays_for_dying.fixed
+b09 chases_max_tile.fixed
+b09 ones.fixed
+b09 theta0.sailor_value
+b09 pays_for_dying.sailor_value
+b09 chases_max_tile.sailor_value
+b5 pays_for_dying.sailor_value --value-beta 5
+b5 chases_max_tile.sailor_value --value-beta 5
+b5 theta0.sailor_value --value-beta 5
+b09 theta0.sailor
+b09 pays_for_dying.sailor
+b09 chases_max_tile.sailor
+b09 theta0.sailor_value_random_judge
+b5 theta0.sailor_value_random_judge --value-beta 5
+b09 pays_for_dying.sailor_value_outcome
+b09 chases_max_tile.sailor_value_outcome
+b09 ones.sailor_value
+b5 ones.sailor_value --value-beta 5
+b09 ones.sailor
+b09 pays_for_dying.sailor_value_random_judge
+b09 chases_max_tile.sailor_value_random_judge
+b5 pays_for_dying.sailor_value_random_judge --value-beta 5
+b5 chases_max_tile.sailor_value_random_judge --value-beta 5
+b09 ones.sailor_value_random_judge
+b09 theta0.sailor_value_outcome
+b09 pays_for_dying.sailor_value_regret
+b09 chases_max_tile.sailor_value_regret
+ARMS
+}
+# ARMS=FILE: other arms, one "DIR ARM [flags]" per line (e.g. benchmarks/gpu/repair34_z.arms)
+if [ -n "${ARMS:-}" ]; then cat "$ARMS"; else default_arms; fi | xargs -P $P -L 1 bash -c 'run_arm "$@"' _
+echo "all arms ended after $(( $(date +%s) - START )) s"
+cd $G && find . -name results.json -o -name config.json -o -name metrics.jsonl \
+  | tar czf $OUT/arms.tar.gz -T - logs && ls -la $OUT
