@@ -18,7 +18,7 @@ from llm_fixtures import random_games
 
 from sailor_jax.alignment.preferences import PreferenceFallbackWarning, build_preferences
 from sailor_jax.config import LLMRankerConfig, PreferenceConfig, RankerConfig
-from sailor_jax.config.judge import NUM_POINTWISE_RUBRICS
+from sailor_jax.config.llm import NUM_POINTWISE_RUBRICS
 from sailor_jax.judges import LLMRanker, pointwise, prompts
 
 RATINGS = np.arange(1, 10, dtype=np.float64)

@@ -1,18 +1,13 @@
 """All run configuration in one place: frozen dataclasses, validated on construction.
 
 `agent` (device side: NetworkConfig, PPOConfig, DQNConfig, EvalConfig), `judge` (host side:
-LLMRankerConfig, RankerConfig, PreferenceConfig, AlignmentConfig, RefineConfig) and `run`
+RankerConfig, PreferenceConfig, AlignmentConfig), `llm` (LLMRankerConfig, RefineConfig) and `run`
 (SailorConfig, TrainConfig). Import from here: `from sailor_jax.config import SailorConfig`.
 """
 
 from sailor_jax.config.agent import DQNConfig, EvalConfig, NetworkConfig, PPOConfig
-from sailor_jax.config.judge import (
-                                     AlignmentConfig,
-                                     LLMRankerConfig,
-                                     PreferenceConfig,
-                                     RankerConfig,
-                                     RefineConfig,
-)
+from sailor_jax.config.judge import AlignmentConfig, PreferenceConfig, RankerConfig
+from sailor_jax.config.llm import LLMRankerConfig, RefineConfig
 from sailor_jax.config.run import SailorConfig, TrainConfig
 
 __all__ = ["AlignmentConfig", "DQNConfig", "EvalConfig", "LLMRankerConfig", "NetworkConfig",

@@ -10,7 +10,8 @@ import dataclasses
 import math
 
 from sailor_jax.config.agent import EvalConfig, PPOConfig
-from sailor_jax.config.judge import AlignmentConfig, PreferenceConfig, RankerConfig, RefineConfig
+from sailor_jax.config.judge import AlignmentConfig, PreferenceConfig, RankerConfig
+from sailor_jax.config.llm import RefineConfig
 from sailor_jax.game.reward import RewardSpec
 
 
