@@ -20,7 +20,7 @@ as `NAME:feature=w,feature=w`), at equal env steps and seeds, the arms in `--met
                   is made (sums), Zeng et al.'s MH update (or BO: `--value-update`) in a
                   +-`--value-step` box, accepted only if it orders the held-out half of the
                   windows better (and, with `--survival-guard`, only if the per-move
-                  reward stays >= 0)
+                  reward does not drop)
   sailor_value_regret   the same with the expert's per-move regret verdict (compared as
                   per-move means)
   sailor_value_outcome  the same with the outcome judge (score gained in the window)
@@ -105,8 +105,8 @@ class Args:
     """The held-out sign test's z in the sailor_value* arms: a step is accepted when
     gained - lost >= max(1, z sqrt(gained + lost)) on the held-out pairs."""
     survival_guard: bool = False
-    """In the sailor_value* arms, reject an update that makes the per-move reward of the
-    iteration's trajectories negative (`AlignmentConfig.survival_guard`)."""
+    """In the sailor_value* arms, reject an update that lowers the per-move reward of the
+    iteration's trajectories (`AlignmentConfig.survival_guard`)."""
     reference_games: int = 8
     """Of the `trajectories` per group in the sailor_value* arms, this many are played by the
     epsilon-greedy expert (`--reference-epsilon`): groups that compare play, not luck."""

@@ -211,14 +211,14 @@ def test_survival_level_against_a_hand_computation():
 
 
 @pytest.mark.parametrize("before, after, ok", [
-    (0.3, 0.1, True),     # lower, still >= 0
-    (0.3, 0.0, True),
-    (0.3, -0.01, False),  # living would cost: rejected
+    (0.3, 0.4, True),     # raising it
+    (0.3, 0.3, True),
+    (0.3, 0.1, False),    # lower, even if still > 0: the agent cares less about living
+    (0.3, -0.01, False),  # living would cost
     (-0.2, -0.1, True),   # raising a negative level
-    (-0.2, -0.3, False),  # lowering it further
-    (0.0, -0.2, False),
+    (-0.2, -0.3, False),
 ])
-def test_survival_check_keeps_the_per_move_reward_from_turning_negative(before, after, ok):
+def test_survival_check_never_lowers_the_per_move_reward(before, after, ok):
     names = ("a", "game_over")
     phi, lengths = np.array([[10.0, 1.0]]), [10]  # level = weight of "a"
     accepted, message = heldout.survival_check([before, -1.0], [after, 5.0], phi, lengths,

@@ -117,9 +117,9 @@ class AlignmentConfig:
     heldout_z: float = 1.0
     """Margin of the held-out test: net pairs gained >= max(1, z sqrt(pairs changed))."""
     survival_guard: bool = False
-    """Reject an update that makes the per-move reward of the iteration's trajectories
-    negative, or lower where it already is (`alignment.heldout.survival_level`): how this
-    project sets the per-move level no per-move comparison can see."""
+    """Reject an update that lowers the per-move reward of the iteration's trajectories (the
+    terminal feature left out; `alignment.heldout.survival_check`): how this project sets the
+    per-move level that no comparison of equal-length windows can see."""
 
     def __post_init__(self) -> None:
         _check(self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}")

@@ -35,7 +35,7 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     judge's `aggregate`: sums of `Phi`, or per-move means); with `cfg.alignment.heldout > 0`
     the update is fitted on part of each group and accepted only if it orders the held-out
     part better (`alignment.heldout`); with `cfg.alignment.survival_guard` an update that
-    makes the group's per-move reward negative is rejected (`heldout.survival_check`).
+    lowers the group's per-move reward is rejected (`heldout.survival_check`).
 
     Args:
       thetas: `float32[S, F]` current weights.
