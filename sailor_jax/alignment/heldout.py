@@ -28,7 +28,7 @@ monotonicity are near 0.9 and 0.55 on every move, so small weights on them act a
 constant, and comparisons of equal-length windows cannot see it. In the issue-34 random-judge
 runs every seed whose level an accepted step took below zero collapsed (final scores
 228-2,307 against ~11,000 kept fixed), and seeds whose level a step cut from +0.16 to
-+0.02..+0.05 stalled near half their fixed twin. `survival_check` therefore lets an update
++0.015..+0.045 stalled near half their fixed twin. `survival_check` therefore lets an update
 raise the level but never lower it: in 2048 points are made only while the game goes on, so
 this project sets the level by that rule, not by the judge.
 """
