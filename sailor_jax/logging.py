@@ -88,38 +88,41 @@ def rewind_jsonl(path: str, keep: Callable[[dict[str, Any]], bool]) -> int:
     """Rewrite the JSONL file `path` with only the records `keep` accepts; return how many
     were dropped. Host-only.
 
-    Lines that are not a JSON object (a record cut short by a kill) are dropped too. The file
-    is replaced atomically (`os.replace` of a sibling `.tmp`) and left untouched when nothing
-    is dropped; a missing file drops nothing.
+    Lines that are not a JSON object in UTF-8 (a record cut short by a kill, or garbled bytes
+    a crash left at the end) are dropped too. The file is replaced atomically (`os.replace`
+    of a sibling `.tmp`) and left untouched when nothing is dropped; a missing file drops
+    nothing. Kept lines are written back byte for byte.
 
     Raises:
       OSError: the file cannot be read or replaced.
     """
     if not os.path.exists(path):
         return 0
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:
         lines = f.readlines()
     kept = [line for line in lines if _keep_line(line, keep)]
     if len(kept) < len(lines):
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            f.writelines(line if line.endswith("\n") else line + "\n" for line in kept)
+        with open(path + ".tmp", "wb") as f:
+            f.writelines(line if line.endswith(b"\n") else line + b"\n" for line in kept)
         os.replace(path + ".tmp", path)
     return len(lines) - len(kept)
 
 
 def cut_lines(path: str) -> list[int]:
-    """1-based numbers of the lines of the JSONL file `path` that are not a JSON object (a
-    record cut short by a kill or a full disk); [] for a missing file. Host-only."""
+    """1-based numbers of the lines of the JSONL file `path` that are not a JSON object in
+    UTF-8 (a record cut short by a kill or a full disk, or garbled bytes); [] for a missing
+    file. Host-only: the lines `rewind_jsonl` drops whatever `keep` says."""
     if not os.path.exists(path):
         return []
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open(path, "rb") as f:
         return [n for n, line in enumerate(f, 1) if not _keep_line(line, lambda r: True)]
 
 
-def _keep_line(line: str, keep: Callable[[dict[str, Any]], bool]) -> bool:
+def _keep_line(line: bytes, keep: Callable[[dict[str, Any]], bool]) -> bool:
+    """True if `line` is a JSON object in strict UTF-8 that `keep` accepts."""
     try:
-        record = json.loads(line)
-    except json.JSONDecodeError:
+        record = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
         return False
     return isinstance(record, dict) and bool(keep(record))
 

@@ -335,6 +335,37 @@ def test_a_cut_log_line_is_reported_when_resume_drops_it(cfg, reference, tmp_pat
     warnings = [r.getMessage() for r in caplog.records if "not a whole record" in
                 r.getMessage()]
     assert warnings == [f"resume: {path} line {len(lines)} is not a whole record (cut short "
-                        "by a kill or a full disk) and is dropped"]
+                        "or garbled by a kill or a full disk) and is dropped"]
     assert resumed.evaluation == reference[1].evaluation  # the run itself is exact
     assert _logs(out)["metrics.jsonl"] == _logs(reference[0])["metrics.jsonl"][:-1]
+
+
+GARBLED = {"metrics.jsonl": b"\xff\xfe\x80\x00 garbled",  # bytes a crash left, not UTF-8
+           "llm.jsonl": b'{"iteration": 1, "event": "prompt", "text": "caf\xc3'}
+"""Tails a killed run's logs may end in: none decodes as UTF-8 (a record cut inside a
+two-byte character, in llm.jsonl)."""
+
+
+def test_garbled_log_tails_are_dropped_with_a_warning_and_resume_is_exact(
+        cfg, reference, tmp_path, monkeypatch, caplog):
+    """Issue 35: killed after iteration 1's ranking, then invalid UTF-8 appended to
+    metrics.jsonl and llm.jsonl; --resume warns about each as a cut line (it raised
+    UnicodeDecodeError) and gives the uninterrupted run's results and logs."""
+    out = str(tmp_path / "run")
+    with monkeypatch.context() as mp:
+        KILLS["after_ranking"](mp)
+        _interrupted(lambda: loop.run(cfg, out), out)
+    lines = {}
+    for name, tail in GARBLED.items():
+        with open(os.path.join(out, name), "ab") as f:
+            f.write(tail)
+        with open(os.path.join(out, name), "rb") as f:
+            lines[name] = len(f.readlines())
+    with caplog.at_level(logging.WARNING, logger="sailor_jax.run.runner"):
+        resumed = loop.run(cfg, out, resume=True)
+    warnings = [r.getMessage() for r in caplog.records if "not a whole record" in
+                r.getMessage()]
+    assert warnings == [f"resume: {os.path.join(out, name)} line {lines[name]} is not a "
+                        "whole record (cut short or garbled by a kill or a full disk) and is "
+                        "dropped" for name in sorted(GARBLED)]
+    assert_same_run(out, resumed, reference)

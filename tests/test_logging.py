@@ -16,6 +16,7 @@ from tensorboardX.proto import event_pb2
 from sailor_jax.logging import (
     JsonlSink,
     MetricLogger,
+    cut_lines,
     json_line,
     rewind_jsonl,
     rewind_logs,
@@ -168,6 +169,21 @@ def test_rewind_jsonl_keeps_what_the_predicate_accepts(tmp_path):
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # untouched
     assert rewind_jsonl(path, lambda r: False) == 2 and read_jsonl(path) == []
     assert os.listdir(tmp_path) == ["log.jsonl"]  # no temporary file left
+
+
+def test_garbled_bytes_are_dropped_as_cut_lines(tmp_path):
+    """Issue 35: a killed run's log may end in bytes that are not UTF-8 (strict decoding
+    raised UnicodeDecodeError); they are dropped like a cut line, and the kept lines are
+    written back byte for byte."""
+    path = str(tmp_path / "log.jsonl")
+    good = '{"i": 0, "text": "caf\u00e9 \u2192 2048"}\n'.encode() + b'{"i": 1}\n'
+    with open(path, "wb") as f:
+        f.write(good + b'{"i": 2, "text": "caf\xc3' + b"\n\xff\xfe\x80\x00 garbled")
+    assert cut_lines(path) == [3, 4]
+    assert rewind_jsonl(path, lambda r: True) == 2
+    with open(path, "rb") as f:
+        assert f.read() == good
+    assert cut_lines(path) == []
 
 
 def test_rewind_logs_drops_the_records_a_resume_writes_again(tmp_path):

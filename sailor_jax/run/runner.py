@@ -188,13 +188,15 @@ def resume_run(out_dir: str, ckpt: Checkpointer, layout: sharding.SeedLayout, ru
 
 
 def _warn_cut_lines(out_dir: str) -> None:
-    """Warn about every JSONL line `rewind_logs` drops because it was cut short."""
+    """Warn about every JSONL line `rewind_logs` drops because it was cut short or garbled
+    (not a JSON object in UTF-8)."""
     for name in sorted(os.listdir(out_dir)):
         cut = cut_lines(os.path.join(out_dir, name)) if name.endswith(".jsonl") else []
         if cut:
-            _log.warning("resume: %s line%s %s %s not a whole record (cut short by a kill "
-                         "or a full disk) and %s dropped", os.path.join(out_dir, name),
-                         "s" * (len(cut) > 1), ", ".join(map(str, cut)),
+            _log.warning("resume: %s line%s %s %s not a whole record (cut short or "
+                         "garbled by a kill or a full disk) and %s dropped",
+                         os.path.join(out_dir, name), "s" * (len(cut) > 1),
+                         ", ".join(map(str, cut)),
                          "are" if len(cut) > 1 else "is", "are" if len(cut) > 1 else "is")
 
 
