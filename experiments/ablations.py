@@ -61,6 +61,7 @@ from sailor_jax.config import (  # noqa: E402
 )
 from sailor_jax.game.features import FEATURE_NAMES  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
+from sailor_jax.run import run_dir  # noqa: E402
 from sailor_jax.run.variants import check_variant, judge_label, run_variant, write_theta_csv  # noqa: E402
 from sailor_jax.scale import sharding  # noqa: E402
 
@@ -189,6 +190,7 @@ def parse(argv: list[str]) -> tuple[str, Args]:
 def main(argv: list[str] | None = None) -> list[dict]:
     preset, args = parse(sys.argv[1:] if argv is None else argv)
     console = start(args.scale)
+    run_dir.check_writable(args.out)  # --out itself first: the line names it as typed
     for name in args.variants:  # every folder and judge, before anything is written
         check_variant(name, variant_config(name, args.base, args.constrained_tunable),
                       os.path.join(args.out, "variants", name))

@@ -139,11 +139,55 @@ def test_out_under_a_file_or_read_only_folder_is_an_error(tmp_path):
     try:
         if os.access(locked, os.W_OK):
             pytest.skip("running as root: permissions are not enforced")
-        with pytest.raises(UserError, match="not writable"):
+        with pytest.raises(UserError, match="cannot create it .Permission denied"):
             run_dir.prepare_out_dir(str(locked / "run"), _Cfg(), resume=False)
         assert os.listdir(locked) == []
     finally:
         locked.chmod(0o700)
+
+
+UNCREATABLE = {
+    "/proc/nonexistent/run": "cannot create /proc/nonexistent (No such file or directory) "
+                             "(choose a folder you can write to)",
+    "/proc/run": "cannot create it (No such file or directory) (choose a folder you can "
+                 "write to)",
+}
+"""Folders no one can create, root included (`os.access` says yes to root): the line."""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+@pytest.mark.parametrize("out", list(UNCREATABLE))
+def test_out_that_cannot_be_created_is_one_line(out):
+    """Issue 35: checked by creating it, before the lock or anything is written."""
+    with pytest.raises(UserError) as error:
+        run_dir.prepare_out_dir(out, _Cfg(), resume=False)
+    assert str(error.value) == f"--out {out}: {UNCREATABLE[out]}"
+
+
+def test_out_with_an_over_long_name_is_one_line_and_leaves_nothing(tmp_path):
+    """A name over NAME_MAX (255 bytes here) fails; the parents made to probe are removed."""
+    out = str(tmp_path / "new" / ("x" * 300) / "run")
+    with pytest.raises(UserError) as error:
+        run_dir.prepare_out_dir(out, _Cfg(), resume=False)
+    assert str(error.value) == (f"--out {out}: cannot create {tmp_path / 'new' / ('x' * 300)}"
+                                " (File name too long) (use folder names of at most 255 bytes)")
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_existing_folder_no_file_can_be_written_in_is_one_line():
+    """/sys refuses new files even to root: the probe file finds it, not `os.access`."""
+    if not os.path.isdir("/sys"):
+        pytest.skip("needs Linux's /sys")
+    with pytest.raises(UserError, match=r"^--out /sys: cannot write a file in it \("):
+        run_dir.check_writable("/sys")
+
+
+def test_writable_out_is_probed_and_left_as_it_was(tmp_path):
+    run_dir.check_writable(str(tmp_path / "a" / "b"))
+    assert os.listdir(tmp_path) == []
+    (tmp_path / "kept").mkdir()
+    run_dir.check_writable(str(tmp_path / "kept"))
+    assert os.listdir(tmp_path / "kept") == []
 
 
 def test_unreadable_saved_config_is_a_user_error(tmp_path):

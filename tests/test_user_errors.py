@@ -177,6 +177,19 @@ CASES = {
     "plot, not a run": ("plot", ["empty"], "no results.json in empty"),
     "transfer, not a run": ("transfer_dqn", ["--sailor-results", "empty", "--out", "o"],
                             "no SAILOR results.json"),
+    # Issue 35: --out is created (and a file written in it) to check it, root or not.
+    "out under /proc": ("sailor", ["--out", "/proc/nonexistent/run"],
+                        r"^error: --out /proc/nonexistent/run: cannot create /proc/nonexistent "
+                        r"\(No such file or directory\) \(choose a folder you can write to\)"),
+    "train_ppo out under /proc": ("train_ppo", ["--out", "/proc/run"],
+                                  r"^error: --out /proc/run: cannot create it"),
+    "ablations out under /proc": ("ablations", ["--out", "/proc/nonexistent/run"],
+                                  r"^error: --out /proc/nonexistent/run: cannot create"),
+    "out name too long": ("sailor", ["--out", "new/" + "x" * 300],
+                          r"^error: --out new/x{300}: cannot create it \(File name too long\) "
+                          r"\(use folder names of at most 255 bytes\)"),
+    "train_ppo out name too long": ("train_ppo", ["--out", "x" * 300 + "/run"],
+                                    r"File name too long.*at most 255 bytes"),
 }
 
 
@@ -203,6 +216,19 @@ def test_cli_user_mistakes_are_one_line(case, scripts, tmp_path, monkeypatch, ca
     assert err.startswith("error: ") and err.count("\n") == 1, err
     assert re.search(match, err), err
     assert _listing(tmp_path) == before  # nothing written
+
+
+def test_uncreatable_out_in_a_real_process_is_one_line_before_any_work(tmp_path):
+    """`sailor.py --out` under /proc: one line on stderr, exit 2, no run started."""
+    command = [sys.executable, os.path.join(ROOT, "experiments", "sailor.py"), "--out",
+               "/proc/nonexistent/run"]
+    env = {k: v for k, v in os.environ.items() if k != errors.DEBUG_ENV}
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        "error: --out /proc/nonexistent/run: cannot create /proc/nonexistent (No such file or "
+        "directory) (choose a folder you can write to)"], done.stderr
+    assert os.listdir(tmp_path) == []
 
 
 def test_bad_theta_star_fails_while_parsing(scripts, capsys):

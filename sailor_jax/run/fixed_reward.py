@@ -79,7 +79,8 @@ def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=N
     Raises:
       UserError: `out_dir` holds a run and `resume` is False, or its config differs, or
         another process runs in it (`run_guard.claim_out_dir`), or the seeds will not fit
-        in memory (`memory.check_fits`); while running, the disk is
+        in memory (`memory.check_fits`), or `out_dir` cannot be created or written
+        (`run_dir.check_writable`, first); while running, the disk is
         full or the folder became unwritable.
       Interrupted: Ctrl-C while running (continue with `resume=True`).
     """
@@ -87,6 +88,7 @@ def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=N
         run_dir.check_out_dir(out_dir, cfg, resume)
         with open(os.path.join(out_dir, "results.json"), encoding="utf-8") as f:
             return json.load(f)
+    run_dir.check_writable(out_dir)  # before any work: --out can be created and written
     memory.check_fits(ppo.make_train(cfg.run_ppo)[0], jax.random.PRNGKey(cfg.seed),
                       cfg.num_seeds, ppo.make_train(cfg.run_ppo, num_seeds=cfg.num_seeds)[1],
                       np.zeros((cfg.num_seeds, len(RewardSpec().names)), np.float32),

@@ -85,13 +85,15 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
         differs, or there is no run to resume, or the judge's model cannot be found
         (`run_dir.check_out_dir`, `check_judges`), or another process runs in `out_dir`
         (`run_guard.claim_out_dir`), or the training rows will not fit in memory
-        (`memory.check_fits`); all before anything is written. While running: the
+        (`memory.check_fits`), or `out_dir` cannot be created or written
+        (`run_dir.check_writable`, first); all before anything is written. While running: the
         disk is full or the folder became unwritable (the last checkpoint stays).
       Interrupted: Ctrl-C while running (continue with `resume=True`).
     """
     if resume and run_dir.finished(out_dir):  # nothing to do: read it back at once
         run_dir.check_out_dir(out_dir, cfg, resume)
         return SailorResults.load(out_dir)
+    run_dir.check_writable(out_dir)  # before any work: --out can be created and written
     if cfg.self_align and sharding.is_main_process():  # before the folder is written
         check_judges(cfg, ranker is not None, advisor is not None)
     rows = cfg.num_seeds * (2 if cfg.baseline else 1)

@@ -54,11 +54,16 @@ def lock_out_dir(out_dir: str) -> Iterator[None]:
     """Hold the exclusive lock of `out_dir` (created if missing); process 0 only.
 
     Raises:
-      UserError: another process holds it (its process id named); nothing is changed.
+      UserError: another process holds it (its process id named); nothing is changed. Or
+        the folder cannot be created.
     """
     lock, holder = None, "see process 0"
     if sharding.is_main_process():
-        os.makedirs(out_dir, exist_ok=True)
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError as error:  # checked before (run_dir.check_writable); changed since
+            raise UserError(f"--out {out_dir}: cannot create it ({error.strerror or error})",
+                            "choose a folder you can write to") from None
         path = os.path.join(out_dir, LOCK_NAME)
         lock = filelock.FileLock(path, timeout=0, on_acquired=_write_pid)
         try:
