@@ -7,13 +7,18 @@ folder); its message is `<what> (<how to fix>)`. The CLIs run their `main` throu
 keeps its traceback. `--debug` on the command line, or `SAILOR_DEBUG=1` in the environment,
 shows the traceback of user errors too. Ctrl-C (a `KeyboardInterrupt`) is one line too, with
 exit status 130 (128 + SIGINT, what a shell reports); inside a run it is an `Interrupted`
-that says how to continue.
+that says how to continue. SIGTERM (`kill`, a scheduler's stop) is handled alike: while
+`report_user_errors` runs, it raises `Terminated` (a `KeyboardInterrupt`) in the main thread,
+so the run stops as on Ctrl-C and says `terminated; continue with --resume ...`, exit status
+143 (128 + SIGTERM).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -48,12 +53,33 @@ class MissingFileError(UserError, FileNotFoundError):
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C stopped a run that can continue; the message says how (`interrupted; continue
-    with --resume ...`). A `KeyboardInterrupt`, so code that cleans up on one still does."""
+    """Ctrl-C or SIGTERM stopped a run that can continue; the message says how
+    (`interrupted; continue with --resume ...`, or `terminated; ...`), and the `Terminated`
+    it was raised from, if any, gives the exit status. A `KeyboardInterrupt`, so code that
+    cleans up on one still does."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: raised in the main thread by the handler `report_user_errors`
+    installs, so that a run stops (and keeps its last checkpoint) as on Ctrl-C."""
 
 
 INTERRUPT_STATUS = 130
 """Exit status after Ctrl-C: 128 + SIGINT, as a shell reports a process killed by it."""
+TERMINATE_STATUS = 128 + signal.SIGTERM
+"""Exit status after SIGTERM (143), as a shell reports a process killed by it."""
+
+
+def stop_word(error: BaseException) -> str:
+    """`terminated` if `error` is (or was raised from) a `Terminated`, else `interrupted`."""
+    terminated = isinstance(error, Terminated) or isinstance(error.__cause__, Terminated)
+    return "terminated" if terminated else "interrupted"
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    """The SIGTERM handler: raise `Terminated`; a second SIGTERM kills at once."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise Terminated("terminated")
 
 
 def debug_requested(argv: Sequence[str]) -> bool:
@@ -71,14 +97,19 @@ def report_user_errors(main: Callable[[list[str]], T], argv: Sequence[str] | Non
     Returns:
       What `main` returns.
 
+    While `main` runs in the main thread, SIGTERM raises `Terminated` there (the previous
+    handler comes back afterwards).
+
     Raises:
       SystemExit: status 2 after printing `error: <message>` to stderr, for a `UserError`;
-        status 130 after `error: interrupted...` for Ctrl-C (`KeyboardInterrupt`; an
-        `Interrupted` names how to continue). Both are re-raised with their traceback
-        instead under `--debug` / `SAILOR_DEBUG=1`.
+        status 130 after `error: interrupted...` for Ctrl-C (`KeyboardInterrupt`), 143 after
+        `error: terminated...` for SIGTERM (an `Interrupted` names how to continue). All
+        are re-raised with their traceback instead under `--debug` / `SAILOR_DEBUG=1`.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = debug_requested(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
     try:
         return main([a for a in argv if a != DEBUG_FLAG])
     except UserError as error:
@@ -89,9 +120,13 @@ def report_user_errors(main: Callable[[list[str]], T], argv: Sequence[str] | Non
     except KeyboardInterrupt as error:
         if debug:
             raise
-        message = str(error) if isinstance(error, Interrupted) else "interrupted"
-        print(f"error: {message}", file=sys.stderr)
-        raise SystemExit(INTERRUPT_STATUS) from None
+        word = stop_word(error)
+        print(f"error: {error if isinstance(error, Interrupted) else word}", file=sys.stderr)
+        raise SystemExit(TERMINATE_STATUS if word == "terminated" else INTERRUPT_STATUS
+                         ) from None
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def check(ok: Any, what: str, fix: str = "") -> None:

@@ -1,5 +1,6 @@
 """Issue 25, for real: two `sailor.py` processes on one folder, Ctrl-C during a run, resume,
-and `--resume` of a finished run, each a separate process of the real script.
+and `--resume` of a finished run, each a separate process of the real script; and SIGTERM
+to a `train_ppo.py` run, then `--resume`.
 
 One run `A` (the tiny offline LLM judge, TensorBoard on) is started; while it holds the
 folder a second run `B` with the same `--out` must end with one `error:` line naming A's
@@ -19,7 +20,7 @@ import time
 from test_experiments import ROOT, TINY_PPO
 from test_fault_injection import _files
 
-from sailor_jax.errors import INTERRUPT_STATUS
+from sailor_jax.errors import INTERRUPT_STATUS, TERMINATE_STATUS
 from sailor_jax.run import run_dir
 
 SAILOR = os.path.join(ROOT, "experiments", "sailor.py")
@@ -120,3 +121,41 @@ def test_second_run_ctrl_c_resume_and_finished_resume(tmp_path, tiny_llm_dir):
     assert again.returncode == 0, again.stderr
     assert "final agents" in again.stdout and "results:" in again.stdout
     assert _files(out) == before, seconds  # no TensorBoard file, results.json as it was
+
+
+TRAIN_PPO = os.path.join(ROOT, "experiments", "train_ppo.py")
+SEGMENTS = 30
+"""Tiny segments (16 envs x 8 steps): the run is still training when the first checkpoint
+is seen and SIGTERM sent."""
+
+
+def test_sigterm_says_how_to_continue_and_resume_finishes(tmp_path):
+    """Issue 35: SIGTERM (a scheduler's stop, `kill`) gives Ctrl-C's one line with
+    `terminated`, exit 143 (128 + SIGTERM); `--resume` then finishes the run."""
+    out = str(tmp_path / "run")
+    command = [sys.executable, TRAIN_PPO, "--out", out, "--train.total-timesteps",
+               str(SEGMENTS * 16 * 8), "--train.ppo.num-envs", "16", "--train.ppo.num-steps",
+               "8", "--train.ppo.updates-per-segment", "1", "--train.ppo.network.hidden-sizes",
+               "16", "--train.eval.episodes", "2", "--train.eval.max-len", "50",
+               "--train.no-evaluate-random", "--train.no-tensorboard"]
+    run = subprocess.Popen(command, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: run_dir.saved_steps(out), run, "a checkpoint")
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=TIMEOUT_S)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == TERMINATE_STATUS == 143, stderr
+    assert _error_lines(stderr) == [
+        f"error: terminated; continue with --resume (--out {out})"], stderr
+    assert run_dir.saved_steps(out)[-1] < SEGMENTS  # stopped mid-run
+    resumed = subprocess.run([*command, "--resume"], cwd=tmp_path, env=_env(),
+                             capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert resumed.returncode == 0, resumed.stderr
+    with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    keys = [(r["segment"], r["step"], tuple(sorted(r))) for r in records]
+    assert len(keys) == len(set(keys))  # no record twice
+    assert {r["segment"] for r in records} == set(range(SEGMENTS))

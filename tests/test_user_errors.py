@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from test_experiments import ROOT, _load
@@ -49,6 +51,21 @@ def test_bugs_keep_their_traceback():
 
     with pytest.raises(KeyError):
         errors.report_user_errors(bug, [])
+
+
+def test_sigterm_is_one_line_exit_143_and_the_handler_is_restored(capsys):
+    """Issue 35: SIGTERM outside a run is `error: terminated`, exit 128 + SIGTERM."""
+    before = signal.getsignal(signal.SIGTERM)
+
+    def main(argv):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)  # the handler raises before this ends
+
+    with pytest.raises(SystemExit) as exit_:
+        errors.report_user_errors(main, [])
+    assert exit_.value.code == errors.TERMINATE_STATUS == 143
+    assert capsys.readouterr().err == "error: terminated\n"
+    assert signal.getsignal(signal.SIGTERM) == before
 
 
 def test_missing_file_error_is_both_kinds():

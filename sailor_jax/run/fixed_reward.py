@@ -82,7 +82,7 @@ def train_fixed(cfg: TrainConfig, out_dir: str, resume: bool = False, progress=N
         in memory (`memory.check_fits`), or `out_dir` cannot be created or written
         (`run_dir.check_writable`, first); while running, the disk is
         full or the folder became unwritable.
-      Interrupted: Ctrl-C while running (continue with `resume=True`).
+      Interrupted: Ctrl-C or SIGTERM while running (continue with `resume=True`).
     """
     if resume and run_dir.finished(out_dir):  # nothing to do: read it back at once
         run_dir.check_out_dir(out_dir, cfg, resume)

@@ -88,7 +88,7 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
         (`memory.check_fits`), or `out_dir` cannot be created or written
         (`run_dir.check_writable`, first); all before anything is written. While running: the
         disk is full or the folder became unwritable (the last checkpoint stays).
-      Interrupted: Ctrl-C while running (continue with `resume=True`).
+      Interrupted: Ctrl-C or SIGTERM while running (continue with `resume=True`).
     """
     if resume and run_dir.finished(out_dir):  # nothing to do: read it back at once
         run_dir.check_out_dir(out_dir, cfg, resume)

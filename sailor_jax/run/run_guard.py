@@ -5,9 +5,10 @@ anything is written), takes the folder's exclusive lock (`filelock`, a `flock` o
 `<out>/.lock` that the operating system drops when the process dies), checks again under
 the lock, writes `config.json` and holds the lock until the run returns. A second run on the
 same folder gets one `error:` line naming the holder's process id and changes nothing. While
-the run runs, Ctrl-C becomes `errors.Interrupted` (`interrupted; continue with --resume`) and
-a full disk or a folder that became unwritable a `UserError` naming the path and the free
-space; the last good checkpoint stays. Every other exception passes unchanged.
+the run runs, Ctrl-C becomes `errors.Interrupted` (`interrupted; continue with --resume`;
+SIGTERM, as `errors.Terminated`, says `terminated; ...`) and a full disk or a folder that
+became unwritable a `UserError` naming the path and the free space; the last good checkpoint
+stays. Every other exception passes unchanged.
 
 In a multi-process run process 0 alone takes the lock (it alone writes the folder's files)
 and tells the others whether it got it.
@@ -25,7 +26,7 @@ from typing import Any
 import filelock
 import numpy as np
 
-from sailor_jax.errors import Interrupted, UserError
+from sailor_jax.errors import Interrupted, UserError, stop_word
 from sailor_jax.run import run_dir
 from sailor_jax.scale import sharding
 
@@ -137,7 +138,7 @@ def claim_out_dir(out_dir: str, config: Any, resume: bool) -> Iterator[dict]:
       UserError: `run_dir.check_out_dir` refuses the folder (before anything is written);
         another process holds its lock; inside the block, a write failed because the disk
         is full or the folder became unwritable.
-      Interrupted: Ctrl-C inside the block.
+      Interrupted: Ctrl-C or SIGTERM (`errors.Terminated`) inside the block.
     """
     if not os.path.exists(os.path.join(out_dir, LOCK_NAME)):
         run_dir.check_out_dir(out_dir, config, resume)  # before the lock file is written
@@ -145,8 +146,8 @@ def claim_out_dir(out_dir: str, config: Any, resume: bool) -> Iterator[dict]:
         written = run_dir.prepare_out_dir(out_dir, config, resume)  # checked again, locked
         try:
             yield written
-        except KeyboardInterrupt as error:
-            raise Interrupted(f"interrupted; continue with --resume (--out {out_dir})"
+        except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM (errors.Terminated)
+            raise Interrupted(f"{stop_word(error)}; continue with --resume (--out {out_dir})"
                               ) from error
         except Exception as error:
             failure = write_failure(error, out_dir)
