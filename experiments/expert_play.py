@@ -22,11 +22,10 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-import tyro
 
 from sailor_jax.agents.evaluation import make_act_evaluate, summarize
 from sailor_jax.agents.rollout import make_act_collect
-from sailor_jax.cli import make_console
+from sailor_jax.cli import make_console, parse_args
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.expert import expert_act, expert_action_values
 from sailor_jax.report import machine
@@ -91,6 +90,11 @@ def play(args: Args) -> dict:
             "compile_s": compile_s, "play_s": play_s, **machine()}
 
 
+def parse(argv: list[str]) -> Args:
+    """The flags (tyro); a mistake is one `error:` line, exit 2 (`cli.parse_args`)."""
+    return parse_args(Args, argv)
+
+
 def main(args: Args) -> dict:
     """Run and print a summary line (to stderr with --json, then the JSON line). Host-only."""
     record = play(args)
@@ -106,4 +110,4 @@ def main(args: Args) -> dict:
 
 
 if __name__ == "__main__":
-    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))
+    report_user_errors(lambda argv: main(parse(argv)))

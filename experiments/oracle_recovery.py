@@ -36,12 +36,11 @@ import math
 import time
 
 import numpy as np
-import tyro
 from rich.console import Console
 from rich.table import Table
 
 from sailor_jax.alignment.recovery import recover_theta, sample_phi
-from sailor_jax.cli import make_console
+from sailor_jax.cli import make_console, parse_args
 from sailor_jax.config import AlignmentConfig, NetworkConfig, PreferenceConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
@@ -253,6 +252,11 @@ def summary(result: dict, args: Args) -> dict:
             "heldout_agreement_history": [round(r["heldout_agreement"], 4) for r in rows]}
 
 
+def parse(argv: list[str]) -> Args:
+    """The flags (tyro); a mistake is one `error:` line, exit 2 (`cli.parse_args`)."""
+    return parse_args(Args, argv)
+
+
 def main(args: Args) -> list[dict]:
     """Run the experiment, print the tables (and JSON lines with --json). Host-only."""
     console = make_console(stderr=args.json)  # --json: stdout holds the JSON lines only
@@ -279,4 +283,4 @@ def main(args: Args) -> list[dict]:
 
 
 if __name__ == "__main__":
-    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))
+    report_user_errors(lambda argv: main(parse(argv)))

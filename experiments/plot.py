@@ -33,7 +33,8 @@ import numpy as np  # noqa: E402
 import tyro  # noqa: E402
 
 from sailor_jax import report  # noqa: E402
-from sailor_jax.errors import MissingFileError, report_user_errors
+from sailor_jax.cli import parse_args  # noqa: E402
+from sailor_jax.errors import MissingFileError, report_user_errors  # noqa: E402
 from sailor_jax.run.results import SailorResults  # noqa: E402
 
 FIGURES = ("learning_curves", "final_performance", "theta_trajectories",
@@ -288,8 +289,13 @@ class Args:
     """Figure folder (default RESULTS_DIR/figures)."""
 
 
+def parse(argv: list[str]) -> Args:
+    """The flags (tyro); a mistake is one `error:` line, exit 2 (`cli.parse_args`)."""
+    return parse_args(Args, argv)
+
+
 def main(argv: list[str] | None = None) -> list[str]:
-    args = tyro.cli(Args, args=sys.argv[1:] if argv is None else argv)
+    args = parse(sys.argv[1:] if argv is None else argv)
     paths = make_figures(args.results_dir, args.out)
     print("\n".join(paths))
     return paths

@@ -18,10 +18,9 @@ from sailor_jax.errors import report_user_errors
 
 report_user_errors(join_processes)  # --distributed: before pgx's import starts JAX's backend
 
-import tyro  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from sailor_jax.cli import Scale, ScaleArgs, progress_bar, start  # noqa: E402
+from sailor_jax.cli import Scale, ScaleArgs, parse_args, progress_bar, start  # noqa: E402
 from sailor_jax.config import TrainConfig  # noqa: E402
 from sailor_jax.run.fixed_reward import train_fixed  # noqa: E402
 
@@ -38,6 +37,11 @@ class Args:
     """Continue the run in --out from its latest checkpoint."""
     scale: Scale = ScaleArgs()
     """Devices and processes."""
+
+
+def parse(argv: list[str]) -> Args:
+    """The flags (tyro); a mistake is one `error:` line, exit 2 (`cli.parse_args`)."""
+    return parse_args(Args, argv)
 
 
 def main(args: Args) -> dict:
@@ -65,4 +69,4 @@ def main(args: Args) -> dict:
 
 
 if __name__ == "__main__":
-    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))
+    report_user_errors(lambda argv: main(parse(argv)))

@@ -19,16 +19,16 @@ import dataclasses
 import json
 import math
 import os
+import sys
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import tyro
 
 from sailor_jax import report
 from sailor_jax.agents import dqn
-from sailor_jax.cli import make_console, progress_bar
+from sailor_jax.cli import make_console, parse_args, progress_bar
 from sailor_jax.config import DQNConfig, EvalConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.reward import RewardSpec
@@ -167,8 +167,13 @@ def _train(args: Args, config: dict, sailor_thetas: np.ndarray, judge: str,
     return results
 
 
+def parse(argv: list[str]) -> Args:
+    """The flags (tyro); a mistake is one `error:` line, exit 2 (`cli.parse_args`)."""
+    return parse_args(Args, argv)
+
+
 def main(argv: list[str] | None = None) -> dict:
-    args = tyro.cli(Args, args=argv)
+    args = parse(sys.argv[1:] if argv is None else argv)
     console = make_console()
     with progress_bar(console, "segments") as progress:
         results = run(args, progress)

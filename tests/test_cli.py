@@ -32,11 +32,48 @@ def test_default_preset_and_overrides():
     assert name == "smoke" and args.iterations == 9
 
 
-@pytest.mark.parametrize("argv", [["--preset", "nope"], ["--preset"], ["--bogus", "1"],
-                                  ["--iterations", "many"]])
-def test_bad_arguments_exit_with_usage(argv, capsys):
-    with pytest.raises(SystemExit):
+@pytest.mark.parametrize(("argv", "line"), [
+    (["--preset", "nope"], "error: --preset nope: no such preset (known: smoke, cpu)"),
+    (["nope"], "error: preset nope: no such preset (known: smoke, cpu)"),
+    (["--preset"], "error: --preset needs a name (known: smoke, cpu)"),
+    (["--bogus", "1"], "error: unrecognized arguments --bogus 1 (see --help)"),
+    (["--iteration", "1"], "error: unrecognized arguments --iteration 1 (did you mean "
+                           "--iterations? see --help)"),
+    (["--iterations", "many"], "error: --iterations many: expected INT (see --iterations in "
+                               "--help)"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(argv, line, capsys, monkeypatch):
+    monkeypatch.delenv("SAILOR_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exit_:
         cli.parse_with_presets(PRESETS, argv, "test")
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == line + "\n"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Checked:
+    low: int = 0
+    high: int = 1
+
+    def __post_init__(self):
+        if not self.low < self.high:
+            raise ValueError(f"_Checked.low must be below high={self.high}, got {self.low}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Outer:
+    inner: _Checked = _Checked()
+    name: str = "x"
+
+
+def test_parse_args_names_the_flags_of_a_refused_value(capsys, monkeypatch):
+    monkeypatch.delenv("SAILOR_DEBUG", raising=False)
+    assert cli.parse_args(_Outer, ["--inner.high", "5"]) == _Outer(inner=_Checked(high=5))
+    with pytest.raises(SystemExit) as exit_:
+        cli.parse_args(_Outer, ["--inner.low", "3"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == ("error: --inner.low must be below --inner.high=1, got 3 "
+                                       "(see --inner.low in --help)\n")
 
 
 def test_default_run_name_is_path_safe():

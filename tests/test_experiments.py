@@ -62,7 +62,7 @@ def test_train_ppo_cli_runs_and_resumes(tmp_path, capsys, monkeypatch):
             "--train.ppo.updates-per-segment", "1", "--train.ppo.network.hidden-sizes", "16",
             "--train.eval.episodes", "4", "--train.eval.max-len", "300",
             "--train.no-tensorboard"]
-    results = train_ppo.main(train_ppo.tyro.cli(train_ppo.Args, args=argv))
+    results = train_ppo.main(train_ppo.parse(argv))
     assert results["env_steps_per_seed"] == 256
     assert len(results["evaluation"]["per_seed"]) == 2
     assert results["random_policy_evaluation"]["episodes"] == 8
@@ -71,9 +71,9 @@ def test_train_ppo_cli_runs_and_resumes(tmp_path, capsys, monkeypatch):
     assert ("training 256 env steps per seed x 2 seeds: 2 segments of 128 "
             "(--train.total-timesteps 200 rounded up to whole segments)") in printed
     with pytest.raises(ValueError, match="already holds a run"):
-        train_ppo.main(train_ppo.tyro.cli(train_ppo.Args, args=argv))
+        train_ppo.main(train_ppo.parse(argv))
     results_json = open(os.path.join(out, "results.json")).read()
-    again = train_ppo.main(train_ppo.tyro.cli(train_ppo.Args, args=[*argv, "--resume"]))
+    again = train_ppo.main(train_ppo.parse([*argv, "--resume"]))
     assert again == json.loads(results_json)  # finished: read back, nothing trained again
     assert open(os.path.join(out, "results.json")).read() == results_json
     metrics = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]

@@ -162,9 +162,7 @@ def scripts():
 def _entry(scripts, name):
     module = scripts[name]
     if name == "train_ppo":
-        import tyro
-
-        return lambda argv: module.main(tyro.cli(module.Args, args=argv))
+        return lambda argv: module.main(module.parse(argv))
     return module.main
 
 
@@ -257,7 +255,9 @@ def test_bad_theta_star_fails_while_parsing(scripts, capsys):
         scripts["sailor"].parse(["--sailor.ranker.kind", "linear_oracle",
                                  "--sailor.ranker.theta-star", "1", "2"])
     assert exit_.value.code == 2
-    assert "theta_star must have shape (8,)" in " ".join(capsys.readouterr().err.split())
+    err = capsys.readouterr().err
+    assert err.startswith("error: --sailor.ranker.theta-star must have shape (8,)"), err
+    assert err.count("\n") == 1, err
 
 
 # --------------------------------------------------------- the real entry point, end to end

@@ -131,7 +131,14 @@ class SailorConfig:
             raise ValueError(f"window must be in [0, max_len={self.max_len}], got {self.window}")
         if self.eval_every < 0:
             raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
-        self.reward_spec()  # validates theta0 and tunable names
+        spec = RewardSpec()
+        if self.theta0 is not None:  # checked here so that the message names the field
+            spec.validate(self.theta0, "theta0")
+        unknown = sorted(set(self.tunable or ()) - set(spec.names))
+        if unknown:
+            raise ValueError(f"tunable names unknown feature(s) {unknown}; known: "
+                             f"{', '.join(spec.names)}")
+        self.reward_spec()
 
     @property
     def run_ppo(self) -> PPOConfig:

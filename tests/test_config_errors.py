@@ -1,0 +1,145 @@
+"""Issue 35: a config value the dataclasses refuse, or a flag tyro cannot parse, is said in
+the user's words on every CLI of `experiments/`: one `error:` line, exit 2, naming the flag
+as typed (and the flag of a field that bounds it), no internal class or tyro names.
+
+Each case goes through the script's real entry point in-process (`report_user_errors` over
+its `main`, as its `__main__` block runs it); one case also runs as a real process.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+from test_experiments import ROOT, _load
+
+from sailor_jax import cli, errors
+from sailor_jax.config import SailorConfig, flags
+
+INTERNAL = ("Config", "RewardSpec", "tyro", "dummy", "Traceback", "╭")
+"""Words the user never typed: config class names, tyro's own names and box."""
+
+THETA_NAN = ["--sailor.theta0", "nan", *["0"] * 7]
+
+CASES = {
+    "sailor window below 0": ("sailor", ["--sailor.window", "-5"],
+                              ["--sailor.window", "--sailor.max-len=300"]),
+    "sailor window above max-len": ("sailor", ["--sailor.max-len", "10", "--sailor.window",
+                                               "20"], ["--sailor.window", "--sailor.max-len=10"]),
+    "sailor num-seeds 0": ("sailor", ["--sailor.num-seeds", "0"], ["--sailor.num-seeds"]),
+    "sailor theta0 nan": ("sailor", THETA_NAN, ["--sailor.theta0[0] ('score_gain') is nan"]),
+    "sailor theta0 length": ("sailor", ["--sailor.theta0", "1", "2"],
+                             ["--sailor.theta0 must have shape (8,)", "got shape (2,)"]),
+    "sailor heldout needs trajectories": ("sailor", ["--sailor.trajectories", "3",
+                                                     "--sailor.alignment.heldout", "0.5"],
+                                          ["--sailor.alignment.heldout",
+                                           "--sailor.trajectories >= 4"]),
+    "ppo": ("sailor", ["--sailor.ppo.num-envs", "0"], ["--sailor.ppo.num-envs"]),
+    "network": ("sailor", ["--sailor.ppo.network.hidden-sizes", "0"],
+                ["--sailor.ppo.network.hidden-sizes"]),
+    "eval": ("sailor", ["--sailor.eval.episodes", "0"],
+             ["--sailor.eval.episodes", "--sailor.eval.max-len"]),
+    "alignment": ("sailor", ["--sailor.alignment.heldout", "2"], ["--sailor.alignment.heldout"]),
+    "preferences": ("sailor", ["--sailor.preferences.tie-tol", "-1"],
+                    ["--sailor.preferences.tie-tol"]),
+    "ranker": ("sailor", ["--sailor.ranker.expert-depth", "0"], ["--sailor.ranker.expert-depth"]),
+    "llm": ("sailor", ["--sailor.ranker.llm.batch-size", "0"], ["--sailor.ranker.llm.batch-size"]),
+    "refine": ("sailor", ["--sailor.refine.patience", "0"], ["--sailor.refine.patience"]),
+    "train_ppo": ("train_ppo", ["--train.num-seeds", "0"], ["--train.num-seeds"]),
+    "train_ppo theta": ("train_ppo", ["--train.theta", "1", "2"], ["--train.theta must have"]),
+    "ablations": ("ablations", ["--base.window", "-5"], ["--base.window", "--base.max-len=300"]),
+    "theta_search": ("theta_search", ["--search.population", "1"], ["--search.population"]),
+    "repair": ("repair", ["--base.num-seeds", "0"], ["--base.num-seeds"]),
+    "expert_play": ("expert_play", ["--games", "0"], ["--games", "--max-moves"]),
+    "oracle_recovery": ("oracle_recovery", ["--trajectories", "1"], ["--trajectories"]),
+    "plot": ("plot", [], ["missing results-dir"]),
+    "transfer_dqn": ("transfer_dqn", ["--sailor-results", "r", "--num-seeds", "0"],
+                     ["--num-seeds"]),
+    "transfer_dqn dqn": ("transfer_dqn", ["--sailor-results", "r", "--dqn.gamma", "2"],
+                         ["--dqn.gamma"]),
+    # tyro's own rejections stay one line too
+    "unknown flag": ("sailor", ["--sailor.num-seed", "2"],
+                     ["unrecognized arguments --sailor.num-seed 2",
+                      "did you mean --sailor.num-seeds?"]),
+    "not an int": ("train_ppo", ["--train.num-seeds", "two"],
+                   ["--train.num-seeds two: expected INT"]),
+    "not a choice": ("sailor", ["--sailor.ranker.kind", "oracle"],
+                     ["--sailor.ranker.kind oracle: not a choice", "choose llm, outcome"]),
+    "unknown preset": ("sailor", ["--preset", "cpuu"],
+                       ["--preset cpuu: no such preset (known: smoke, cpu, gpu)"]),
+}
+
+
+def _entry(name: str):
+    """What `python experiments/<name>.py ARGV` runs: `main(argv)`, or `main(parse(argv))`
+    for the scripts whose `main` takes the parsed `Args`."""
+    module = _load(f"experiments/{name}.py")
+    if name in ("train_ppo", "expert_play", "oracle_recovery"):
+        return lambda argv: module.main(module.parse(argv))
+    return module.main
+
+
+def test_every_cli_has_a_case():
+    scripts = {os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "experiments",
+                                                                         "*.py"))}
+    assert scripts == {name for name, _, _ in CASES.values()}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_bad_value_is_one_line_naming_the_flag(case, tmp_path, monkeypatch, capsys):
+    name, argv, expected = CASES[case]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(errors.DEBUG_ENV, raising=False)
+    with pytest.raises(SystemExit) as exit_:
+        errors.report_user_errors(_entry(name), argv)
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1 and out == "", err
+    for text in expected:
+        assert text in err, err
+    assert not [word for word in INTERNAL if word in err], err
+    assert os.listdir(tmp_path) == []  # nothing written
+
+
+def test_the_issue_case_in_a_real_process():
+    """`sailor.py --sailor.window -5` printed tyro's 6-line box naming
+    `__tyro-dummy-inner__.sailor` and neither flag."""
+    env = {k: v for k, v in os.environ.items() if k != errors.DEBUG_ENV}
+    done = subprocess.run([sys.executable, "experiments/sailor.py", "--sailor.window", "-5"],
+                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "error: --sailor.window must be in [0, --sailor.max-len=300], got -5 (see "
+        "--sailor.window in --help)"]
+
+
+def test_debug_keeps_tyros_report(monkeypatch, capsys):
+    monkeypatch.setenv(errors.DEBUG_ENV, "1")
+    with pytest.raises(SystemExit) as exit_:
+        _load("experiments/sailor.py").parse(["--sailor.window", "-5"])
+    assert exit_.value.code == 2
+    assert "window must be in [0, max_len=300]" in " ".join(capsys.readouterr().err.split())
+
+
+def test_messages_are_rewritten_field_by_field():
+    cls, prefix = flags.config_at(SailorConfig, ["ppo"])
+    assert prefix == ("ppo",)
+    assert flags.in_flags("PPOConfig.num_envs must be a positive integer, got 0", cls,
+                          prefix) == ("--ppo.num-envs must be a positive integer, got 0",
+                                      ["--ppo.num-envs"])
+    text, named = flags.in_flags("alignment.heldout needs trajectories >= 4, got 'max_len'",
+                                 SailorConfig, ("sailor",))
+    assert text == "--sailor.alignment.heldout needs --sailor.trajectories >= 4, got 'max_len'"
+    assert named == ["--sailor.alignment.heldout", "--sailor.trajectories"]  # not in quotes
+    assert flags.in_flags("nothing here", SailorConfig, ()) == ("nothing here", [])
+    assert flags.config_at(SailorConfig, ["ppo", "lr"]) == (None, ())  # not a config
+
+
+def test_scale_flags_have_no_prefix():
+    scripts = _load("experiments/sailor.py")
+    assert flags.config_at(scripts.Args, ["scale"]) == (cli.ScaleArgs, ())
+    known = set(flags.all_flags(scripts.Args))
+    assert {"--devices", "--sailor.window", "--sailor.no-baseline", "--resume"} <= known
