@@ -19,7 +19,6 @@ confidence intervals over seeds, see `sailor_jax.report.mean_ci`):
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -34,40 +33,13 @@ import tyro  # noqa: E402
 
 from sailor_jax import report  # noqa: E402
 from sailor_jax.cli import parse_args  # noqa: E402
-from sailor_jax.errors import MissingFileError, report_user_errors  # noqa: E402
+from sailor_jax.errors import report_user_errors  # noqa: E402
+from sailor_jax.run import run_dir  # noqa: E402
 from sailor_jax.run.results import SailorResults  # noqa: E402
+from sailor_jax.run.variants import load_runs  # noqa: E402
 
 FIGURES = ("learning_curves", "final_performance", "theta_trajectories",
            "max_tile_distribution", "agreement", "max_tile_position")
-
-
-def load_runs(results_dir: str) -> dict[str, SailorResults]:
-    """`{variant: SailorResults}` of an ablation folder (in `ablation.json` order) or of a
-    single run folder (one entry named after the folder).
-
-    Raises:
-      MissingFileError: no results.json found (also a `FileNotFoundError`).
-      UserError: a results.json that is not a SAILOR run's.
-    """
-    single = os.path.join(results_dir, "results.json")
-    if os.path.exists(single):
-        return {os.path.basename(os.path.normpath(results_dir)): SailorResults.load(single)}
-    variants_dir = os.path.join(results_dir, "variants")
-    names = sorted(os.listdir(variants_dir)) if os.path.isdir(variants_dir) else []
-    meta = os.path.join(results_dir, "ablation.json")
-    if os.path.exists(meta):
-        with open(meta, encoding="utf-8") as f:
-            order = json.load(f)["variants"]
-        names = [n for n in order if n in names] + [n for n in names if n not in order]
-    runs = {}
-    for name in names:
-        path = os.path.join(variants_dir, name, "results.json")
-        if os.path.exists(path):
-            runs[name] = SailorResults.load(path)
-    if not runs:
-        raise MissingFileError(f"no results.json in {results_dir} or {variants_dir}/*/",
-                               "pass the folder of a finished run or ablation")
-    return runs
 
 
 def _band(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -263,10 +235,13 @@ def make_figures(results_dir: str, out_dir: str | None = None) -> list[str]:
     """Write every figure of `FIGURES` as PNG and PDF; return the written paths.
 
     Raises:
-      MissingFileError: `results_dir` holds no finished run.
+      MissingFileError: `results_dir` holds no finished run (the line says which command
+        finishes a started one: `variants.load_runs`).
+      UserError: the figure folder cannot be created or written (`run_dir.check_writable`).
     """
     runs = load_runs(results_dir)
     out_dir = out_dir or os.path.join(results_dir, "figures")
+    run_dir.check_writable(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     for name in FIGURES:

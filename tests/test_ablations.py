@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -80,7 +82,7 @@ class _Killed(OutcomeRanker):
 
 
 def test_ablations_end_to_end_and_resume_skips_finished_variants(ablations, tmp_path,
-                                                                 monkeypatch):
+                                                                 monkeypatch, caplog):
     out = str(tmp_path / "abl")
     argv = ["--out", out, "--variants", "baseline", "sailor_bo_outcome", *TINY]
     # First attempt: the SAILOR variant is killed in its first iteration.
@@ -129,6 +131,16 @@ def test_ablations_end_to_end_and_resume_skips_finished_variants(ablations, tmp_
         assert head.startswith(b"\x89PNG" if path.endswith("png") else b"%PDF")
     runs = plot.load_runs(out)
     assert list(runs) == ["baseline", "sailor_bo_outcome"]
+    unfinished = os.path.join(out, "variants", "zz_unfinished")  # killed before its results
+    shutil.copytree(os.path.join(out, "variants", "baseline"), unfinished)
+    os.remove(os.path.join(unfinished, "results.json"))
+    with caplog.at_level(logging.WARNING, logger="sailor_jax.run.variants"):
+        assert list(plot.load_runs(out)) == ["baseline", "sailor_bo_outcome"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{out}: variants zz_unfinished have not finished and are left out (run the same "
+        f"python experiments/ablations.py --preset smoke command again (--out {out}): it "
+        "resumes them)"]
+    shutil.rmtree(unfinished)
     steps, scores = plot._seed_scores(runs["sailor_bo_outcome"])
     assert steps.tolist() == [512.0, 1024.0] and scores.shape == (2, 2)
     eval_steps, eval_scores = plot._eval_curve(runs["baseline"])

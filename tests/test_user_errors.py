@@ -194,6 +194,15 @@ CASES = {
     "repeated variant": ("ablations", ["--variants", "baseline", "baseline", "--out", "o"],
                          "repeats a name"),
     "plot, not a run": ("plot", ["empty"], "no results.json in empty"),
+    # Issue 35: an unfinished run or ablation says what finishes it.
+    "plot, unfinished run": ("plot", ["started"], re.escape(
+        "error: started holds a run that has not finished (no results.json; checkpoint of "
+        "segment 1) (--resume finishes it: python experiments/sailor.py with the flags that "
+        "started it, then --out started --resume; then plot)")),
+    "plot, unfinished ablation": ("plot", ["ablation"], re.escape(
+        f"error: no variant in {os.path.join('ablation', 'variants')} has finished (started: "
+        "sailor_bo) (run the same python experiments/ablations.py --preset smoke command "
+        "again (--out ablation): it resumes them, then plot)")),
     "transfer, not a run": ("transfer_dqn", ["--sailor-results", "empty", "--out", "o"],
                             "no SAILOR results.json"),
     # Issue 35: --out is created (and a file written in it) to check it, root or not.
@@ -225,6 +234,9 @@ def test_cli_user_mistakes_are_one_line(case, scripts, tmp_path, monkeypatch, ca
         (tmp_path / folder / "config.json").write_text(text)
     smoke = scripts["sailor"].PRESETS["smoke"]
     _started_run(tmp_path / "started", smoke)
+    _started_run(tmp_path / "ablation" / "variants" / "sailor_bo", smoke)
+    (tmp_path / "ablation" / "ablation.json").write_text(json.dumps(
+        {"preset": "smoke", "variants": ["sailor_bo"]}))
     _started_run(tmp_path / "finished", smoke)
     (tmp_path / "finished" / "results.json").write_text(json.dumps({}))
     before = _listing(tmp_path)

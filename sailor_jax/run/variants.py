@@ -4,21 +4,26 @@ The experiments that compare rewards or reward-learning methods (`experiments/ab
 `experiments/repair.py`) run one `SailorConfig` per variant in `OUT/variants/<name>/`. A
 finished variant is read back from its `results.json`; an interrupted one resumes from its
 last checkpoint; a folder holding another configuration is refused before any work is done.
+`load_runs` reads the finished variants back (`experiments/plot.py`), saying which command
+finishes the others.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 
 from sailor_jax.config import SailorConfig
-from sailor_jax.errors import UserError
+from sailor_jax.errors import MissingFileError, UserError
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.judges.factory import check_judges, judge_name
 from sailor_jax.run import loop, run_dir
 from sailor_jax.run.results import SailorResults
 from sailor_jax.run.run_dir import config_differences, config_json
+
+_log = logging.getLogger(__name__)
 
 
 def judge_label(cfg: SailorConfig) -> str:
@@ -87,3 +92,52 @@ def write_theta_csv(path: str, results: dict[str, SailorResults]) -> None:
         writer.writeheader()
         for name, r in results.items():
             writer.writerows(theta_rows(name, r))
+
+
+def load_runs(results_dir: str) -> dict[str, SailorResults]:
+    """`{variant: SailorResults}` of the finished variants of an experiment folder
+    (`variants/<name>/`, in `ablation.json` order) or of one SAILOR run folder (one entry
+    named after the folder). Host-only.
+
+    Variants that started but have not finished are named in a warning (they are left out).
+
+    Raises:
+      MissingFileError: no finished run; for a started one the line says which command
+        finishes it (`sailor.py ... --resume`, or the experiment's command again).
+      UserError: a results.json that is not a SAILOR run's.
+    """
+    single = os.path.join(results_dir, "results.json")
+    if os.path.exists(single):
+        return {os.path.basename(os.path.normpath(results_dir)): SailorResults.load(single)}
+    variants_dir = os.path.join(results_dir, "variants")
+    names = sorted(os.listdir(variants_dir)) if os.path.isdir(variants_dir) else []
+    meta, preset = os.path.join(results_dir, "ablation.json"), None
+    if os.path.exists(meta):
+        with open(meta, encoding="utf-8") as f:
+            ablation = json.load(f)
+        order, preset = ablation["variants"], ablation.get("preset")
+        names = [n for n in order if n in names] + [n for n in names if n not in order]
+    runs = {name: SailorResults.load(os.path.join(variants_dir, name, "results.json"))
+            for name in names if run_dir.finished(os.path.join(variants_dir, name))}
+    started = [n for n in names if n not in runs
+               and os.path.exists(os.path.join(variants_dir, n, "config.json"))]
+    again = (f"run the same python experiments/ablations.py --preset {preset} command "
+             f"again (--out {results_dir}): it resumes them" if preset else
+             "run the command that started them again: it resumes them")
+    if runs and started:
+        _log.warning("%s: variants %s have not finished and are left out (%s)", results_dir,
+                     ", ".join(started), again)
+    if runs:
+        return runs
+    if started:
+        raise MissingFileError(f"no variant in {variants_dir} has finished (started: "
+                               f"{', '.join(started)})", f"{again}, then plot")
+    if os.path.exists(os.path.join(results_dir, "config.json")):
+        steps = run_dir.saved_steps(results_dir)
+        state = f"checkpoint of segment {steps[-1]}" if steps else "no checkpoint yet"
+        raise MissingFileError(
+            f"{results_dir} holds a run that has not finished (no results.json; {state})",
+            "--resume finishes it: python experiments/sailor.py with the flags that started "
+            f"it, then --out {results_dir} --resume; then plot")
+    raise MissingFileError(f"no results.json in {results_dir} or {variants_dir}/*/",
+                           "pass the folder of a finished run or ablation")
