@@ -18,9 +18,9 @@ as `NAME:feature=w,feature=w`), at equal env steps and seeds, the arms in `--met
                   moves, `--trajectories` per seed of which `--reference-games` are played
                   by an epsilon-greedy expert, R_theta compared as the judge's verdict
                   is made (sums), Zeng et al.'s MH update (or BO: `--value-update`) in a
-                  +-`--value-step` box, accepted only if it orders the held-out half of the
-                  windows better (and, with `--survival-guard`, only if the per-move
-                  reward does not drop)
+                  +-`--value-step` box (beta `--value-beta`), accepted only if it orders
+                  the held-out half of the windows better and does not lower the per-move
+                  reward (`--survival-guard`)
   sailor_value_regret   the same with the expert's per-move regret verdict (compared as
                   per-move means)
   sailor_value_outcome  the same with the outcome judge (score gained in the window)
@@ -96,17 +96,19 @@ class Args:
     point), either in a box of +-`--value-step` around the current theta."""
     value_step: float = 0.3
     """Half-width of that box (the MH prior box, or BO's trust region)."""
-    value_beta: float = 0.9
+    value_beta: float = 5.0
     """Bradley-Terry rationality of the MH likelihood in the sailor_value* arms (Zeng et al.:
-    0.9; larger concentrates the posterior on the pairs' fit: longer steps)."""
+    0.9, this experiment's default before 2026-11-25's table; larger concentrates the posterior
+    on the pairs' fit: longer steps)."""
     heldout: float = 0.5
     """Fraction of each group held out of the fit in the sailor_value* arms."""
     heldout_z: float = 1.0
     """The held-out sign test's z in the sailor_value* arms: a step is accepted when
     gained - lost >= max(1, z sqrt(gained + lost)) on the held-out pairs."""
-    survival_guard: bool = False
+    survival_guard: bool = True
     """In the sailor_value* arms, reject an update that lowers the per-move reward of the
-    iteration's trajectories (`AlignmentConfig.survival_guard`)."""
+    iteration's trajectories (`AlignmentConfig.survival_guard`; off before 2026-11-25's
+    table: `--no-survival-guard`)."""
     reference_games: int = 8
     """Of the `trajectories` per group in the sailor_value* arms, this many are played by the
     epsilon-greedy expert (`--reference-epsilon`): groups that compare play, not luck."""

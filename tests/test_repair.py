@@ -48,6 +48,8 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
         assert cfg.preferences.compare == "auto"
         assert (cfg.alignment.method, cfg.alignment.heldout,
                 cfg.alignment.mcmc_trust_region) == ("bt_mcmc", 0.25, 0.4)
+        assert (cfg.alignment.beta, cfg.alignment.survival_guard, cfg.alignment.heldout_z) \
+            == (5.0, True, 1.0)
         bo = repair.arm_config(start, method, base, 3, 0.1,
                                dataclasses.replace(args, value_update="bo"))
         assert (bo.alignment.method, bo.alignment.trust_region) == ("bo", 0.4)
