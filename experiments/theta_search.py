@@ -57,20 +57,28 @@ class Args:
     """Print only JSON lines on stdout (one per generation, then the result)."""
 
 
+def _preset(text: str, args: Args) -> tuple[str, Args]:
+    """A preset: `text`, then what its numbers make of a row (envs, segment, env steps)."""
+    s = args.search
+    return (f"{text}; {s.ppo.num_envs} envs, a segment is {s.ppo.steps_per_segment:,} env "
+            f"steps, {s.num_segments} per row ({s.env_steps_per_row:,} env steps)", args)
+
+
 PRESETS: dict[str, tuple[str, Args]] = {
-    "tiny": ("a few seconds of training per generation: the test's run", Args(
+    "tiny": _preset("a few seconds of training per generation: the test's run", Args(
         search=ThetaSearchConfig(
             total_timesteps=256, population=3, generations=3, seeds_per_candidate=2,
             retrain_seeds=2, eval=EvalConfig(episodes=4, max_len=300),
             ppo=PPOConfig(num_envs=16, num_steps=8, updates_per_segment=1,
                           network=NetworkConfig(hidden_sizes=(16,)))))),
-    "budget_1m": ("~1M env steps per row, 39 minutes on a 2-core CPU", Args(
+    "budget_1m": _preset("~1M env steps per row, 39 minutes on a 2-core CPU", Args(
         search=ThetaSearchConfig(total_timesteps=1_000_000))),
     # One seed per candidate halves the cost; the CMA mean is retrained rather than the best
     # candidate, whose one-seed score is partly selected noise.
-    "budget_5m": ("~5M env steps per row, 1 seed per candidate, 95 minutes on a 2-core CPU", Args(
-        search=ThetaSearchConfig(total_timesteps=5_000_000, seeds_per_candidate=1,
-                                 pick="mean"))),
+    "budget_5m": _preset("~5M env steps per row, 1 seed per candidate, 95 minutes on a 2-core "
+                         "CPU", Args(search=ThetaSearchConfig(total_timesteps=5_000_000,
+                                                              seeds_per_candidate=1,
+                                                              pick="mean"))),
 }
 
 

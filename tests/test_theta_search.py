@@ -153,3 +153,21 @@ def test_cli_retrains_and_reports_the_paired_difference(uninterrupted, tmp_path,
         os.path.join(out, "theta_search.md")).read()
     again = CLI.main(["--preset", "tiny", "--out", out, "--json"])  # everything read back
     assert again["difference"] == result["difference"]
+
+
+def test_help_derives_each_presets_segment_from_its_numbers(capsys, monkeypatch):
+    """Issue 35: `--help` said 'a segment is 131,072 env steps' for the tiny preset (16 envs
+    x 8 steps x 1 update = 128)."""
+    monkeypatch.setenv("COLUMNS", "400")
+    with pytest.raises(SystemExit):
+        CLI.parse(["--help"])
+    text = capsys.readouterr().out
+    for name, (_, args) in CLI.PRESETS.items():
+        ppo = args.search.ppo
+        segment = ppo.num_envs * ppo.num_steps * ppo.updates_per_segment
+        assert f"{name}  " in text
+        line = next(line for line in text.splitlines() if line.strip().startswith(name + " "))
+        assert (f"{ppo.num_envs} envs, a segment is {segment:,} env steps, "
+                f"{args.search.num_segments} per row") in line, line
+    assert "a segment is 128 env steps" in text  # tiny's own options (the help's default)
+    assert text.count("131,072") == 2  # only the two budget presets' lines say it

@@ -44,7 +44,8 @@ class ThetaSearchConfig:
     seed: int = 0
     """Root seed: generation g trains from fold_in(seed, g); the retrain uses other keys."""
     ppo: PPOConfig = PPOConfig(num_envs=256, num_steps=32, updates_per_segment=16)
-    """PPO of every row (default recipe at 256 envs; a segment is 131,072 env steps)."""
+    """PPO of every row (the default recipe at 256 envs); a segment is num_envs x num_steps x
+    updates_per_segment env steps (the presets' --help lists theirs)."""
     eval: EvalConfig = EvalConfig(episodes=64, max_len=50_000)
     """Greedy evaluation of every row: games per row (the fitness is their mean score)."""
     tensorboard: bool = False
