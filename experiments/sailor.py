@@ -1,6 +1,6 @@
 """The main job: SAILOR reward self-alignment with an LLM judge on 2048.
 
-    python experiments/sailor.py --preset smoke --out runs/sailor_smoke     # 1-2 min on CPU
+    python experiments/sailor.py --preset smoke --out runs/sailor_smoke     # 4-5 min on CPU
     python experiments/sailor.py --preset cpu --out runs/sailor_cpu         # ~26 min on CPU
     python experiments/sailor.py --preset gpu --out runs/sailor_gpu \\
         --sailor.ranker.llm.model Qwen/Qwen2.5-3B-Instruct                 # one GPU
@@ -94,7 +94,7 @@ class Args:
     """Devices and processes."""
 
 
-PRESET_HELP = {"smoke": "1-2 minutes on a 2-core CPU, tiny budgets, the real LLM judge",
+PRESET_HELP = {"smoke": "4-5 minutes on a loaded 2-core CPU, tiny budgets, the real LLM judge",
                "cpu": "about 26 minutes on a 2-core CPU, 2 + 2 baseline seeds, the SmolLM2 judge",
                "gpu": "one 80 GB GPU: 8 seeds + 8 baseline rows x 4096 envs, a Qwen judge"}
 

@@ -1,8 +1,9 @@
 """Tests for `sailor_jax.run.checkpoint`: orbax round trips of real runner states.
 
-Every restore goes against `jax.eval_shape` of a fresh init (STYLE.md section 8); the round
-trip must give back every leaf bit-for-bit and the same pytree node types (`RunnerState`,
-pgx `State`, optax states), and a restored state must train on exactly like the original.
+Every restore goes against `jax.eval_shape` of a fresh init (docs/contributing.md,
+"Checkpoints"); the round trip must give back every leaf bit-for-bit and the same pytree node
+types (`RunnerState`, pgx `State`, optax states), and a restored state must train on exactly
+like the original.
 """
 
 from __future__ import annotations

@@ -221,7 +221,7 @@ def test_random_policy_stats_plausible():
                                                           RANDOM_EPISODES))
     _assert_stats_layout(stats, (RANDOM_EPISODES,))
     summary = evaluation.summarize(stats)
-    # FIELD_NOTES: uniform random legal play scores ~1.1k points in ~118 moves.
+    # Uniform random legal play scores ~1.1k points in ~118 moves on average.
     assert 700.0 < summary["score_mean"] < 1600.0, summary
     assert 70.0 < summary["length_mean"] < 170.0, summary
     assert summary["truncated"] == 0

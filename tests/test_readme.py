@@ -13,7 +13,8 @@ Also: every `--flag` a script's docstring names is in that script's `--help`, an
 the README's prose names is in some script's (or is pip's, sbatch's, XLA's: `OTHER_FLAGS`);
 `--help` exits 0 for every script (in-process, plus one real subprocess for the scripts with
 presets, whose help must name `--preset {...}` and `--debug`); `.ci/run` runs the README's
-install command word for word; the CLI console does not wrap tables at 80 columns in a file.
+install command word for word; the CLI console does not wrap tables at 80 columns in a file;
+no file of the project refers to documents outside it.
 """
 
 from __future__ import annotations
@@ -298,3 +299,24 @@ def test_console_is_wide_when_output_goes_to_a_file(monkeypatch):
     assert cli.make_console().width == cli.PIPE_WIDTH
     monkeypatch.setenv("COLUMNS", "100")
     assert cli.make_console().width == 100
+
+
+OUTSIDE = ("../" + "shared", "DESIGN" + ".md", "STYLE" + ".md", "FIELD" + "_NOTES")
+"""Documents outside the project that a clone does not have (spelt apart: this file is read)."""
+
+
+def test_no_file_refers_to_documents_outside_the_project():
+    """Issue 35: the README and docs/architecture.md sent contributors to a folder beside the
+    project, which a clone does not have; what a contributor needs is in docs/contributing.md."""
+    found = []
+    for folder, dirs, names in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("runs", "__pycache__")
+                   and not d.endswith(".egg-info")]
+        for name in names:
+            if name.endswith((".py", ".md", ".toml", ".txt", ".cfg", ".sh")):
+                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                    text = f.read()
+                found += [f"{os.path.relpath(os.path.join(folder, name), ROOT)}: {needle}"
+                          for needle in OUTSIDE if needle in text]
+    assert found == []
+    assert os.path.exists(os.path.join(ROOT, "docs", "contributing.md"))
