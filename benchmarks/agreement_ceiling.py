@@ -30,7 +30,6 @@ import time
 
 import jax
 import numpy as np
-import tyro
 
 from sailor_jax import report
 from sailor_jax.agents.rollout import cut_windows
@@ -44,6 +43,7 @@ from sailor_jax.alignment.offline_fit import (
 )
 from sailor_jax.alignment.preferences import build_preferences
 from sailor_jax.alignment.updates import update_theta
+from sailor_jax.cli import parse_args
 from sailor_jax.config import AlignmentConfig, PreferenceConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
@@ -240,4 +240,4 @@ def main(args: Args) -> dict:
 
 
 if __name__ == "__main__":
-    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))
+    report_user_errors(lambda argv: main(parse_args(Args, argv)))

@@ -24,8 +24,8 @@ import math
 import statistics
 
 import scipy.stats
-import tyro
 
+from sailor_jax.cli import parse_args
 from sailor_jax.errors import UserError, report_user_errors
 
 METRICS = ("score", "win_rate")
@@ -139,4 +139,4 @@ def main(args: Args) -> dict:
 
 
 if __name__ == "__main__":
-    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))
+    report_user_errors(lambda argv: main(parse_args(Args, argv)))

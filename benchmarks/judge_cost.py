@@ -43,6 +43,7 @@ import numpy as np
 import tyro
 
 from sailor_jax import report
+from sailor_jax.cli import parse_args
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.judges import ExpertRanker, LLMRanker, hf_backend, judge_eval
@@ -243,4 +244,4 @@ def main(args: Args) -> list[dict]:
 
 
 if __name__ == "__main__":
-    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))
+    report_user_errors(lambda argv: main(parse_args(Args, argv)))

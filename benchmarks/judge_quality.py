@@ -38,6 +38,7 @@ import tyro
 from sailor_jax import report
 from sailor_jax.agents.rollout import cut_windows
 from sailor_jax.alignment.identifiability import feature_spread
+from sailor_jax.cli import parse_args
 from sailor_jax.config import LLMRankerConfig, RankerConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
@@ -214,4 +215,4 @@ def main(args: Args) -> dict:
 
 
 if __name__ == "__main__":
-    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))
+    report_user_errors(lambda argv: main(parse_args(Args, argv)))

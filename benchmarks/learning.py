@@ -30,13 +30,13 @@ import time
 import jax
 import matplotlib
 import numpy as np
-import tyro
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sailor_jax import report  # noqa: E402
 from sailor_jax.agents import ppo  # noqa: E402
+from sailor_jax.cli import parse_args  # noqa: E402
 from sailor_jax.config import EvalConfig, PPOConfig  # noqa: E402
 from sailor_jax.config.recipes import RECIPES, recipe  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
@@ -245,4 +245,4 @@ def main(args: Args) -> dict[str, list[dict]]:
 
 
 if __name__ == "__main__":
-    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))
+    report_user_errors(lambda argv: main(parse_args(Args, argv)))

@@ -30,8 +30,8 @@ import tempfile
 import time
 
 import numpy as np
-import tyro
 
+from sailor_jax.cli import parse_args
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.logging import to_jsonable
 from sailor_jax.report import machine
@@ -144,4 +144,4 @@ def main(args: Args) -> None:
 
 
 if __name__ == "__main__":
-    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))
+    report_user_errors(lambda argv: main(parse_args(Args, argv)))

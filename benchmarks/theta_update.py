@@ -24,10 +24,10 @@ import tempfile
 import time
 
 import numpy as np
-import tyro
 
 from sailor_jax.alignment.parallel import update_many
 from sailor_jax.alignment.updates import update_theta
+from sailor_jax.cli import parse_args
 from sailor_jax.config import AlignmentConfig
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.logging import to_jsonable
@@ -174,4 +174,4 @@ def main(args: Args) -> None:
 
 
 if __name__ == "__main__":
-    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))
+    report_user_errors(lambda argv: main(parse_args(Args, argv)))

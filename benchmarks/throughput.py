@@ -34,9 +34,9 @@ from importlib.metadata import version
 import jax
 import jax.numpy as jnp
 import numpy as np
-import tyro
 
 from sailor_jax.agents.ppo import make_train
+from sailor_jax.cli import parse_args
 from sailor_jax.config.recipes import recipe
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game import env
@@ -190,4 +190,4 @@ def main(args: Args) -> None:
 
 
 if __name__ == "__main__":
-    report_user_errors(lambda argv: main(tyro.cli(Args, args=argv)))
+    report_user_errors(lambda argv: main(parse_args(Args, argv)))

@@ -143,3 +143,17 @@ def test_scale_flags_have_no_prefix():
     assert flags.config_at(scripts.Args, ["scale"]) == (cli.ScaleArgs, ())
     known = set(flags.all_flags(scripts.Args))
     assert {"--devices", "--sailor.window", "--sailor.no-baseline", "--resume"} <= known
+
+
+@pytest.mark.parametrize(("script", "argv", "line"), [
+    ("judge_quality", ["--judg", "llm"], "error: unrecognized arguments --judg llm (did you "
+                                         "mean --judge? see --help)"),
+    ("throughput", ["--num-envs", "x"], "error: --num-envs x: expected {None}|{[INT [INT ...]]}"
+                                        " (see --num-envs in --help)"),
+])
+def test_benchmarks_parse_the_same_way(script, argv, line, monkeypatch, capsys):
+    monkeypatch.delenv(errors.DEBUG_ENV, raising=False)
+    bench = _load(f"benchmarks/{script}.py")
+    with pytest.raises(SystemExit) as exit_:
+        errors.report_user_errors(lambda a: bench.main(bench.parse_args(bench.Args, a)), argv)
+    assert exit_.value.code == 2 and capsys.readouterr().err == line + "\n"

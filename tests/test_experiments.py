@@ -82,7 +82,7 @@ def test_train_ppo_cli_runs_and_resumes(tmp_path, capsys, monkeypatch):
 
 def test_throughput_benchmark_prints_json(capsys):
     bench = _load("benchmarks/throughput.py")
-    bench.main(bench.tyro.cli(bench.Args, args=[
+    bench.main(bench.parse_args(bench.Args, [
         "--json", "--only", "env_random", "env_features", "--num-envs", "32",
         "--env-steps", "4", "--repeats", "1"]))
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -93,7 +93,7 @@ def test_throughput_benchmark_prints_json(capsys):
 
 def test_throughput_ppo_rows_report_devices_and_memory(capsys):
     bench = _load("benchmarks/throughput.py")
-    bench.main(bench.tyro.cli(bench.Args, args=[
+    bench.main(bench.parse_args(bench.Args, [
         "--json", "--only", "ppo_train_seeds", "ppo_train_envs", "--num-envs", "32",
         "--ppo-updates", "1", "--num-seeds", "2", "--repeats", "1", "--devices", "1"]))
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
