@@ -190,12 +190,19 @@ def test_writable_out_is_probed_and_left_as_it_was(tmp_path):
     assert os.listdir(tmp_path / "kept") == []
 
 
-def test_unreadable_saved_config_is_a_user_error(tmp_path):
+@pytest.mark.parametrize("content, why", [
+    (b"{not json", "Expecting property name"),
+    (b'{"a": 1, "b": "caf\xc3', "can't decode byte 0xc3"),  # garbled: raised UnicodeDecodeError
+    (b"[1, 2]", "not a JSON object"),
+])
+def test_unreadable_saved_config_is_a_user_error(tmp_path, content, why):
     out = tmp_path / "run"
     out.mkdir()
-    (out / "config.json").write_text("{not json")
-    with pytest.raises(UserError, match="cannot read"):
+    (out / "config.json").write_bytes(content)
+    with pytest.raises(UserError) as error:
         run_dir.prepare_out_dir(str(out), _Cfg(), resume=True)
+    assert str(error.value).startswith(f"--resume: cannot read {out / 'config.json'} (")
+    assert why in str(error.value) and "\n" not in str(error.value)
 
 
 def test_a_failed_write_is_a_user_error(tmp_path, monkeypatch):

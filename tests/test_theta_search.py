@@ -171,3 +171,14 @@ def test_help_derives_each_presets_segment_from_its_numbers(capsys, monkeypatch)
                 f"{args.search.num_segments} per row") in line, line
     assert "a segment is 128 env steps" in text  # tiny's own options (the help's default)
     assert text.count("131,072") == 2  # only the two budget presets' lines say it
+
+
+def test_a_garbled_saved_config_is_one_line(tmp_path):
+    """A search folder whose config.json holds bytes that are not UTF-8 raised
+    UnicodeDecodeError; now it is the one `cannot read` line, and nothing is written."""
+    out = tmp_path / "search"
+    out.mkdir()
+    (out / "config.json").write_bytes(b'{"population": 3, "x": "\xff\xfe')
+    with pytest.raises(UserError, match=r"cannot read .*config\.json \('utf-8' codec"):
+        theta_search.prepare_search_dir(str(out), TINY)
+    assert os.listdir(out) == ["config.json"]

@@ -78,6 +78,23 @@ def config_differences(saved: dict, given: dict, config: Any = None) -> list[str
                      and _default_json(config, key) == b[key])]
 
 
+def read_config(path: str, flag: str = "") -> dict:
+    """The saved `config.json` at `path`, as a dict.
+
+    Raises:
+      UserError: it cannot be read, is not JSON in UTF-8 (garbled bytes) or not an object;
+        the line starts with `flag` (e.g. `--resume: `).
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+    except (OSError, ValueError) as error:  # ValueError: JSONDecodeError, UnicodeDecodeError
+        raise UserError(f"{flag}cannot read {path} ({error})", "choose another --out") from None
+    if not isinstance(saved, dict):
+        raise UserError(f"{flag}cannot read {path} (not a JSON object)", "choose another --out")
+    return saved
+
+
 def saved_steps(out_dir: str) -> list[int]:
     """Checkpoint steps saved under `out_dir/checkpoints` (numeric folder names), sorted."""
     folder = os.path.join(out_dir, "checkpoints")
@@ -213,12 +230,7 @@ def check_out_dir(out_dir: str, config: Any, resume: bool) -> None:
         raise UserError(f"{out_dir} already holds a run ({state})",
                         "pass --resume to continue it, or choose another --out")
     if resume:
-        try:
-            with open(path, encoding="utf-8") as f:
-                saved = json.load(f)
-        except (OSError, json.JSONDecodeError) as error:
-            raise UserError(f"--resume: cannot read {path} ({error})",
-                            "choose another --out") from None
+        saved = read_config(path, "--resume: ")
         differences = config_differences(saved, json.loads(config_json(config)), config)
         if differences:
             raise UserError(f"--resume: the config differs from {path}: "

@@ -48,7 +48,13 @@ from sailor_jax.errors import UserError
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.logging import to_jsonable
 from sailor_jax.run.fixed_reward import FixedReward
-from sailor_jax.run.run_dir import check_writable, config_differences, config_json, prepare_out_dir
+from sailor_jax.run.run_dir import (
+    check_writable,
+    config_differences,
+    config_json,
+    prepare_out_dir,
+    read_config,
+)
 from sailor_jax.run.runner import evaluate_rows, rows, run_segments
 
 
@@ -208,13 +214,12 @@ def prepare_search_dir(out_dir: str, cfg: ThetaSearchConfig) -> None:
     """Create `out_dir` with the search's `config.json`, or check the one there is `cfg`'s.
 
     Raises:
-      UserError: `out_dir` holds a search with another config (every differing field named),
-        or cannot be written.
+      UserError: `out_dir` holds a search with another config (every differing field named)
+        or a config.json that does not read (`run_dir.read_config`), or cannot be written.
     """
     path, text = os.path.join(out_dir, "config.json"), config_json(cfg)
     if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            differences = config_differences(json.load(f), json.loads(text), cfg)
+        differences = config_differences(read_config(path), json.loads(text), cfg)
         if differences:
             raise UserError(f"{out_dir} holds a theta search with another config: "
                             + "; ".join(differences),
