@@ -50,7 +50,14 @@ report_user_errors(join_processes)  # --distributed: before pgx's import starts 
 
 
 from sailor_jax import report  # noqa: E402
-from sailor_jax.cli import Scale, ScaleArgs, parse_with_presets, progress_bar, start  # noqa: E402
+from sailor_jax.cli import (  # noqa: E402
+    Scale,
+    ScaleArgs,
+    parse_with_presets,
+    progress_bar,
+    resumed_by_rerunning,
+    start,
+)
 from sailor_jax.config import (  # noqa: E402
     AlignmentConfig,
     EvalConfig,
@@ -201,7 +208,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                        "constrained_tunable": list(args.constrained_tunable),
                        "base_config": to_jsonable(dataclasses.asdict(args.base))}, f, indent=2)
     rows, runs = [], {}
-    with progress_bar(console, "iterations") as progress:
+    with resumed_by_rerunning(args.out), progress_bar(console, "iterations") as progress:
         for name in args.variants:
             cfg = variant_config(name, args.base, args.constrained_tunable)
             results = run_variant(name, cfg, os.path.join(args.out, "variants", name), console,

@@ -38,7 +38,7 @@ import sys
 
 from rich.console import Console
 
-from sailor_jax.cli import make_console, parse_with_presets, progress_bar
+from sailor_jax.cli import make_console, parse_with_presets, progress_bar, resumed_by_rerunning
 from sailor_jax.config import EvalConfig, NetworkConfig, PPOConfig
 from sailor_jax.config.search import ThetaSearchConfig
 from sailor_jax.errors import report_user_errors
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     if not args.json:
         console.print(f"theta search preset={preset} out={args.out}", markup=False)
-    with progress_bar(console, "segments") as progress:
+    with resumed_by_rerunning(args.out), progress_bar(console, "segments") as progress:
         result = run_search(args.search, args.out, progress, on_generation)
     if args.json:
         print(json.dumps(result_line(result, args.out)), flush=True)

@@ -10,20 +10,17 @@ after it); `--preset NAME` is accepted as the same thing, so
 Every CLI parses through `parse_args` or `parse_with_presets`, which say what tyro rejects in
 the user's words, on one `error:` line with exit status 2: a config value its dataclass
 refuses names the flag as typed and the flags of the fields it is bound by
-(`error: --sailor.window must be in [0, --sailor.max-len=300], got -5 (...)`,
-`config.flags`), an unknown flag suggests the nearest known one. `--debug` (or
-`SAILOR_DEBUG=1`) shows tyro's own report instead. This uses tyro's parse-error hook
-(`tyro._errors.on_parse_error`, private: the project pins tyro 1.0.x; an event it does not
-know keeps tyro's report).
+(`error: --sailor.window must be in [0, --sailor.max-len=300], got -5 (...)`), an unknown
+flag suggests the nearest known one (`config.flags.user_errors`). `--debug` (or
+`SAILOR_DEBUG=1`) shows tyro's own report instead. A CLI that resumes by running the same
+command again says so on Ctrl-C or SIGTERM (`resumed_by_rerunning`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
@@ -32,10 +29,9 @@ import jax
 import tyro
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from tyro import _errors as tyro_errors
 
-from sailor_jax.config import flags
-from sailor_jax.errors import DEBUG_HELP, debug_requested
+from sailor_jax.config.flags import usage_error, user_errors
+from sailor_jax.errors import DEBUG_HELP, Interrupted, stop_word
 from sailor_jax.scale import sharding
 
 T = TypeVar("T")
@@ -138,7 +134,7 @@ def parse_with_presets(presets: Mapping[str, tuple[str, T]], argv: Sequence[str]
         if argv and (argv[0] in presets or not argv[0].startswith("-")):
             name, given = argv.pop(0), "preset "
     if name not in presets:
-        _usage_error(f"{given}{name}: no such preset" if name else "--preset needs a name",
+        usage_error(f"{given}{name}: no such preset" if name else "--preset needs a name",
                      f"known: {', '.join(presets)}")
     root = type(presets[name][1])
     with user_errors(root, argv):
@@ -163,108 +159,6 @@ def parse_args(f: Callable[..., T], argv: Sequence[str], **kwargs: Any) -> T:
         return tyro.cli(f, args=list(argv), **kwargs)
 
 
-@contextlib.contextmanager
-def user_errors(root: type, argv: Sequence[str]) -> Iterator[None]:
-    """While tyro parses `argv` into the dataclass `root`, report what it rejects as one
-    `error: <what> (<what to do>)` line on stderr and exit with status 2.
-
-    A value a config dataclass refuses in `__post_init__` is said with the flags of the
-    fields its message names (`config.flags.in_flags`; the config is found from tyro's
-    field path), or after the flags the user typed for that config when it names none; a
-    value that does not convert, a choice not offered, a missing value or argument names
-    the flag; an unknown flag suggests the nearest one of `root`. Any other failure, and
-    every failure under `--debug` / `SAILOR_DEBUG=1`, keeps tyro's own report.
-
-    Raises:
-      SystemExit: status 2, from inside tyro's parse.
-    """
-    if debug_requested(sys.argv):
-        yield
-        return
-
-    def hook(event: tyro_errors.ParseErrorEvent) -> None:
-        text = _describe(event, root, list(argv))
-        if text is not None:
-            _usage_error(*text)
-
-    with tyro_errors.on_parse_error(hook):
-        yield
-
-
-def _usage_error(what: str, fix: str) -> None:
-    """Print `error: <what> (<fix>)` to stderr and exit with status 2 (argparse's)."""
-    print(f"error: {what} ({fix})", file=sys.stderr)
-    raise SystemExit(2)
-
-
-def _flag(argument: Any) -> str | None:
-    """The flag (or positional name) of one of tyro's argument definitions, or None."""
-    try:
-        return str(argument.lowered.name_or_flags[0])
-    except (AttributeError, IndexError, TypeError):
-        return None
-
-
-def _describe(event: tyro_errors.ParseErrorEvent, root: type, argv: list[str]
-              ) -> tuple[str, str] | None:
-    """`(what, fix)` of a tyro parse failure, or None to keep tyro's report."""
-    if isinstance(event, tyro_errors.InstantiationFailure):
-        if event.argument is None:
-            return _config_error(event.message, root, argv, sys.exc_info()[1])
-        flag = _flag(event.argument)
-        if flag is None:
-            return None
-        metavar = getattr(event.argument.lowered, "metavar", None) or "another value"
-        return (f"{flag} {' '.join(_values(flag, argv))}: expected {metavar}",
-                f"see {flag} in --help")
-    if isinstance(event, tyro_errors.UnrecognizedArgs):
-        near = difflib.get_close_matches(event.tokens[0].partition("=")[0],
-                                         list(flags.all_flags(root)), n=1)
-        return (f"unrecognized argument{'s' * (len(event.tokens) > 1)} "
-                f"{' '.join(event.tokens)}", (f"did you mean {near[0]}? " if near else "")
-                + "see --help")
-    flag = _flag(getattr(event, "argument", None))
-    if isinstance(event, tyro_errors.InvalidChoice) and flag:
-        return f"{flag} {event.value}: not a choice", f"choose {', '.join(event.choices)}"
-    if isinstance(event, tyro_errors.BadValue) and flag:
-        return f"{flag}: a bad or missing value", f"see {flag} in --help"
-    if isinstance(event, tyro_errors.MissingArgs):
-        names = [_flag(a.arg) or "?" for a in event.missing_arguments]
-        return f"missing {', '.join(names)}", "see --help"
-    return None
-
-
-def _values(flag: str, argv: list[str]) -> list[str]:
-    """The values the user gave `flag` in `argv` (after it, up to the next flag)."""
-    for i, arg in enumerate(argv):
-        if arg == flag:
-            rest = argv[i + 1:]
-            return rest[:next((j for j, a in enumerate(rest) if a.startswith("--")), len(rest))]
-        if arg.startswith(flag + "="):
-            return [arg.partition("=")[2]]
-    return []
-
-
-def _config_error(message: str, root: type, argv: list[str], error: BaseException | None
-                  ) -> tuple[str, str]:
-    """`(what, fix)` of a config dataclass's `ValueError` `message`; tyro's error carries
-    the field path of the config that raised it (`arg`, e.g. `__tyro-dummy-inner__.sailor`
-    under presets; a root dataclass's own error has none)."""
-    path = getattr(error, "arg", "")
-    path = [p.replace("-", "_") for p in path.split(".") if p and not p.startswith("__tyro")
-            ] if isinstance(path, str) else []
-    cls, prefix = flags.config_at(root, path)
-    if cls is None:
-        return message, "see --help"
-    text, named = flags.in_flags(message, cls, prefix)
-    if not named and prefix:
-        group = flags.flag_name(prefix)
-        named = [a.partition("=")[0] for a in argv if a.startswith(group + ".")]
-        text = f"{' '.join(named) or group + '.*'}: {text}"
-    typed = [f for f in named if any(a.partition("=")[0] == f for a in argv)] or named
-    return text, f"see {typed[0]} in --help" if typed else "see --help"
-
-
 def preset_help(description: str, name: str, presets: Mapping[str, tuple[str, object]],
                 default: str = "smoke") -> str:
     """The `--help` text of preset `name`: what it is, every preset, `--debug`."""
@@ -275,6 +169,22 @@ def preset_help(description: str, name: str, presets: Mapping[str, tuple[str, ob
     lines += [f"  {key:<{width}}  {text}" for key, (text, _) in presets.items()]
     lines += ["", f"Every option below overrides the preset's value. {DEBUG_HELP}"]
     return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def resumed_by_rerunning(out: str) -> Iterator[None]:
+    """For a CLI that resumes by running the same command again (no `--resume` flag):
+    Ctrl-C or SIGTERM inside says so, instead of a run folder's `continue with --resume`.
+
+    Raises:
+      Interrupted: `interrupted; run the same command again to continue (--out OUT)` (or
+        `terminated; ...` after SIGTERM, `errors.stop_word`).
+    """
+    try:
+        yield
+    except KeyboardInterrupt as error:
+        raise Interrupted(f"{stop_word(error)}; run the same command again to continue "
+                          f"(--out {out})") from error
 
 
 def default_run_name(preset: str, judge: str, seed: int, root: str = "runs") -> str:

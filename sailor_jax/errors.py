@@ -70,10 +70,14 @@ TERMINATE_STATUS = 128 + signal.SIGTERM
 """Exit status after SIGTERM (143), as a shell reports a process killed by it."""
 
 
-def stop_word(error: BaseException) -> str:
-    """`terminated` if `error` is (or was raised from) a `Terminated`, else `interrupted`."""
-    terminated = isinstance(error, Terminated) or isinstance(error.__cause__, Terminated)
-    return "terminated" if terminated else "interrupted"
+def stop_word(error: BaseException | None) -> str:
+    """`terminated` if `error` is (or was raised, at any depth, from) a `Terminated`, else
+    `interrupted`."""
+    while error is not None:
+        if isinstance(error, Terminated):
+            return "terminated"
+        error = error.__cause__
+    return "interrupted"
 
 
 def _terminate(signum: int, frame: Any) -> None:

@@ -249,6 +249,33 @@ def test_cli_user_mistakes_are_one_line(case, scripts, tmp_path, monkeypatch, ca
     assert _listing(tmp_path) == before  # nothing written
 
 
+@pytest.mark.parametrize(("name", "stop", "status"), [
+    ("ablations", errors.Terminated("terminated"), errors.TERMINATE_STATUS),
+    ("theta_search", KeyboardInterrupt(), errors.INTERRUPT_STATUS),
+])
+def test_clis_that_resume_by_rerunning_say_so_when_stopped(name, stop, status, tmp_path,
+                                                           monkeypatch, capsys):
+    """ablations.py and theta_search.py have no --resume: running the same command again
+    continues them, and Ctrl-C or SIGTERM says that (a variant's own line said --resume)."""
+    module = _load(f"experiments/{name}.py")
+
+    def stopped(*args, **kwargs):
+        if name == "ablations":  # what a variant's run raises (run_guard.claim_out_dir)
+            raise errors.Interrupted(f"{errors.stop_word(stop)}; continue with --resume "
+                                     "(--out o/variants/baseline)") from stop
+        raise stop
+
+    monkeypatch.setattr(module, "run_variant" if name == "ablations" else "run_search",
+                        stopped)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        errors.report_user_errors(module.main, ["--out", "o"])
+    assert exit_.value.code == status
+    word = "terminated" if status == errors.TERMINATE_STATUS else "interrupted"
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {word}; run the same command again to continue (--out o)"]
+
+
 def test_uncreatable_out_in_a_real_process_is_one_line_before_any_work(tmp_path):
     """`sailor.py --out` under /proc: one line on stderr, exit 2, no run started."""
     command = [sys.executable, os.path.join(ROOT, "experiments", "sailor.py"), "--out",

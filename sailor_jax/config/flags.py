@@ -7,20 +7,28 @@ prefix of a field annotated `tyro.conf.OmitArgPrefixes` (`--devices`, not `--sca
 The config dataclasses validate in `__post_init__` with `ValueError` messages that name their
 fields (`window must be in [0, max_len=300], got -5`, `SailorConfig.num_seeds must be
 positive`, `alignment.heldout needs trajectories >= 4`); `in_flags` rewrites such a message
-with the flags of the config at a known path, so a CLI can say it in the user's words
-(`sailor_jax.cli.parse_args`).
+with the flags of the config at a known path. `user_errors` wraps a tyro parse (the CLIs'
+`sailor_jax.cli.parse_args`): through tyro's parse-error hook (`tyro._errors.on_parse_error`,
+private: the project pins tyro 1.0.x) every rejection becomes one `error:` line in the
+user's words, exit 2; an event it does not know keeps tyro's own report.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import difflib
 import re
+import sys
 import types
 import typing
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import tyro
+from tyro import _errors as tyro_errors
+
+from sailor_jax.errors import debug_requested
 
 FIELD_WORD = re.compile(r"(?<![\w.'\"/-])(?:_?[A-Z][A-Za-z0-9]*\.)?([a-z_][a-z0-9_]*"
                         r"(?:\.[a-z_][a-z0-9_]*)*)(?![\w'\"])")
@@ -119,3 +127,105 @@ def all_flags(root: type, prefix: tuple[str, ...] = ()) -> Iterator[str]:
         yield flag_name((*prefix, name))
         if annotation is bool:
             yield flag_name((*prefix, f"no_{name}"))
+
+
+@contextlib.contextmanager
+def user_errors(root: type, argv: Sequence[str]) -> Iterator[None]:
+    """While tyro parses `argv` into the dataclass `root`, report what it rejects as one
+    `error: <what> (<what to do>)` line on stderr and exit with status 2.
+
+    A value a config dataclass refuses in `__post_init__` is said with the flags of the
+    fields its message names (`in_flags`; the config is found from tyro's
+    field path), or after the flags the user typed for that config when it names none; a
+    value that does not convert, a choice not offered, a missing value or argument names
+    the flag; an unknown flag suggests the nearest one of `root`. Any other failure, and
+    every failure under `--debug` / `SAILOR_DEBUG=1`, keeps tyro's own report.
+
+    Raises:
+      SystemExit: status 2, from inside tyro's parse.
+    """
+    if debug_requested(sys.argv):
+        yield
+        return
+
+    def hook(event: tyro_errors.ParseErrorEvent) -> None:
+        text = _describe(event, root, list(argv))
+        if text is not None:
+            usage_error(*text)
+
+    with tyro_errors.on_parse_error(hook):
+        yield
+
+
+def usage_error(what: str, fix: str) -> None:
+    """Print `error: <what> (<fix>)` to stderr and exit with status 2 (argparse's)."""
+    print(f"error: {what} ({fix})", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _flag(argument: Any) -> str | None:
+    """The flag (or positional name) of one of tyro's argument definitions, or None."""
+    try:
+        return str(argument.lowered.name_or_flags[0])
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
+def _describe(event: tyro_errors.ParseErrorEvent, root: type, argv: list[str]
+              ) -> tuple[str, str] | None:
+    """`(what, fix)` of a tyro parse failure, or None to keep tyro's report."""
+    if isinstance(event, tyro_errors.InstantiationFailure):
+        if event.argument is None:
+            return _config_error(event.message, root, argv, sys.exc_info()[1])
+        flag = _flag(event.argument)
+        if flag is None:
+            return None
+        metavar = getattr(event.argument.lowered, "metavar", None) or "another value"
+        return (f"{flag} {' '.join(_values(flag, argv))}: expected {metavar}",
+                f"see {flag} in --help")
+    if isinstance(event, tyro_errors.UnrecognizedArgs):
+        near = difflib.get_close_matches(event.tokens[0].partition("=")[0],
+                                         list(all_flags(root)), n=1)
+        return (f"unrecognized argument{'s' * (len(event.tokens) > 1)} "
+                f"{' '.join(event.tokens)}", (f"did you mean {near[0]}? " if near else "")
+                + "see --help")
+    flag = _flag(getattr(event, "argument", None))
+    if isinstance(event, tyro_errors.InvalidChoice) and flag:
+        return f"{flag} {event.value}: not a choice", f"choose {', '.join(event.choices)}"
+    if isinstance(event, tyro_errors.BadValue) and flag:
+        return f"{flag}: a bad or missing value", f"see {flag} in --help"
+    if isinstance(event, tyro_errors.MissingArgs):
+        names = [_flag(a.arg) or "?" for a in event.missing_arguments]
+        return f"missing {', '.join(names)}", "see --help"
+    return None
+
+
+def _values(flag: str, argv: list[str]) -> list[str]:
+    """The values the user gave `flag` in `argv` (after it, up to the next flag)."""
+    for i, arg in enumerate(argv):
+        if arg == flag:
+            rest = argv[i + 1:]
+            return rest[:next((j for j, a in enumerate(rest) if a.startswith("--")), len(rest))]
+        if arg.startswith(flag + "="):
+            return [arg.partition("=")[2]]
+    return []
+
+
+def _config_error(message: str, root: type, argv: list[str], error: BaseException | None
+                  ) -> tuple[str, str]:
+    """`(what, fix)` of a config dataclass's `ValueError` `message`; tyro's error carries
+    the field path of the config that raised it (`arg`, e.g. `__tyro-dummy-inner__.sailor`
+    under presets; a root dataclass's own error has none)."""
+    path = getattr(error, "arg", "")
+    path = [p.replace("-", "_") for p in path.split(".") if p and not p.startswith("__tyro")
+            ] if isinstance(path, str) else []
+    cls, prefix = config_at(root, path)
+    if cls is None:
+        return message, "see --help"
+    text, named = in_flags(message, cls, prefix)
+    if not named and prefix:
+        group = flag_name(prefix)
+        named = [a.partition("=")[0] for a in argv if a.startswith(group + ".")]
+        text = f"{' '.join(named) or group + '.*'}: {text}"
+    typed = [f for f in named if any(a.partition("=")[0] == f for a in argv)] or named
+    return text, f"see {typed[0]} in --help" if typed else "see --help"
