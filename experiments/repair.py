@@ -54,7 +54,12 @@ from typing import Literal
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 from sailor_jax import report  # noqa: E402
-from sailor_jax.cli import make_console, parse_with_presets, progress_bar  # noqa: E402
+from sailor_jax.cli import (  # noqa: E402
+    make_console,
+    parse_with_presets,
+    progress_bar,
+    resumed_by_rerunning,
+)
 from sailor_jax.config import AlignmentConfig, EvalConfig, PPOConfig, RankerConfig, SailorConfig  # noqa: E402
 from sailor_jax.config.starts import STARTS, Start, parse_start  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
@@ -279,7 +284,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         check_variant(name, cfg, os.path.join(args.out, "variants", name))
     console = make_console()
     results = {}
-    with progress_bar(console, "iterations") as progress:
+    with resumed_by_rerunning(args.out), progress_bar(console, "iterations") as progress:
         for name, _, _, cfg in arm_list:
             results[name] = run_variant(name, cfg, os.path.join(args.out, "variants", name),
                                         console, progress)

@@ -252,20 +252,22 @@ def test_cli_user_mistakes_are_one_line(case, scripts, tmp_path, monkeypatch, ca
 @pytest.mark.parametrize(("name", "stop", "status"), [
     ("ablations", errors.Terminated("terminated"), errors.TERMINATE_STATUS),
     ("theta_search", KeyboardInterrupt(), errors.INTERRUPT_STATUS),
+    ("repair", KeyboardInterrupt(), errors.INTERRUPT_STATUS),
 ])
 def test_clis_that_resume_by_rerunning_say_so_when_stopped(name, stop, status, tmp_path,
                                                            monkeypatch, capsys):
-    """ablations.py and theta_search.py have no --resume: running the same command again
-    continues them, and Ctrl-C or SIGTERM says that (a variant's own line said --resume)."""
+    """ablations.py, theta_search.py and repair.py have no --resume: running the same command
+    again continues them, and Ctrl-C or SIGTERM says that (a variant's own line said
+    --resume)."""
     module = _load(f"experiments/{name}.py")
 
     def stopped(*args, **kwargs):
-        if name == "ablations":  # what a variant's run raises (run_guard.claim_out_dir)
+        if name in ("ablations", "repair"):  # what a variant's run raises (claim_out_dir)
             raise errors.Interrupted(f"{errors.stop_word(stop)}; continue with --resume "
                                      "(--out o/variants/baseline)") from stop
         raise stop
 
-    monkeypatch.setattr(module, "run_variant" if name == "ablations" else "run_search",
+    monkeypatch.setattr(module, "run_search" if name == "theta_search" else "run_variant",
                         stopped)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exit_:
