@@ -34,37 +34,38 @@ run_arm() {  # DIR ARM [flags]: one arm of --out $G/DIR, killed at the deadline
 }
 export -f run_arm
 default_arms() { cat <<'ARMS'
-b09 theta0.fixed
-b09 pays_for_dying.fixed
-b09 chases_max_tile.fixed
-b09 ones.fixed
-b09 theta0.sailor_value
-b09 pays_for_dying.sailor_value
-b09 chases_max_tile.sailor_value
-b5 pays_for_dying.sailor_value --value-beta 5
-b5 chases_max_tile.sailor_value --value-beta 5
-b5 theta0.sailor_value --value-beta 5
-b09 theta0.sailor
-b09 pays_for_dying.sailor
-b09 chases_max_tile.sailor
-b09 theta0.sailor_value_random_judge
-b5 theta0.sailor_value_random_judge --value-beta 5
-b09 pays_for_dying.sailor_value_outcome
-b09 chases_max_tile.sailor_value_outcome
-b09 ones.sailor_value
-b5 ones.sailor_value --value-beta 5
-b09 ones.sailor
-b09 pays_for_dying.sailor_value_random_judge
-b09 chases_max_tile.sailor_value_random_judge
-b5 pays_for_dying.sailor_value_random_judge --value-beta 5
-b5 chases_max_tile.sailor_value_random_judge --value-beta 5
-b09 ones.sailor_value_random_judge
-b09 theta0.sailor_value_outcome
-b09 pays_for_dying.sailor_value_regret
-b09 chases_max_tile.sailor_value_regret
+b09 theta0.fixed --value-beta 0.9 --no-survival-guard
+b09 pays_for_dying.fixed --value-beta 0.9 --no-survival-guard
+b09 chases_max_tile.fixed --value-beta 0.9 --no-survival-guard
+b09 ones.fixed --value-beta 0.9 --no-survival-guard
+b09 theta0.sailor_value --value-beta 0.9 --no-survival-guard
+b09 pays_for_dying.sailor_value --value-beta 0.9 --no-survival-guard
+b09 chases_max_tile.sailor_value --value-beta 0.9 --no-survival-guard
+b5 pays_for_dying.sailor_value --value-beta 5 --no-survival-guard
+b5 chases_max_tile.sailor_value --value-beta 5 --no-survival-guard
+b5 theta0.sailor_value --value-beta 5 --no-survival-guard
+b09 theta0.sailor --value-beta 0.9 --no-survival-guard
+b09 pays_for_dying.sailor --value-beta 0.9 --no-survival-guard
+b09 chases_max_tile.sailor --value-beta 0.9 --no-survival-guard
+b09 theta0.sailor_value_random_judge --value-beta 0.9 --no-survival-guard
+b5 theta0.sailor_value_random_judge --value-beta 5 --no-survival-guard
+b09 pays_for_dying.sailor_value_outcome --value-beta 0.9 --no-survival-guard
+b09 chases_max_tile.sailor_value_outcome --value-beta 0.9 --no-survival-guard
+b09 ones.sailor_value --value-beta 0.9 --no-survival-guard
+b5 ones.sailor_value --value-beta 5 --no-survival-guard
+b09 ones.sailor --value-beta 0.9 --no-survival-guard
+b09 pays_for_dying.sailor_value_random_judge --value-beta 0.9 --no-survival-guard
+b09 chases_max_tile.sailor_value_random_judge --value-beta 0.9 --no-survival-guard
+b5 pays_for_dying.sailor_value_random_judge --value-beta 5 --no-survival-guard
+b5 chases_max_tile.sailor_value_random_judge --value-beta 5 --no-survival-guard
+b09 ones.sailor_value_random_judge --value-beta 0.9 --no-survival-guard
+b09 theta0.sailor_value_outcome --value-beta 0.9 --no-survival-guard
+b09 pays_for_dying.sailor_value_regret --value-beta 0.9 --no-survival-guard
+b09 chases_max_tile.sailor_value_regret --value-beta 0.9 --no-survival-guard
 ARMS
 }
-# ARMS=FILE: other arms, one "DIR ARM [flags]" per line (e.g. benchmarks/gpu/repair34_z.arms)
+# Arms of 2026-11-25 (before repair.py's value arms defaulted to beta 5 and the survival
+# guard: hence the flags). ARMS=FILE: other arms, one "DIR ARM [flags]" per line (e.g. benchmarks/gpu/repair34_z.arms)
 if [ -n "${ARMS:-}" ]; then cat "$ARMS"; else default_arms; fi | xargs -P $P -L 1 bash -c 'run_arm "$@"' _
 echo "all arms ended after $(( $(date +%s) - START )) s"
 cd $G && find . -name results.json -o -name config.json -o -name metrics.jsonl \
