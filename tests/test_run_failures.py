@@ -67,6 +67,19 @@ def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.strip()]
 
 
+def _resume_finishes(command, cwd, env, out: str, segments: int) -> None:
+    """`command --resume` exits 0 and `metrics.jsonl` then holds each record once, for every
+    segment `0..segments-1`."""
+    resumed = subprocess.run([*command, "--resume"], cwd=cwd, env=env,
+                             capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert resumed.returncode == 0, resumed.stderr
+    with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    keys = [(r["segment"], r["step"], tuple(sorted(r))) for r in records]
+    assert len(keys) == len(set(keys))  # no record twice
+    assert {r["segment"] for r in records} == set(range(segments))
+
+
 def test_second_run_ctrl_c_resume_and_finished_resume(tmp_path, tiny_llm_dir):
     out = str(tmp_path / "run")
     command, env = _command(out, tiny_llm_dir), _env()
@@ -104,14 +117,7 @@ def test_second_run_ctrl_c_resume_and_finished_resume(tmp_path, tiny_llm_dir):
     assert open(os.path.join(out, "config.json"), "rb").read() == config
     assert len(os.listdir(os.path.join(out, "tb"))) == 1  # B wrote no event file
 
-    resumed = subprocess.run([*command, "--resume"], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=TIMEOUT_S)
-    assert resumed.returncode == 0, resumed.stderr
-    with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
-        records = [json.loads(line) for line in f]
-    keys = [(r["segment"], r["step"], tuple(sorted(r))) for r in records]
-    assert len(keys) == len(set(keys))  # no record twice
-    assert {r["segment"] for r in records} == set(range(ITERATIONS))
+    _resume_finishes(command, tmp_path, env, out, ITERATIONS)
 
     before = _files(out)
     t0 = time.perf_counter()
@@ -155,11 +161,4 @@ def test_sigterm_says_how_to_continue_and_resume_finishes(tmp_path):
     assert lines[0] == f"error: terminated; continue with --resume (--out {out})", stderr
     assert [line for line in lines if line.startswith("error:")] == lines[:1], stderr
     assert run_dir.saved_steps(out)[-1] < SEGMENTS  # stopped mid-run
-    resumed = subprocess.run([*command, "--resume"], cwd=tmp_path, env=_env(),
-                             capture_output=True, text=True, timeout=TIMEOUT_S)
-    assert resumed.returncode == 0, resumed.stderr
-    with open(os.path.join(out, "metrics.jsonl"), encoding="utf-8") as f:
-        records = [json.loads(line) for line in f]
-    keys = [(r["segment"], r["step"], tuple(sorted(r))) for r in records]
-    assert len(keys) == len(set(keys))  # no record twice
-    assert {r["segment"] for r in records} == set(range(SEGMENTS))
+    _resume_finishes(command, tmp_path, _env(), out, SEGMENTS)
