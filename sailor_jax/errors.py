@@ -15,11 +15,12 @@ so the run stops as on Ctrl-C and says `terminated; continue with --resume ...`,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -84,6 +85,43 @@ def _terminate(signum: int, frame: Any) -> None:
     """The SIGTERM handler: raise `Terminated`; a second SIGTERM kills at once."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     raise Terminated("terminated")
+
+
+@contextlib.contextmanager
+def stops_held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM until the block ends, then deliver the first one that came.
+
+    For a step that must not stop half-way (writing a checkpoint: orbax's background threads
+    of a save cut short print tracebacks at interpreter shutdown). After the block the
+    handlers that were there come back and the held signal is raised again
+    (`signal.raise_signal`), so it acts exactly as it would have: `Terminated` under
+    `report_user_errors`, `KeyboardInterrupt` for Ctrl-C. A second signal inside the block
+    does not wait: a second Ctrl-C raises `KeyboardInterrupt` there, a second SIGTERM ends
+    the process (its default action). Outside the main thread (where Python cannot set
+    handlers) the block runs unguarded.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        if not held:
+            held.append(signum)
+        elif signum == signal.SIGTERM:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.raise_signal(signal.SIGTERM)
+        else:
+            raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+    if held:
+        signal.raise_signal(held[0])
 
 
 def debug_requested(argv: Sequence[str]) -> bool:

@@ -154,11 +154,9 @@ def test_sigterm_says_how_to_continue_and_resume_finishes(tmp_path):
         if run.poll() is None:
             run.kill()
     assert run.returncode == TERMINATE_STATUS == 143, stderr
-    lines = _error_lines(stderr)
-    # The one error line comes first. Known defect, left open: on some runs an async
-    # checkpointer thread then prints "Event loop is closed" tracebacks at interpreter
-    # shutdown (seen once in a clean-clone CI run); nothing is lost, --resume below finishes.
-    assert lines[0] == f"error: terminated; continue with --resume (--out {out})", stderr
-    assert [line for line in lines if line.startswith("error:")] == lines[:1], stderr
+    # One line and nothing else: a SIGTERM during a checkpoint save once left orbax threads
+    # that printed "Event loop is closed" tracebacks at shutdown (`errors.stops_held`).
+    assert _error_lines(stderr) == [f"error: terminated; continue with --resume (--out {out})"
+                                    ], stderr
     assert run_dir.saved_steps(out)[-1] < SEGMENTS  # stopped mid-run
     _resume_finishes(command, tmp_path, _env(), out, SEGMENTS)

@@ -72,6 +72,44 @@ def test_sigterm_is_one_line_exit_143_and_the_handler_is_restored(capsys):
     assert seen == [signal.SIG_DFL] and signal.getsignal(signal.SIGTERM) == before
 
 
+def test_stops_held_delivers_sigterm_after_the_block(capsys):
+    """A SIGTERM during `stops_held` (a checkpoint being written) waits until the block has
+    finished, then acts as it would have: one line, exit 143; the handlers come back."""
+    before, done = signal.getsignal(signal.SIGTERM), []
+
+    def main(argv):
+        with errors.stops_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            done.append("block finished")
+        done.append("after the block")  # not reached: the held SIGTERM is raised first
+
+    with pytest.raises(SystemExit) as exit_:
+        errors.report_user_errors(main, [])
+    assert exit_.value.code == 143 and done == ["block finished"]
+    assert capsys.readouterr().err == "error: terminated\n"
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_stops_held_lets_a_second_ctrl_c_through():
+    """Ctrl-C is held too, but a second one does not wait; the block's handlers go away."""
+    before, done = signal.getsignal(signal.SIGINT), []
+    with pytest.raises(KeyboardInterrupt):
+        with errors.stops_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append("first held")
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(10)  # the second raises before this ends
+    assert done == ["first held"] and signal.getsignal(signal.SIGINT) == before
+
+
+def test_stops_held_without_a_signal_changes_nothing():
+    before = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
+    with errors.stops_held():
+        value = 1
+    assert value == 1 and [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == before
+
+
 def test_missing_file_error_is_both_kinds():
     error = errors.MissingFileError("no x", "make x")
     assert isinstance(error, FileNotFoundError) and isinstance(error, ValueError)

@@ -29,7 +29,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from sailor_jax.errors import UserError
+from sailor_jax.errors import UserError, stops_held
 from sailor_jax.scale import sharding
 
 DIGEST_KEY = "state_sha256"
@@ -98,7 +98,8 @@ class Checkpointer:
 
     def save(self, step: int, state: Any, meta: dict) -> None:
         """Write step `step` and wait until it is on disk; the meta gets the state's SHA-256
-        (`DIGEST_KEY`, see `state_digest`; `restore` strips it).
+        (`DIGEST_KEY`, see `state_digest`; `restore` strips it). Ctrl-C and SIGTERM wait
+        until the step is written (`errors.stops_held`).
 
         Raises:
           ValueError: step `step` already exists (never overwritten silently), or is older
@@ -112,9 +113,10 @@ class Checkpointer:
             raise ValueError(f"checkpoint step {step} is older than the latest saved step "
                              f"{latest} in {self.directory}; steps must increase")
         meta = {**meta, DIGEST_KEY: state_digest(state)}
-        saved = self._manager.save(step, args=ocp.args.Composite(
-            state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)))
-        self._manager.wait_until_finished()
+        with stops_held():  # a save cut short leaves orbax threads that print at shutdown
+            saved = self._manager.save(step, args=ocp.args.Composite(
+                state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)))
+            self._manager.wait_until_finished()
         if not saved:
             raise RuntimeError(f"orbax did not save checkpoint step {step} in {self.directory}")
 
