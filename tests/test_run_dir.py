@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import threading
 
 import pytest
 
@@ -188,6 +189,60 @@ def test_writable_out_is_probed_and_left_as_it_was(tmp_path):
     (tmp_path / "kept").mkdir()
     run_dir.check_writable(str(tmp_path / "kept"))
     assert os.listdir(tmp_path / "kept") == []
+
+
+def test_parent_created_by_a_run_beside_is_used_as_it_is(tmp_path, monkeypatch):
+    """Runs started side by side into sibling folders of one missing parent (seen on the GPU
+    machine: `cannot create /tmp/g/s16 (File exists)`): a parent another process made first
+    is used, and left to it."""
+    real_mkdir, calls = os.mkdir, []
+
+    def other_run_first(folder, *args):
+        calls.append(folder)
+        if len(calls) == 1:
+            real_mkdir(folder)  # the other process wins the race
+            raise FileExistsError(17, "File exists", folder)
+        real_mkdir(folder, *args)
+
+    monkeypatch.setattr(run_dir.os, "mkdir", other_run_first)
+    run_dir.check_writable(str(tmp_path / "group" / "arm"))
+    assert calls == [str(tmp_path / "group"), str(tmp_path / "group" / "arm")]
+    assert os.listdir(tmp_path) == ["group"] and os.listdir(tmp_path / "group") == []
+
+
+def test_parent_removed_by_a_run_beside_is_tried_again(tmp_path, monkeypatch):
+    """The other run removes the shared parent it made for its probe while this one creates
+    its folder in it: the probe is tried again, and fails only after PROBE_ATTEMPTS tries."""
+    real_mkdir, removed = os.mkdir, []
+
+    def parent_removed_once(folder, *args):
+        if folder.endswith("arm") and not removed:
+            removed.append(os.path.dirname(folder))
+            os.rmdir(os.path.dirname(folder))
+        real_mkdir(folder, *args)
+
+    monkeypatch.setattr(run_dir.os, "mkdir", parent_removed_once)
+    run_dir.check_writable(str(tmp_path / "group" / "arm"))
+    assert removed == [str(tmp_path / "group")] and os.listdir(tmp_path) == []
+
+
+def test_sibling_folders_probed_at_once_all_pass(tmp_path):
+    """16 threads probe sibling folders under one missing parent at the same moment."""
+    barrier, failures = threading.Barrier(16), []
+
+    def probe(i):
+        barrier.wait()
+        try:
+            run_dir.check_writable(str(tmp_path / "group" / "sub" / f"arm{i}"))
+        except UserError as error:
+            failures.append(str(error))
+
+    threads = [threading.Thread(target=probe, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
 
 
 @pytest.mark.parametrize("content, why", [

@@ -163,21 +163,48 @@ def check_writable(out_dir: str) -> None:
     if not sharding.is_main_process():
         return
     path = os.path.abspath(out_dir)
-    existing = path
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise UserError(f"--out {out_dir}: {existing} is a file, not a folder",
-                        "choose another --out")
+    for attempt in range(PROBE_ATTEMPTS):
+        existing = path
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        if not os.path.isdir(existing):
+            raise UserError(f"--out {out_dir}: {existing} is a file, not a folder",
+                            "choose another --out")
+        try:
+            _create_and_probe(existing, path)
+            return
+        except FileNotFoundError as error:  # a run beside this one removed a shared parent
+            if attempt + 1 == PROBE_ATTEMPTS:  # or the parent cannot hold folders (/proc)
+                raise _unwritable(out_dir, path, existing, error) from None
+        except OSError as error:
+            raise _unwritable(out_dir, path, existing, error) from None
+
+
+PROBE_ATTEMPTS = 5
+"""`check_writable` tries this often: runs started side by side into sibling folders create
+and remove their shared missing parents at the same time."""
+
+
+def _create_and_probe(existing: str, path: str) -> None:
+    """Create the folders below `existing` down to `path`, write and remove a probe file in
+    `path`, remove the folders this call created (a folder another process created at the
+    same time is used as it is; one still in use stays).
+
+    Raises:
+      OSError: what creating or writing raised.
+    """
     created: list[str] = []
     try:
         for folder in _missing_folders(existing, path):
-            os.mkdir(folder)
+            try:
+                os.mkdir(folder)
+            except FileExistsError:
+                if not os.path.isdir(folder):
+                    raise
+                continue
             created.append(folder)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".write-probe-"):
             pass
-    except OSError as error:
-        raise _unwritable(out_dir, path, existing, error) from None
     finally:
         for folder in reversed(created):
             with contextlib.suppress(OSError):
