@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import signal
 
 import chex
 import jax
@@ -20,6 +21,7 @@ import optax
 import orbax.checkpoint as ocp
 import pytest
 
+from sailor_jax import errors
 from sailor_jax.agents import ppo
 from sailor_jax.config import NetworkConfig, PPOConfig
 from sailor_jax.errors import UserError
@@ -290,3 +292,30 @@ def test_a_save_killed_midway_leaves_no_step(tmp_path, monkeypatch):
         ckpt.save(2, {"x": X * 2}, {"step": 2})
         assert ckpt.all_steps() == [1, 2]
     assert sorted(os.listdir(tmp_path)) == ["1", "2"]
+
+
+def test_sigterm_during_a_save_waits_until_the_step_is_written(tmp_path, monkeypatch):
+    """Issue 35: SIGTERM while orbax writes a step is held (`errors.stops_held`) until the step
+    is on disk, then stops the run as always (`Terminated`); the step restores."""
+    with Checkpointer(tmp_path) as ckpt:
+        real_wait = ckpt._manager.wait_until_finished
+
+        sent = []
+
+        def signal_midway():  # the signal arrives while the save is in flight (once: orbax
+            if not sent:      # waits in save too, and a second SIGTERM would end pytest)
+                sent.append(os.kill(os.getpid(), signal.SIGTERM))
+            real_wait()
+
+        monkeypatch.setattr(ckpt._manager, "wait_until_finished", signal_midway)
+        previous = signal.signal(signal.SIGTERM, errors._terminate)
+        try:
+            with pytest.raises(errors.Terminated):
+                ckpt.save(1, {"x": X}, {"step": 1})
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        monkeypatch.undo()
+        assert ckpt.all_steps() == [1]
+        state, meta = ckpt.restore(X_ABSTRACT)
+    np.testing.assert_array_equal(state["x"], X)
+    assert meta == {"step": 1}
