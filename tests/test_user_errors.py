@@ -243,6 +243,11 @@ CASES = {
         "again (--out ablation): it resumes them, then plot)")),
     "transfer, not a run": ("transfer_dqn", ["--sailor-results", "empty", "--out", "o"],
                             "no SAILOR results.json"),
+    "transfer, unfinished run": ("transfer_dqn", ["--sailor-results", "started", "--out", "o"],
+                                 re.escape(
+        "error: started holds a run that has not finished (no results.json; checkpoint of "
+        "segment 1) (--resume finishes it: python experiments/sailor.py with the flags that "
+        "started it, then --out started --resume; then run this command again)")),
     # Issue 35: --out is created (and a file written in it) to check it, root or not.
     "out under /proc": ("sailor", ["--out", "/proc/nonexistent/run"],
                         r"^error: --out /proc/nonexistent/run: cannot create /proc/nonexistent "

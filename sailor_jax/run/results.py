@@ -19,6 +19,7 @@ import numpy as np
 from sailor_jax.errors import MissingFileError, UserError
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.logging import to_jsonable
+from sailor_jax.run import run_dir
 
 PHASES = ("train", "collect", "rank", "update", "checkpoint", "eval")
 """Wall-clock phases of a SAILOR run (seconds in `timings`, with `compile`)."""
@@ -233,10 +234,13 @@ def read_json(path: str) -> tuple[str, dict]:
     """`(file, parsed dict)` of a run's `results.json` (the file, or the folder holding it).
 
     Raises:
-      MissingFileError: no results.json at `path` (a `FileNotFoundError`).
+      MissingFileError: no results.json at `path` (a `FileNotFoundError`); for a run folder
+        that has not finished, the line says that `sailor.py ... --resume` finishes it.
       UserError: not valid JSON, or not a JSON object (a `ValueError`).
     """
     file = os.path.join(path, "results.json") if os.path.isdir(path) else path
+    if not os.path.isfile(file) and os.path.isfile(os.path.join(path, "config.json")):
+        raise run_dir.unfinished_error(path, "run this command again")
     if not os.path.isfile(file):
         raise MissingFileError(f"no SAILOR results.json at {path!r}",
                                "pass the folder of a finished run, or its results.json")

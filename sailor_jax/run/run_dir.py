@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from typing import Any
 
-from sailor_jax.errors import UserError
+from sailor_jax.errors import MissingFileError, UserError
 from sailor_jax.logging import to_jsonable
 from sailor_jax.scale import sharding
 
@@ -111,6 +111,17 @@ def run_started(out_dir: str) -> bool:
 def finished(out_dir: str) -> bool:
     """True if the run in `out_dir` wrote its `results.json`."""
     return os.path.exists(os.path.join(out_dir, "results.json"))
+
+
+def unfinished_error(out_dir: str, then: str) -> MissingFileError:
+    """The one-line error for a SAILOR run folder that holds a run with no results yet: its
+    newest checkpoint, and that `sailor.py ... --resume` finishes it, then `then`."""
+    steps = saved_steps(out_dir)
+    state = f"checkpoint of segment {steps[-1]}" if steps else "no checkpoint yet"
+    return MissingFileError(
+        f"{out_dir} holds a run that has not finished (no results.json; {state})",
+        "--resume finishes it: python experiments/sailor.py with the flags that started "
+        f"it, then --out {out_dir} --resume; then {then}")
 
 
 def log_records(out_dir: str) -> dict[str, int]:

@@ -133,11 +133,6 @@ def load_runs(results_dir: str) -> dict[str, SailorResults]:
         raise MissingFileError(f"no variant in {variants_dir} has finished (started: "
                                f"{', '.join(started)})", f"{again}, then plot")
     if os.path.exists(os.path.join(results_dir, "config.json")):
-        steps = run_dir.saved_steps(results_dir)
-        state = f"checkpoint of segment {steps[-1]}" if steps else "no checkpoint yet"
-        raise MissingFileError(
-            f"{results_dir} holds a run that has not finished (no results.json; {state})",
-            "--resume finishes it: python experiments/sailor.py with the flags that started "
-            f"it, then --out {results_dir} --resume; then plot")
+        raise run_dir.unfinished_error(results_dir, "plot")
     raise MissingFileError(f"no results.json in {results_dir} or {variants_dir}/*/",
                            "pass the folder of a finished run or ablation")
