@@ -1,4 +1,5 @@
-"""Sample whole games with the current stochastic policy, for the judges to rank.
+"""Sample whole games with the current stochastic policy, for the judges to rank (or
+record the greedy policy's games move by move, `greedy=True`, as `experiments/watch.py` does).
 
 Each trajectory carries `Phi`, the sum of its transition features, so its return under any
 reward is `R_theta(tau) = theta . Phi(tau)`: ranking by R_theta and every alignment objective
@@ -19,13 +20,16 @@ from sailor_jax.game.env import GAME_2048, EnvFns
 from sailor_jax.types import TrajectoryBatch
 
 
-def make_collect(net: NetworkConfig, num: int, max_len: int = 2000, env_fns: EnvFns = GAME_2048):
+def make_collect(net: NetworkConfig, num: int, max_len: int = 2000, env_fns: EnvFns = GAME_2048,
+                 greedy: bool = False):
     """Build the compiled `collect(params, key) -> TrajectoryBatch`.
 
     Plays `num` games from reset with actions sampled from the policy (illegal moves masked)
     for at most `max_len` moves each; games still running then are flagged `truncated`.
-    Static: `net`, `num`, `max_len`, `env_fns` (the environment; its states need a
-    `terminated` field). Vmap it over a leading seed axis of params and keys.
+    `greedy=True` plays the argmax of the legal logits instead (`policy.logits_policy`, the
+    action `evaluation.make_evaluate` plays: with the same key, the same games). Static: `net`,
+    `num`, `max_len`, `env_fns` (the environment; its states need a `terminated` field),
+    `greedy`. Vmap it over a leading seed axis of params and keys.
 
     The returned batch has boards `[num, max_len + 1, 16] int8`, actions `[num, max_len] int8`
     (-1 after the game ended), score gains `[num, max_len] float32`, and `Phi [num, F]`.
@@ -36,7 +40,7 @@ def make_collect(net: NetworkConfig, num: int, max_len: int = 2000, env_fns: Env
     if num <= 0 or max_len <= 0:
         raise ValueError(f"num and max_len must be positive, got {num}, {max_len}")
     _, apply = make_network(net)
-    return jax.jit(functools.partial(_collect, env_fns, apply, num, max_len))
+    return jax.jit(functools.partial(_collect, env_fns, apply, num, max_len, greedy))
 
 
 def make_act_collect(act, num: int, max_len: int = 2000, env_fns: EnvFns = GAME_2048):
@@ -54,10 +58,11 @@ def make_act_collect(act, num: int, max_len: int = 2000, env_fns: EnvFns = GAME_
     return jax.jit(functools.partial(_collect_act, env_fns, act, num, max_len))
 
 
-def _collect(fns: EnvFns, apply, num: int, max_len: int, params, key: jax.Array
+def _collect(fns: EnvFns, apply, num: int, max_len: int, greedy: bool, params, key: jax.Array
              ) -> TrajectoryBatch:
     """Play `num` games for `max_len` moves (finished games idle); see `make_collect`."""
-    act = functools.partial(logits_policy, functools.partial(actor_logits, apply), params, False)
+    act = functools.partial(logits_policy, functools.partial(actor_logits, apply), params,
+                            greedy)
     return _collect_act(fns, act, num, max_len, key)
 
 

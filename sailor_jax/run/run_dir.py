@@ -113,14 +113,16 @@ def finished(out_dir: str) -> bool:
     return os.path.exists(os.path.join(out_dir, "results.json"))
 
 
-def unfinished_error(out_dir: str, then: str) -> MissingFileError:
-    """The one-line error for a SAILOR run folder that holds a run with no results yet: its
-    newest checkpoint, and that `sailor.py ... --resume` finishes it, then `then`."""
+def unfinished_error(out_dir: str, then: str, script: str = "experiments/sailor.py"
+                     ) -> MissingFileError:
+    """The one-line error for a run folder (of `script`, default a SAILOR run) that holds a
+    run with no results yet: its newest checkpoint, and that `script ... --resume` finishes
+    it, then `then`."""
     steps = saved_steps(out_dir)
     state = f"checkpoint of segment {steps[-1]}" if steps else "no checkpoint yet"
     return MissingFileError(
         f"{out_dir} holds a run that has not finished (no results.json; {state})",
-        "--resume finishes it: python experiments/sailor.py with the flags that started "
+        f"--resume finishes it: python {script} with the flags that started "
         f"it, then --out {out_dir} --resume; then {then}")
 
 
