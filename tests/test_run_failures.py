@@ -92,21 +92,20 @@ def test_second_run_ctrl_c_resume_and_finished_resume(tmp_path, tiny_llm_dir):
                   and _lines(llm) > 0 and run_dir.saved_steps(out), a,
                   "judge records and a checkpoint")
         config = open(os.path.join(out, "config.json"), "rb").read()
-        # A is stopped while B runs: under load B's start-up took long enough for A to reach
-        # its last iteration and finish before the Ctrl-C. A stopped process keeps its lock.
+        # A is stopped while B runs (a stopped process keeps its lock), and its Ctrl-C is sent
+        # while it is stopped, so that it lands where A stopped, mid-run: waiting for more
+        # judge records after SIGCONT let A finish first under load (exit 0, twice).
         a.send_signal(signal.SIGSTOP)
         try:
             b = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True,
                                text=True, timeout=TIMEOUT_S)
         finally:
+            a.send_signal(signal.SIGINT)  # pending until SIGCONT
             a.send_signal(signal.SIGCONT)
         assert b.returncode == 2, b.stderr
         assert _error_lines(b.stderr) == [
             f"error: --out {out}: another run (pid {a.pid}) is using this folder (wait for it "
             "to end, or choose another --out)"]
-        seen = _lines(llm)  # Ctrl-C while the judge writes its records
-        _wait_for(lambda: _lines(llm) > seen, a, "more judge records")
-        a.send_signal(signal.SIGINT)
         _, stderr = a.communicate(timeout=TIMEOUT_S)
     finally:
         if a.poll() is None:
