@@ -60,6 +60,9 @@ CASES = {
                      ["--num-seeds"]),
     "transfer_dqn dqn": ("transfer_dqn", ["--sailor-results", "r", "--dqn.gamma", "2"],
                          ["--dqn.gamma"]),
+    "watch": ("watch", ["run", "--out", "g.svg", "--games", "0"], ["--games", "--max-moves"]),
+    "watch frame seconds": ("watch", ["run", "--out", "g.svg", "--frame-seconds", "nan"],
+                            ["--frame-seconds"]),
     # tyro's own rejections stay one line too
     "unknown flag": ("sailor", ["--sailor.num-seed", "2"],
                      ["unrecognized arguments --sailor.num-seed 2",
