@@ -63,6 +63,30 @@ def _wait_for(condition, process: subprocess.Popen, what: str) -> None:
         time.sleep(0.05)
 
 
+AS_FROM_A_SHELL = ("import os, signal, sys; "
+                   "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+                   "signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                   "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+"""Run A through this (it execs the command in the same process): SIGINT unblocked and at its
+default action, as for a run started from a shell. Twice (a loaded run and a clean-clone CI
+run, 2026-11-26) run A of the full suite exited 0 after its Ctrl-C with nothing on stderr,
+which is what an ignored or blocked SIGINT inherited from the test worker would do; neither
+reproduced outside the full suite (16 tries), so the cause is not known; a failure now
+reports A's signal masks."""
+
+
+def _signal_state(pid: int) -> str:
+    """The process's state and its ignored / caught signal masks (Linux `/proc`), for the
+    message of a failed assertion."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+            return ", ".join(line.replace("\t", " ") for line in f.read().splitlines()
+                             if line.startswith(("State", "SigIgn", "SigCgt", "SigPnd",
+                                                 "ShdPnd", "SigBlk")))
+    except OSError as error:
+        return f"no /proc status ({error})"
+
+
 def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.strip()]
 
@@ -84,8 +108,8 @@ def test_second_run_ctrl_c_resume_and_finished_resume(tmp_path, tiny_llm_dir):
     out = str(tmp_path / "run")
     command, env = _command(out, tiny_llm_dir), _env()
     llm = os.path.join(out, "llm.jsonl")
-    a = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    a = subprocess.Popen([sys.executable, "-c", AS_FROM_A_SHELL, *command[1:]], cwd=tmp_path,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         lock = os.path.join(out, ".lock")
         _wait_for(lambda: os.path.exists(lock) and open(lock).read() == str(a.pid)
@@ -100,17 +124,18 @@ def test_second_run_ctrl_c_resume_and_finished_resume(tmp_path, tiny_llm_dir):
             b = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True,
                                text=True, timeout=TIMEOUT_S)
         finally:
+            at_sigint = f"A at the Ctrl-C: {_signal_state(a.pid)}, {_lines(llm)} judge records"
             a.send_signal(signal.SIGINT)  # pending until SIGCONT
             a.send_signal(signal.SIGCONT)
         assert b.returncode == 2, b.stderr
         assert _error_lines(b.stderr) == [
             f"error: --out {out}: another run (pid {a.pid}) is using this folder (wait for it "
             "to end, or choose another --out)"]
-        _, stderr = a.communicate(timeout=TIMEOUT_S)
+        stdout, stderr = a.communicate(timeout=TIMEOUT_S)
     finally:
         if a.poll() is None:
             a.kill()
-    assert a.returncode == INTERRUPT_STATUS, stderr
+    assert a.returncode == INTERRUPT_STATUS, (at_sigint, stderr, stdout[-1500:])
     assert _error_lines(stderr) == [
         f"error: interrupted; continue with --resume (--out {out})"], stderr
     assert open(os.path.join(out, "config.json"), "rb").read() == config
