@@ -146,6 +146,11 @@ class SailorConfig:
         (`PPOConfig.over_run`)."""
         return self.ppo.over_run(self.iterations * self.ppo.updates_per_segment)
 
+    @property
+    def rows(self) -> int:
+        """Vmapped training rows: the S seeds, then with `baseline` S fixed-theta0 rows."""
+        return self.num_seeds * (2 if self.baseline else 1)
+
     def reward_spec(self) -> RewardSpec:
         spec = RewardSpec()
         if self.theta0 is not None:

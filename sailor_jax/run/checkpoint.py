@@ -60,7 +60,7 @@ def state_digest(state: Any) -> str:
     return digest.hexdigest()
 
 
-def _reason(error: Exception) -> str:
+def restore_failure(error: Exception) -> str:
     """One short line saying why a restore failed (TensorStore errors span many lines)."""
     lines = str(error).strip().splitlines()
     text = f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
@@ -172,7 +172,7 @@ class Checkpointer:
             try:
                 state, meta = self.restore(abstract_state, step)
             except Exception as error:  # orbax raises many types for a damaged step
-                skipped.append((step, _reason(error)))
+                skipped.append((step, restore_failure(error)))
                 continue
             self._move_aside([s for s, _ in skipped])
             return Restored(state, meta, step, skipped)

@@ -96,7 +96,7 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
     run_dir.check_writable(out_dir)  # before any work: --out can be created and written
     if cfg.self_align and sharding.is_main_process():  # before the folder is written
         check_judges(cfg, ranker is not None, advisor is not None)
-    rows = cfg.num_seeds * (2 if cfg.baseline else 1)
+    rows = cfg.rows
     memory.check_fits(ppo.make_train(cfg.run_ppo)[0], jax.random.PRNGKey(cfg.seed), rows,
                       ppo.make_train(cfg.run_ppo, num_seeds=rows)[1],
                       np.zeros((rows, len(cfg.reward_spec().names)), np.float32),
@@ -114,7 +114,7 @@ def _run_claimed(cfg: SailorConfig, out_dir: str, config: dict, resume: bool,
     main = sharding.is_main_process()
     spec = cfg.reward_spec()
     theta0 = spec.validate(spec.theta0)
-    rows = cfg.num_seeds * (2 if cfg.baseline else 1)
+    rows = cfg.rows
     init, segment = ppo.make_train(cfg.run_ppo, num_seeds=rows)
     collect = jax.jit(jax.vmap(_collector(cfg)))
     key_init, key_collect, key_eval = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)

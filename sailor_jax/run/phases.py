@@ -237,5 +237,5 @@ def evaluate_seeds(cfg: SailorConfig, runner_state: Any, start: int, key: jax.Ar
 
 def rows_sps(cfg: SailorConfig, seconds: float) -> float:
     """Env steps per second of one segment over all vmapped rows (SAILOR + baseline seeds)."""
-    rows = cfg.num_seeds * (2 if cfg.baseline else 1)
+    rows = cfg.rows
     return rows * cfg.ppo.steps_per_segment / max(seconds, 1e-9)

@@ -26,7 +26,7 @@ from sailor_jax.agents.rollout import make_collect
 from sailor_jax.config import NetworkConfig, SailorConfig, TrainConfig
 from sailor_jax.errors import MissingFileError, UserError
 from sailor_jax.run import run_dir
-from sailor_jax.run.checkpoint import Checkpointer
+from sailor_jax.run.checkpoint import Checkpointer, restore_failure
 from sailor_jax.scale import sharding
 from sailor_jax.types import TrajectoryBatch
 
@@ -119,9 +119,7 @@ def read_run(folder: str) -> tuple[str, Any]:
 def run_rows(config: Any) -> int:
     """The vmapped rows a run's checkpoints hold (`[R, ...]`): seeds, and with a SAILOR
     run's `baseline` as many fixed-reward rows after them."""
-    if isinstance(config, SailorConfig):
-        return config.num_seeds * (2 if config.baseline else 1)
-    return config.num_seeds
+    return config.rows if isinstance(config, SailorConfig) else config.num_seeds
 
 
 def load_agent(folder: str, agent_seed: int = 0, baseline: bool = False) -> TrainedAgent:
@@ -172,9 +170,8 @@ def _restore(folder: str, config: Any, rows: int) -> tuple[Any, int]:
         with Checkpointer(directory) as checkpointer:
             state, _ = checkpointer.restore(abstract, steps[-1])
     except Exception as error:  # orbax raises many types for a damaged or foreign step
-        lines = str(error).strip().splitlines() or [""]
         raise UserError(f"checkpoint {steps[-1]} in {directory} does not restore "
-                        f"({type(error).__name__}: {lines[0][:160]})",
+                        f"({restore_failure(error)})",
                         "was it written by another version of sailor-jax?") from None
     return state, steps[-1]
 
