@@ -10,17 +10,15 @@ one line saying what is wrong and how to fix it, raised before anything is writt
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import errno
 import json
 import os
 import shutil
-import tempfile
 from typing import Any
 
 from sailor_jax.errors import MissingFileError, UserError
 from sailor_jax.logging import to_jsonable
+from sailor_jax.run.out_probe import check_writable
 from sailor_jax.scale import sharding
 
 RUN_LOGS = ("metrics.jsonl", "llm.jsonl", "refine.jsonl", "tb")
@@ -158,94 +156,6 @@ def _check_unstarted(out_dir: str, resume: bool) -> None:
         raise UserError(f"{out_dir} holds judge records of a run that saved no checkpoint "
                         f"({_describe(judged)})",
                         "choose another --out, or move those logs away to start over there")
-
-
-def check_writable(out_dir: str) -> None:
-    """Raise `UserError` unless `out_dir` can be created and written, found by doing it.
-
-    The folder (with its missing parents) is created and a probe file written in it, then
-    both are removed again: permission bits are not asked (`os.access` passes as root on a
-    read-only mount or under /proc), so this works as the run's own writes will. Process 0
-    only (it alone writes the folder; two processes probing one shared folder would race).
-
-    Raises:
-      UserError: a part of the path is a file; a folder cannot be created (missing parent
-        that cannot be made, a read-only file system, a name too long: the line names the
-        folder, the reason and the longest name allowed) or no file can be written in it.
-    """
-    if not sharding.is_main_process():
-        return
-    path = os.path.abspath(out_dir)
-    for attempt in range(PROBE_ATTEMPTS):
-        existing = path
-        while not os.path.exists(existing):
-            existing = os.path.dirname(existing)
-        if not os.path.isdir(existing):
-            raise UserError(f"--out {out_dir}: {existing} is a file, not a folder",
-                            "choose another --out")
-        try:
-            _create_and_probe(existing, path)
-            return
-        except FileNotFoundError as error:  # a run beside this one removed a shared parent
-            if attempt + 1 == PROBE_ATTEMPTS:  # or the parent cannot hold folders (/proc)
-                raise _unwritable(out_dir, path, existing, error) from None
-        except OSError as error:
-            raise _unwritable(out_dir, path, existing, error) from None
-
-
-PROBE_ATTEMPTS = 5
-"""`check_writable` tries this often: runs started side by side into sibling folders create
-and remove their shared missing parents at the same time."""
-
-
-def _create_and_probe(existing: str, path: str) -> None:
-    """Create the folders below `existing` down to `path`, write and remove a probe file in
-    `path`, remove the folders this call created (a folder another process created at the
-    same time is used as it is; one still in use stays).
-
-    Raises:
-      OSError: what creating or writing raised.
-    """
-    created: list[str] = []
-    try:
-        for folder in _missing_folders(existing, path):
-            try:
-                os.mkdir(folder)
-            except FileExistsError:
-                if not os.path.isdir(folder):
-                    raise
-                continue
-            created.append(folder)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-probe-"):
-            pass
-    finally:
-        for folder in reversed(created):
-            with contextlib.suppress(OSError):
-                os.rmdir(folder)
-
-
-def _missing_folders(existing: str, path: str) -> list[str]:
-    """The folders from below `existing` down to `path`, outermost first."""
-    missing = []
-    while path != existing:
-        missing.append(path)
-        path = os.path.dirname(path)
-    return missing[::-1]
-
-
-def _unwritable(out_dir: str, path: str, existing: str, error: OSError) -> UserError:
-    """The `UserError` of a failed `check_writable`: what could not be done, and why."""
-    target = str(error.filename or path)
-    what = ("cannot write a file in it" if os.path.isdir(path)
-            else f"cannot create {'it' if target == path else target}")
-    fix = "choose a folder you can write to"
-    if error.errno == errno.ENAMETOOLONG:
-        try:
-            longest = os.pathconf(existing, "PC_NAME_MAX")
-        except (OSError, ValueError):
-            longest = 255
-        fix = f"use folder names of at most {longest} bytes"
-    return UserError(f"--out {out_dir}: {what} ({error.strerror or error})", fix)
 
 
 def check_out_dir(out_dir: str, config: Any, resume: bool) -> None:
