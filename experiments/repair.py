@@ -48,7 +48,6 @@ import dataclasses
 import json
 import os
 import sys
-from typing import Literal
 
 # JAX must not take the GPU memory the LLM needs: set before JAX initialises.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -61,24 +60,16 @@ from sailor_jax.cli import (  # noqa: E402
     resumed_by_rerunning,
 )
 from sailor_jax.config import AlignmentConfig, EvalConfig, PPOConfig, RankerConfig, SailorConfig  # noqa: E402
-from sailor_jax.config.starts import STARTS, Start, parse_start  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
+from sailor_jax.run.repair_arms import ValueArmSettings, arms  # noqa: E402
 from sailor_jax.run.repair_table import REFERENCE, markdown, summarize  # noqa: E402
 from sailor_jax.run.run_dir import finished  # noqa: E402
 from sailor_jax.run.variants import check_variant, run_variant, write_theta_csv  # noqa: E402
 
-METHODS: tuple[str, ...] = ("fixed", "sailor", "sailor_kept", "sailor_trust", "sailor_bt_mcmc",
-                            "sailor_random_judge", "sailor_value", "sailor_value_regret",
-                            "sailor_value_outcome", "sailor_value_random_judge")
-VALUE_JUDGES = {"sailor_value": ("expert", "value"), "sailor_value_regret": ("expert", "regret"),
-                "sailor_value_outcome": ("outcome", "regret"),
-                "sailor_value_random_judge": ("random", "regret")}
-"""Judge kind and expert verdict of the issue-34 arms (all share the conservative update)."""
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Args:
+class Args(ValueArmSettings):
     """Repair experiment: starts x arms x seeds."""
 
     base: SailorConfig
@@ -92,33 +83,6 @@ class Args:
     """K of the sailor_kept arm: each update also fits the last K iterations' pairs."""
     trust_region: float = 0.25
     """Half-width of the BO box around the current theta in the sailor_trust arm."""
-    window: int = 100
-    """Moves per judged window in the sailor_value* arms."""
-    trajectories: int = 16
-    """Windows (one per game) judged per seed and iteration in the sailor_value* arms."""
-    value_update: Literal["bt_mcmc", "bo"] = "bt_mcmc"
-    """The sailor_value* arms' update: "bt_mcmc" (the MH posterior mean) or "bo" (BO's best
-    point), either in a box of +-`--value-step` around the current theta."""
-    value_step: float = 0.3
-    """Half-width of that box (the MH prior box, or BO's trust region)."""
-    value_beta: float = 5.0
-    """Bradley-Terry rationality of the MH likelihood in the sailor_value* arms (Zeng et al.:
-    0.9, this experiment's default before 2026-11-25's table; larger concentrates the posterior
-    on the pairs' fit: longer steps)."""
-    heldout: float = 0.5
-    """Fraction of each group held out of the fit in the sailor_value* arms."""
-    heldout_z: float = 1.0
-    """The held-out sign test's z in the sailor_value* arms: a step is accepted when
-    gained - lost >= max(1, z sqrt(gained + lost)) on the held-out pairs."""
-    survival_guard: bool = True
-    """In the sailor_value* arms, reject an update that lowers the per-move reward of the
-    iteration's trajectories (`AlignmentConfig.survival_guard`; off before 2026-11-25's
-    table: `--no-survival-guard`)."""
-    reference_games: int = 8
-    """Of the `trajectories` per group in the sailor_value* arms, this many are played by the
-    epsilon-greedy expert (`--reference-epsilon`): groups that compare play, not luck."""
-    reference_epsilon: float = 0.5
-    """Random-move probability of that reference expert (depth 1)."""
     out: str = "runs/repair"
     """Output folder; running again with the same folder resumes."""
     finished_only: bool = False
@@ -147,78 +111,6 @@ PRESETS: dict[str, Args] = {
 PRESET_HELP = {"smoke": "about 3 minutes on a 2-core CPU",
                "cpu": "8 seeds x ~1M env steps, 16 updates, 3 starts x 3 arms: ~8 min an arm on 2 "
                       "cores (AMD EPYC without AVX-512, today's PPO)"}
-
-
-def value_arm(cfg: SailorConfig, method: str, args: Args | None) -> SailorConfig:
-    """The sailor_value* arms' settings over `cfg` (`VALUE_JUDGES`; module docstring)."""
-    args = args or Args(base=cfg)
-    kind, verdict = VALUE_JUDGES[method]
-    return dataclasses.replace(
-        cfg, window=min(args.window, cfg.max_len), trajectories=args.trajectories,
-        reference_games=args.reference_games, reference_epsilon=args.reference_epsilon,
-        ranker=dataclasses.replace(cfg.ranker, kind=kind, expert_verdict=verdict),
-        preferences=dataclasses.replace(cfg.preferences, compare="auto"),
-        alignment=dataclasses.replace(
-            cfg.alignment, method=args.value_update, heldout=args.heldout, heldout_z=args.heldout_z,
-            beta=args.value_beta, survival_guard=args.survival_guard,
-            **({"mcmc_trust_region": args.value_step} if args.value_update == "bt_mcmc"
-               else {"trust_region": args.value_step})))
-
-
-def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: int,
-               trust_region: float = 0.25, args: Args | None = None) -> SailorConfig:
-    """The `SailorConfig` of one arm: `base` from theta0 = `start.theta`, reward learning per
-    `method` (see `METHODS`).
-
-    Raises:
-      UserError: unknown method.
-    """
-    if method not in METHODS:
-        raise UserError(f"--methods: unknown arm {method!r}", f"known: {', '.join(METHODS)}")
-    cfg = dataclasses.replace(base, theta0=start.theta, baseline=False, tunable=None,
-                              self_align=method != "fixed")
-    if method == "sailor_kept":
-        cfg = dataclasses.replace(cfg, alignment=dataclasses.replace(
-            cfg.alignment, keep_iterations=keep_iterations))
-    elif method == "sailor_trust":
-        cfg = dataclasses.replace(cfg, alignment=dataclasses.replace(
-            cfg.alignment, trust_region=trust_region))
-    elif method == "sailor_random_judge":
-        cfg = dataclasses.replace(cfg, ranker=dataclasses.replace(cfg.ranker, kind="random"))
-    elif method == "sailor_bt_mcmc":
-        cfg = dataclasses.replace(cfg, alignment=dataclasses.replace(cfg.alignment,
-                                                                     method="bt_mcmc"))
-    elif method in VALUE_JUDGES:
-        cfg = value_arm(cfg, method, args)
-    return cfg
-
-
-def arms(args: Args) -> list[tuple[str, Start, str, SailorConfig]]:
-    """`(arm name, start, method, config)` of every arm, the reference first.
-
-    Raises:
-      UserError: an unknown or repeated start or method (before any work is done).
-    """
-    try:
-        starts = [parse_start(s) for s in args.starts]
-    except ValueError as e:
-        raise UserError(f"--starts: {e}") from None
-    names = [s.name for s in starts]
-    if "theta0" in names and starts[names.index("theta0")].theta != STARTS["theta0"].theta:
-        raise UserError("--starts: the name theta0 is the reference's; name your start otherwise")
-    for what, given in (("--starts", names), ("--methods", args.methods)):
-        if len(set(given)) != len(given):
-            raise UserError(f"{what} repeats a name: {' '.join(given)}")
-    out = [(REFERENCE, STARTS["theta0"], "fixed",
-            arm_config(STARTS["theta0"], "fixed", args.base, args.keep_iterations))]
-    for start in starts:
-        for method in args.methods:
-            if start.name == "theta0" and method == "fixed":
-                continue  # theta0 kept fixed is the reference, always run
-            out.append((f"{start.name}.{method}", start, method,
-                        arm_config(start, method, args.base, args.keep_iterations,
-                                   args.trust_region, args)))
-    return out
 
 
 def plot_thetas(out: str, arm_list, results: dict) -> list[str]:

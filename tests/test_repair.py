@@ -14,7 +14,7 @@ from test_experiments import _load
 from sailor_jax import report
 from sailor_jax.config.starts import STARTS
 from sailor_jax.errors import UserError
-from sailor_jax.run import loop
+from sailor_jax.run import loop, repair_arms
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +27,11 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
     assert base.num_seeds >= 8 and base.iterations >= 16 and base.ranker.kind == "expert"
     assert base.alignment == type(base.alignment)()  # the default update
     start = STARTS["pays_for_dying"]
-    for method in repair.METHODS:
-        cfg = repair.arm_config(start, method, base, keep_iterations=3, trust_region=0.1)
+    for method in repair_arms.METHODS:
+        cfg = repair_arms.arm_config(start, method, base, keep_iterations=3, trust_region=0.1)
         assert cfg.theta0 == start.theta and not cfg.baseline and cfg.tunable is None
         assert cfg.self_align == (method != "fixed")
-        if method in repair.VALUE_JUDGES:
+        if method in repair_arms.VALUE_JUDGES:
             continue  # the issue-34 arms: below
         assert dataclasses.replace(cfg, theta0=None, self_align=True, alignment=base.alignment,
                                    ranker=base.ranker) == dataclasses.replace(base, self_align=True)
@@ -41,8 +41,8 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
         assert cfg.alignment.method == ("bt_mcmc" if method == "sailor_bt_mcmc" else "bo")
     args = dataclasses.replace(repair.PRESETS["cpu"], window=50, trajectories=12,
                                reference_games=4, heldout=0.25, value_step=0.4)
-    for method, (kind, verdict) in repair.VALUE_JUDGES.items():
-        cfg = repair.arm_config(start, method, base, 3, 0.1, args)
+    for method, (kind, verdict) in repair_arms.VALUE_JUDGES.items():
+        cfg = repair_arms.arm_config(start, method, base, 3, 0.1, args)
         assert (cfg.ranker.kind, cfg.ranker.expert_verdict) == (kind, verdict)
         assert (cfg.window, cfg.trajectories, cfg.reference_games) == (50, 12, 4)
         assert cfg.preferences.compare == "auto"
@@ -50,7 +50,7 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
                 cfg.alignment.mcmc_trust_region) == ("bt_mcmc", 0.25, 0.4)
         assert (cfg.alignment.beta, cfg.alignment.survival_guard, cfg.alignment.heldout_z) \
             == (5.0, True, 1.0)
-        bo = repair.arm_config(start, method, base, 3, 0.1,
+        bo = repair_arms.arm_config(start, method, base, 3, 0.1,
                                dataclasses.replace(args, value_update="bo"))
         assert (bo.alignment.method, bo.alignment.trust_region) == ("bo", 0.4)
         assert dataclasses.replace(
@@ -58,18 +58,18 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
             window=0, trajectories=8, reference_games=0, preferences=base.preferences
         ) == dataclasses.replace(base, self_align=True)  # nothing else changes
     with pytest.raises(UserError, match="unknown arm 'nope'"):
-        repair.arm_config(start, "nope", base, 4)
+        repair_arms.arm_config(start, "nope", base, 4)
     args = repair.PRESETS["cpu"]
-    names = [a[0] for a in repair.arms(args)]
+    names = [a[0] for a in repair_arms.arms(args)]
     assert names[0] == repair.REFERENCE and len(names) == 1 + 3 * 3
     assert "ones.sailor_kept" in names and "pays_for_dying.fixed" in names
-    with_theta0 = [a[0] for a in repair.arms(dataclasses.replace(args, starts=("theta0",),
+    with_theta0 = [a[0] for a in repair_arms.arms(dataclasses.replace(args, starts=("theta0",),
                                                                   methods=("fixed", "sailor")))]
     assert with_theta0 == [repair.REFERENCE, "theta0.sailor"]  # the reference is its fixed arm
     for bad, match in ((("ones", "ones"), "repeats"), (("theta0:score_gain=1",), "theta0"),
                        (("nope",), "unknown start")):
         with pytest.raises(UserError, match=match):
-            repair.arms(dataclasses.replace(args, starts=bad))
+            repair_arms.arms(dataclasses.replace(args, starts=bad))
 
 
 class _Killed(Exception):
