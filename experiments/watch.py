@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import tempfile
 import time
 from typing import Annotated
 
@@ -27,6 +26,7 @@ import tyro
 
 from sailor_jax.cli import make_console, parse_args
 from sailor_jax.errors import UserError, report_user_errors
+from sailor_jax.run.out_probe import check_writable
 from sailor_jax.run.render import animated_svg
 from sailor_jax.run.trained import game_frames, load_agent, play_greedy
 
@@ -71,27 +71,16 @@ def parse(argv: list[str]) -> Args:
 
 
 def check_out(path: str) -> None:
-    """Raise `UserError` unless a file can be written at `path`: it is no folder, and the
-    nearest existing folder above it takes a file (a probe written and removed).
+    """Raise `UserError` unless a file can be written at `path`: it is no folder, and its
+    folder can be created and written (`out_probe.check_writable`: a probe written and
+    removed, with any missing parents).
 
     Raises:
       UserError: `path` is a folder, a part of it is a file, or nothing can be written.
     """
     if os.path.isdir(path):
         raise UserError(f"--out {path} is a folder", "name the .svg file to write")
-    existing = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise UserError(f"--out {path}: {existing} is a file, not a folder",
-                        "choose another --out")
-    try:
-        with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-probe-"):
-            pass
-    except OSError as error:
-        raise UserError(f"--out {path}: cannot write in {existing} "
-                        f"({error.strerror or error})", "choose a folder you can write to"
-                        ) from None
+    check_writable(os.path.dirname(os.path.abspath(path)), shown=path)
 
 
 def write_text(path: str, text: str) -> None:

@@ -19,13 +19,15 @@ from sailor_jax.errors import UserError
 from sailor_jax.scale import sharding
 
 
-def check_writable(out_dir: str) -> None:
+def check_writable(out_dir: str, shown: str | None = None) -> None:
     """Raise `UserError` unless `out_dir` can be created and written, found by doing it.
 
     The folder (with its missing parents) is created and a probe file written in it, then
     both are removed again: permission bits are not asked (`os.access` passes as root on a
     read-only mount or under /proc), so this works as the run's own writes will. Process 0
     only (it alone writes the folder; two processes probing one shared folder would race).
+    `shown` is the `--out` value the error line names when it is not `out_dir` itself (a
+    file to be written in `out_dir`); the line then names the folder too.
 
     Raises:
       UserError: a part of the path is a file; a folder cannot be created (missing parent
@@ -35,21 +37,22 @@ def check_writable(out_dir: str) -> None:
     if not sharding.is_main_process():
         return
     path = os.path.abspath(out_dir)
+    shown = shown or out_dir
     for attempt in range(PROBE_ATTEMPTS):
         existing = path
         while not os.path.exists(existing):
             existing = os.path.dirname(existing)
         if not os.path.isdir(existing):
-            raise UserError(f"--out {out_dir}: {existing} is a file, not a folder",
+            raise UserError(f"--out {shown}: {existing} is a file, not a folder",
                             "choose another --out")
         try:
             _create_and_probe(existing, path)
             return
         except FileNotFoundError as error:  # a run beside this one removed a shared parent
             if attempt + 1 == PROBE_ATTEMPTS:  # or the parent cannot hold folders (/proc)
-                raise _unwritable(out_dir, path, existing, error) from None
+                raise _unwritable(shown, out_dir, path, existing, error) from None
         except OSError as error:
-            raise _unwritable(out_dir, path, existing, error) from None
+            raise _unwritable(shown, out_dir, path, existing, error) from None
 
 
 PROBE_ATTEMPTS = 5
@@ -92,11 +95,13 @@ def _missing_folders(existing: str, path: str) -> list[str]:
     return missing[::-1]
 
 
-def _unwritable(out_dir: str, path: str, existing: str, error: OSError) -> UserError:
+def _unwritable(shown: str, out_dir: str, path: str, existing: str, error: OSError
+                ) -> UserError:
     """The `UserError` of a failed `check_writable`: what could not be done, and why."""
     target = str(error.filename or path)
-    what = ("cannot write a file in it" if os.path.isdir(path)
-            else f"cannot create {'it' if target == path else target}")
+    it = "it" if shown == out_dir else path
+    what = (f"cannot write a file in {it}" if os.path.isdir(path)
+            else f"cannot create {it if target == path else target}")
     fix = "choose a folder you can write to"
     if error.errno == errno.ENAMETOOLONG:
         try:
@@ -104,4 +109,4 @@ def _unwritable(out_dir: str, path: str, existing: str, error: OSError) -> UserE
         except (OSError, ValueError):
             longest = 255
         fix = f"use folder names of at most {longest} bytes"
-    return UserError(f"--out {out_dir}: {what} ({error.strerror or error})", fix)
+    return UserError(f"--out {shown}: {what} ({error.strerror or error})", fix)
