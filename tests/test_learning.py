@@ -47,6 +47,28 @@ def test_decayed_recipes_reach_lr_zero_within_their_budget():
     assert dataclasses.replace(long, lr_decay_updates=short.lr_decay_updates) == short
 
 
+def test_round_10_recipes_are_the_default_with_one_change():
+    """Issue 36's round 10: each recipe is today's default with only its named change, so a
+    difference in the learning table is that change's."""
+    base = PPOConfig()
+    changed = {"r10_afterstates_128": {"network.hidden_sizes": (128, 128)},
+               "r10_afterstates_256": {"network.hidden_sizes": (256, 256)},
+               "r10_afterstates_64x3": {"network.hidden_sizes": (64, 64, 64)},
+               "r10_ntuple": {"network.first_layer": "ntuple"},
+               "r10_epochs8": {"update_epochs": 8},
+               "r10_steps128": {"num_steps": 128, "num_minibatches": 32},
+               "r10_ent003": {"ent_coef": 0.003}}
+    assert sorted(changed) == sorted(n for n in recipes.RECIPES if n.startswith("r10"))
+    for name, fields in changed.items():
+        cfg = recipes.recipe(name)
+        diff = {f"network.{k}": v for k, v in dataclasses.asdict(cfg.network).items()
+                if getattr(base.network, k) != v}
+        diff.update({k: v for k, v in dataclasses.asdict(cfg).items()
+                     if k != "network" and getattr(base, k) != v})
+        assert diff == fields, name
+        assert cfg.batch_size // cfg.num_minibatches == base.batch_size // base.num_minibatches
+
+
 @pytest.fixture
 def learning(monkeypatch):
     monkeypatch.setitem(recipes.RECIPES, "tiny", TINY)

@@ -13,13 +13,7 @@
 # (not flax 0.12.8: it fails to import under jax 0.11.2). Then, on that machine:
 #   bash benchmarks/gpu/repair34.sh
 set -u
-START=$(date +%s); DEADLINE=${DEADLINE:-500}; P=${P:-8}; G=${G:-/tmp/g}; OUT=${OUT:-/tmp/out}
-rm -rf /tmp/site; python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl || exit 3
-export PYTHONPATH=/tmp/site:$PWD XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1 \
-  OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 MKL_NUM_THREADS=2 START DEADLINE G
-nvidia-smi -L; grep -m1 "model name" /proc/cpuinfo; nproc; nproc --all
-python3 -c "import jax, flax, pgx, skopt, tyro; print('jax', jax.__version__, jax.devices())" || exit 4
+source "$(dirname "$0")/setup.sh" || exit $?
 mkdir -p $G/logs
 run_arm() {  # DIR ARM [flags]: one arm of --out $G/DIR, killed at the deadline
   local dir=$1 arm=$2; shift 2

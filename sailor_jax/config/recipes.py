@@ -40,6 +40,14 @@ def _relu(**changes) -> PPOConfig:
     return _shared(network={"activation": "relu", **changes.pop("network", {})}, **changes)
 
 
+def _default(**changes) -> PPOConfig:
+    """Today's default (`PPOConfig()`, round 9's pick) with `changes`."""
+    base = PPOConfig()
+    network = changes.pop("network", {})
+    return dataclasses.replace(base, network=dataclasses.replace(base.network, **network),
+                               **changes)
+
+
 SEARCH_STEPS = 9_961_472
 """Env steps per seed of search rounds 5-8 (304 updates of 1024 envs x 32 steps)."""
 
@@ -136,6 +144,17 @@ RECIPES: dict[str, PPOConfig] = {
                                         "symmetry": "canonical"}),
     "r9_envs256_afterstates_64_lr3e-4": _relu(num_envs=256, network={
         "actions": "afterstates", "hidden_sizes": (64, 64), "symmetry": "canonical"}),
+    # Search round 10 (issue 36: 2048 in >= 90% of greedy games at 10M steps; defined
+    # 2026-11-26, not yet run: `benchmarks/gpu/learning36.sh`): single changes to `default`,
+    # whose 30M curve levels off at 73% (a capacity limit?): wider and deeper trunks, the
+    # n-tuple first layer, twice the epochs, longer rollouts, a smaller entropy bonus.
+    "r10_afterstates_128": _default(network={"hidden_sizes": (128, 128)}),
+    "r10_afterstates_256": _default(network={"hidden_sizes": (256, 256)}),
+    "r10_afterstates_64x3": _default(network={"hidden_sizes": (64, 64, 64)}),
+    "r10_ntuple": _default(network={"first_layer": "ntuple"}),
+    "r10_epochs8": _default(update_epochs=8),
+    "r10_steps128": _default(num_steps=128, num_minibatches=32),
+    "r10_ent003": _default(ent_coef=0.003),
 }
 """Recipe name -> `PPOConfig`."""
 
