@@ -105,17 +105,32 @@ def parse(argv: list[str]) -> tuple[str, Args]:
     return parse_with_presets(presets, argv, "SAILOR main job")
 
 
+def shown_iterations(columns: int, fit: int) -> list[int]:
+    """Which of `columns` theta-history columns (it0..itT) a table `fit` columns wide shows:
+    all if they fit, else the first, the last and evenly spaced ones between (`fit` >= 2)."""
+    if columns <= fit:
+        return list(range(columns))
+    return sorted({round(k * (columns - 1) / (fit - 1)) for k in range(fit)})
+
+
 def summary(results: SailorResults, console: Console) -> None:
-    """Print the theta history, preference counts, evaluation and wall-clock tables."""
+    """Print the theta history, preference counts, evaluation and wall-clock tables.
+
+    The theta history shows as many iterations as fit the console (7 characters a column
+    after the 20 of the feature names; at least it0 and the last); the pair counts under
+    a shown column are those of the update that made it."""
     names, history = results.feature_names, results.theta_history
-    theta = Table(title="theta history (seed mean), preference pairs")
+    shown = shown_iterations(len(history), max(2, (console.width - 22) // 8))
+    skipped = "" if len(shown) == len(history) else f", {len(shown)} of {len(history)} columns"
+    theta = Table(title=f"theta history (seed mean), preference pairs{skipped}")
     theta.add_column("feature")
-    for t in range(len(history)):
+    for t in shown:
         theta.add_column(f"it{t}", justify="right")
     for k, n in enumerate(names):
-        theta.add_row(n, *[f"{np.mean(np.asarray(h)[:, k]):+.2f}" for h in history])
+        theta.add_row(n, *[f"{np.mean(np.asarray(history[t])[:, k]):+.2f}" for t in shown])
     for key, label in (("num_discordant", "|D_neg|"), ("num_concordant", "|D_pos|")):
-        theta.add_row(label, "", *[str(sum(p[key])) for p in results.preferences])
+        theta.add_row(label, *[str(sum(results.preferences[t - 1][key])) if t else ""
+                               for t in shown])
     console.print(theta)
     ev = Table(title=f"final agents, {results.env_steps_per_seed:,} env steps per seed "
                      f"(greedy policy, native game score)")

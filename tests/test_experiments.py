@@ -38,6 +38,17 @@ def test_sailor_cli_presets_parse_and_override():
         sailor.parse(["--preset", "nope"])
 
 
+def test_theta_history_shows_what_fits_first_and_last_always():
+    sailor = _load("experiments/sailor.py")
+    assert sailor.shown_iterations(3, 17) == [0, 1, 2]
+    assert sailor.shown_iterations(33, 17) == list(range(0, 33, 2))
+    for columns in range(2, 70):
+        for fit in range(2, 20):
+            shown = sailor.shown_iterations(columns, fit)
+            assert shown[0] == 0 and shown[-1] == columns - 1, (columns, fit)
+            assert len(shown) == min(columns, fit) and shown == sorted(set(shown))
+
+
 def test_sailor_cli_runs_end_to_end(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")  # rich wraps table cells at a narrow width
     sailor = _load("experiments/sailor.py")
