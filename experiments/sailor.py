@@ -94,7 +94,8 @@ class Args:
     """Devices and processes."""
 
 
-PRESET_HELP = {"smoke": "4-5 minutes on a loaded 2-core CPU, tiny budgets, the real LLM judge",
+PRESET_HELP = {"smoke": "about 2 minutes on a quiet 2-core CPU (4-5 loaded), tiny budgets, the "
+                         "real LLM judge",
                "cpu": "about 26 minutes on a 2-core CPU, 2 + 2 baseline seeds, the SmolLM2 judge",
                "gpu": "one 80 GB GPU: 8 seeds + 8 baseline rows x 4096 envs, a Qwen judge"}
 
