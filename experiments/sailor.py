@@ -96,7 +96,7 @@ class Args:
 
 PRESET_HELP = {"smoke": "about 2 minutes on a quiet 2-core CPU (4-5 loaded), tiny budgets, the "
                          "real LLM judge",
-               "cpu": "about 26 minutes on a 2-core CPU, 2 + 2 baseline seeds, the SmolLM2 judge",
+               "cpu": "about 27 minutes on a 2-core CPU, 2 + 2 baseline seeds, the SmolLM2 judge",
                "gpu": "one 80 GB GPU: 8 seeds + 8 baseline rows x 4096 envs, a Qwen judge"}
 
 
