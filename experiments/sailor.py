@@ -117,9 +117,9 @@ def shown_iterations(columns: int, fit: int) -> list[int]:
 def summary(results: SailorResults, console: Console) -> None:
     """Print the theta history, preference counts, evaluation and wall-clock tables.
 
-    The theta history shows as many iterations as fit the console (7 characters a column
-    after the 20 of the feature names; at least it0 and the last); the pair counts under
-    a shown column are those of the update that made it."""
+    The theta history shows as many iterations as fit the console (8 characters a column,
+    border included, after the feature column's 22; at least it0 and the last); the pair
+    counts under a shown column are those of the update that made it."""
     names, history = results.feature_names, results.theta_history
     shown = shown_iterations(len(history), max(2, (console.width - 22) // 8))
     skipped = "" if len(shown) == len(history) else f", {len(shown)} of {len(history)} columns"

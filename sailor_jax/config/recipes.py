@@ -23,9 +23,15 @@ V0 = PPOConfig(num_envs=1024, num_steps=128, update_epochs=4, num_minibatches=4,
 """The shipped recipe before issue 10: 20M steps/seed gave mean score 7,166, 1.3% 2048."""
 
 
-def _v0(**changes) -> PPOConfig:
+def _changed(base: PPOConfig, **changes) -> PPOConfig:
+    """`base` with `changes`; `network={...}` changes fields of its network."""
     network = changes.pop("network", {})
-    return dataclasses.replace(V0, network=dataclasses.replace(V0.network, **network), **changes)
+    return dataclasses.replace(base, network=dataclasses.replace(base.network, **network),
+                               **changes)
+
+
+def _v0(**changes) -> PPOConfig:
+    return _changed(V0, **changes)
 
 
 def _shared(**changes) -> PPOConfig:
@@ -42,10 +48,7 @@ def _relu(**changes) -> PPOConfig:
 
 def _default(**changes) -> PPOConfig:
     """Today's default (`PPOConfig()`, round 9's pick) with `changes`."""
-    base = PPOConfig()
-    network = changes.pop("network", {})
-    return dataclasses.replace(base, network=dataclasses.replace(base.network, **network),
-                               **changes)
+    return _changed(PPOConfig(), **changes)
 
 
 SEARCH_STEPS = 9_961_472
