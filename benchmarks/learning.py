@@ -1,9 +1,10 @@
-"""Learning benchmark: how fast a PPO recipe learns 2048, in env steps and in wall-clock.
+"""Learning benchmark: how fast a PPO (or DQN) recipe learns 2048, in env steps and wall-clock.
 
     python benchmarks/learning.py --recipe v0 default --total-timesteps 10000000 \\
         --num-seeds 3 --eval-every 1000000 --json --out runs/learning
 
-For each `--recipe` (named `PPOConfig`s, `sailor_jax.config.recipes`), trains PPO on a fixed
+For each `--recipe` (named `PPOConfig`s, or `DQNConfig`s for the `DQN_RECIPES` names:
+`sailor_jax.config.recipes`), trains PPO (or DQN) on a fixed
 reward (the baseline `theta0`, or `--theta`) with `--num-seeds` seeds vmapped in one
 program, and every `--eval-every` env steps per seed plays `--eval-episodes` greedy games per
 seed (native game score). Each evaluation is one JSON line (printed with `--json`, and
@@ -35,22 +36,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sailor_jax import report  # noqa: E402
-from sailor_jax.agents import ppo  # noqa: E402
+from sailor_jax.agents import dqn, ppo  # noqa: E402
 from sailor_jax.cli import parse_args  # noqa: E402
-from sailor_jax.config import EvalConfig, PPOConfig  # noqa: E402
-from sailor_jax.config.recipes import RECIPES, recipe  # noqa: E402
+from sailor_jax.config import DQNConfig, EvalConfig, PPOConfig  # noqa: E402
+from sailor_jax.config.recipes import DQN_RECIPES, RECIPES, recipe  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.game.reward import RewardSpec  # noqa: E402
 from sailor_jax.run.fixed_reward import FixedReward  # noqa: E402
 from sailor_jax.run.run_guard import claim_out_dir  # noqa: E402
-from sailor_jax.run.runner import evaluate_rows, run_segments  # noqa: E402
+from sailor_jax.run.runner import evaluate_rows, nanmean, run_segments  # noqa: E402
 
 TILES = (512, 1024, 2048, 4096)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Args:
-    """PPO learning curves of named recipes on a fixed reward."""
+    """PPO (or DQN) learning curves of named recipes on a fixed reward."""
 
     recipe: tuple[str, ...] = ("default",)
     """Recipe names (run one after the other, same seeds and budget); see --list."""
@@ -85,7 +86,7 @@ class LearningRun:
     """One recipe's run (saved as its config.json; resume needs the same)."""
 
     recipe: str
-    ppo: PPOConfig
+    agent: PPOConfig | DQNConfig
     theta: tuple[float, ...]
     total_timesteps: int
     num_seeds: int
@@ -95,12 +96,13 @@ class LearningRun:
     @property
     def num_segments(self) -> int:
         """Segments (one evaluation interval each) covering `total_timesteps`, rounded up."""
-        return math.ceil(self.total_timesteps / self.ppo.steps_per_segment)
+        return math.ceil(self.total_timesteps / self.agent.steps_per_segment)
 
 
 def run_config(args: Args, name: str) -> LearningRun:
-    """The run of recipe `name`: its PPOConfig with one evaluation interval per segment (a
-    linear lr over "the whole run" decays over the run's updates, `PPOConfig.over_run`).
+    """The run of recipe `name`: its config with one evaluation interval per segment (PPO:
+    whole updates, and a linear lr over "the whole run" decays over the run's updates,
+    `PPOConfig.over_run`; DQN: whole vectorised env steps, `DQNConfig.num_steps`).
 
     Raises:
       ValueError: unknown recipe, bad theta, non-positive budget or interval.
@@ -110,15 +112,22 @@ def run_config(args: Args, name: str) -> LearningRun:
             raise UserError(f"--{field.replace('_', '-')} must be positive, "
                              f"got {getattr(args, field)}")
     cfg = recipe(name)
-    updates = max(1, round(args.eval_every / cfg.batch_size))
+    if isinstance(cfg, DQNConfig):  # a DQN segment is a scan of env steps: any length
+        cfg = dataclasses.replace(cfg, num_steps=max(1, round(args.eval_every / cfg.num_envs)))
+    else:
+        cfg = dataclasses.replace(cfg, updates_per_segment=max(1, round(args.eval_every
+                                                                         / cfg.batch_size)))
     spec = RewardSpec()
     theta = spec.validate(args.theta if args.theta is not None else spec.theta0)
-    run = LearningRun(recipe=name, ppo=dataclasses.replace(cfg, updates_per_segment=updates),
+    run = LearningRun(recipe=name, agent=cfg,
                       theta=tuple(float(v) for v in theta),
                       total_timesteps=args.total_timesteps, num_seeds=args.num_seeds,
                       seed=args.seed,
                       eval=EvalConfig(episodes=args.eval_episodes, max_len=args.eval_max_len))
-    return dataclasses.replace(run, ppo=run.ppo.over_run(run.num_segments * updates))
+    if isinstance(cfg, DQNConfig):
+        return run
+    return dataclasses.replace(
+        run, agent=cfg.over_run(run.num_segments * cfg.updates_per_segment))
 
 
 def curve_point(run: LearningRun, evaluation: dict, env_steps: int, train_s: float) -> dict:
@@ -145,13 +154,23 @@ class LearningCurve(FixedReward):
     key: jax.Array | None = None
     path: str = ""
     emit: object = print
+    evaluate: object = None
+    """DQN's compiled greedy evaluation (`dqn.make_evaluate`); None = PPO's."""
     curve: list = dataclasses.field(default_factory=list)
 
     def after_segment(self, segment, runner, metrics, seconds, logger) -> str:
-        description = super().after_segment(segment, runner, metrics, seconds, logger)
+        if isinstance(metrics, dqn.DQNMetrics):  # one record per segment, not per update
+            sps = len(self.theta_rows) * self.steps_per_segment / seconds
+            logger.log((segment + 1) * self.steps_per_segment,
+                       {"charts/SPS": sps, "losses/td_loss": nanmean(metrics.loss),
+                        "charts/epsilon": nanmean(metrics.epsilon)})
+            description = f"train  SPS {sps:9,.0f}"
+        else:
+            description = super().after_segment(segment, runner, metrics, seconds, logger)
         t0 = time.perf_counter()
-        evaluation = evaluate_rows(runner.params, self.run.ppo.network, self.run.eval,
-                                   jax.random.fold_in(self.key, segment), self.run.num_seeds)
+        evaluation = evaluate_rows(runner.params, self.run.agent.network, self.run.eval,
+                                   jax.random.fold_in(self.key, segment), self.run.num_seeds,
+                                   self.evaluate)
         self.timings["eval"] = self.timings.get("eval", 0.0) + time.perf_counter() - t0
         point = curve_point(self.run, evaluation, (segment + 1) * self.steps_per_segment,
                             self.timings["train"])
@@ -179,13 +198,16 @@ def train_recipe(run: LearningRun, out_dir: str, resume: bool, emit,
 def _train_claimed(run: LearningRun, out_dir: str, resume: bool, emit,
                    devices: int | None) -> list[dict]:
     """`train_recipe` in the folder it holds (`run_guard.claim_out_dir`)."""
-    init, segment = ppo.make_train(run.ppo, num_seeds=run.num_seeds)
+    q_learning = isinstance(run.agent, DQNConfig)
+    init, segment = (dqn if q_learning else ppo).make_train(run.agent, num_seeds=run.num_seeds)
     key_init, key_eval = jax.random.split(jax.random.PRNGKey(run.seed))
-    steps = run.ppo.steps_per_segment
+    evaluate = dqn.make_evaluate(run.agent.network, run.eval.episodes, run.eval.max_len,
+                                 run.eval.greedy) if q_learning else None
     hooks = LearningCurve(np.tile(np.asarray(run.theta, np.float32), (run.num_seeds, 1)),
-                          run.num_segments, steps, run.ppo.batch_size,
+                          run.num_segments, run.agent.steps_per_segment,
+                          0 if q_learning else run.agent.batch_size,
                           run=run, key=key_eval, path=os.path.join(out_dir, "curve.jsonl"),
-                          emit=emit)
+                          emit=emit, evaluate=evaluate)
     run_segments(out_dir, init(key_init), segment, hooks, resume=resume, tensorboard=False,
                  devices=devices)
     return hooks.curve
@@ -225,12 +247,12 @@ def _readable(point: dict) -> str:
 
 def main(args: Args) -> dict[str, list[dict]]:
     if args.list:
-        for name, cfg in RECIPES.items():
+        for name, cfg in {**RECIPES, **DQN_RECIPES}.items():
             print(f"{name}: {cfg}")
         return {}
     runs = [run_config(args, name) for name in args.recipe]  # every error before any work
     for run in runs:  # the budget each recipe will run (rounded up to whole segments)
-        steps = run.ppo.steps_per_segment
+        steps = run.agent.steps_per_segment
         total = run.num_segments * steps
         print(f"{run.recipe}: {total:,} env steps per seed x {run.num_seeds} seeds "
               f"(--total-timesteps {run.total_timesteps:,} rounded up to whole segments of "

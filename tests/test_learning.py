@@ -6,11 +6,14 @@ import dataclasses
 import json
 import os
 
+import jax
 import numpy as np
 import pytest
 from test_experiments import _load
 
-from sailor_jax.config import NetworkConfig, PPOConfig, recipes
+from sailor_jax.agents import dqn
+from sailor_jax.config import DQNConfig, NetworkConfig, PPOConfig, recipes
+from sailor_jax.game.reward import RewardSpec
 
 TINY = PPOConfig(num_envs=8, num_steps=8, num_minibatches=2, updates_per_segment=1,
                  network=NetworkConfig(hidden_sizes=(16,), first_layer="embedding"))
@@ -129,10 +132,67 @@ def test_a_whole_run_decay_ends_with_the_run(learning):
                          eval_every=2_500_000)
     run = learning.run_config(args, "default")
     updates = round(2_500_000 / PPOConfig().batch_size)  # 256 x 32 env steps per update
-    assert run.ppo.updates_per_segment == updates == 305
-    assert run.ppo.lr_decay_updates == 4 * updates  # 4 x 2,498,560 = 9,994,240 steps
+    assert run.agent.updates_per_segment == updates == 305
+    assert run.agent.lr_decay_updates == 4 * updates  # 4 x 2,498,560 = 9,994,240 steps
     longer = learning.run_config(dataclasses.replace(args, total_timesteps=10_000_000),
                                  "default")
-    assert longer.ppo.lr_decay_updates == 5 * updates  # rounded up to a 5th segment
+    assert longer.agent.lr_decay_updates == 5 * updates  # rounded up to a 5th segment
     fixed = learning.run_config(args, "r6_envs256")  # an explicit count stays
-    assert fixed.ppo.lr_decay_updates == recipes.recipe("r6_envs256").lr_decay_updates
+    assert fixed.agent.lr_decay_updates == recipes.recipe("r6_envs256").lr_decay_updates
+
+
+TINY_DQN = DQNConfig(num_envs=8, num_steps=4, buffer_size=256, batch_size=16, learning_starts=16,
+                     target_update_interval=4, epsilon_decay_steps=64,
+                     network=NetworkConfig(hidden_sizes=(16,), first_layer="embedding",
+                                           trunk="separate"))
+
+
+def test_dqn_recipes_are_the_transfer_dqn_and_its_afterstate_twin():
+    """Issue 36 item 3: `dqn` is the transfer experiment's `DQNConfig()`; `dqn_afterstates`
+    changes only where each move's Q-value is read (its afterstate)."""
+    assert recipes.recipe("dqn") == DQNConfig()
+    after = recipes.recipe("dqn_afterstates")
+    assert after == dataclasses.replace(DQNConfig(), network=dataclasses.replace(
+        DQNConfig().network, actions="afterstates"))
+    assert not set(recipes.DQN_RECIPES) & set(recipes.RECIPES)
+    with pytest.raises(ValueError, match=r"unknown recipe 'dqn2' \(known: .*dqn_afterstates"):
+        recipes.recipe("dqn2")
+
+
+def test_dqn_segments_cut_anywhere_train_the_same():
+    """The benchmark cuts DQN into one evaluation interval per segment (`num_steps`): 2
+    segments of 4 vectorised steps give the parameters 1 segment of 8 gives."""
+    theta = np.asarray(RewardSpec().theta0, np.float32)
+    params = []
+    for steps, segments in ((4, 2), (8, 1)):
+        init, segment = dqn.make_train(dataclasses.replace(TINY_DQN, num_steps=steps))
+        state = init(jax.random.PRNGKey(3))
+        for _ in range(segments):
+            state, metrics = segment(state, theta)
+        assert int(state.env_steps) == 64 and int(state.update_step) > 0
+        params.append(state.params)
+    for a, b in zip(jax.tree.leaves(params[0]), jax.tree.leaves(params[1]), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+
+
+def test_learning_benchmark_runs_dqn_recipes(learning, monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(recipes.DQN_RECIPES, "tiny_dqn", TINY_DQN)
+    monkeypatch.setitem(recipes.DQN_RECIPES, "tiny_dqn_afterstates", dataclasses.replace(
+        TINY_DQN, network=dataclasses.replace(TINY_DQN.network, actions="afterstates")))
+    args = learning.Args(recipe=("tiny_dqn", "tiny_dqn_afterstates"), total_timesteps=100,
+                         num_seeds=2, eval_every=48, eval_episodes=3, eval_max_len=100,
+                         out=str(tmp_path), json=True)
+    run = learning.run_config(args, "tiny_dqn")
+    assert run.agent == dataclasses.replace(TINY_DQN, num_steps=6)  # 48 env steps / 8 envs
+    assert run.num_segments == 3  # 100 steps round up to whole segments of 48
+    curves = learning.main(args)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(p["recipe"], p["env_steps"]) for p in lines] == [
+        (name, steps) for name in ("tiny_dqn", "tiny_dqn_afterstates") for steps in (48, 96, 144)]
+    for p in lines:
+        assert p["score_mean"] > 0 and p["sps"] > 0 and 0 < p["length_mean"] <= 100
+        assert len(p["score_per_seed"]) == 2
+    with open(tmp_path / "tiny_dqn" / "config.json", encoding="utf-8") as f:
+        assert json.load(f)["agent"]["buffer_size"] == 256  # the DQN config, saved
+    again = learning.main(dataclasses.replace(args, resume=True, json=False))
+    assert again == curves

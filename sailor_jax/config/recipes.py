@@ -1,17 +1,19 @@
-"""Named PPO recipes: `PPOConfig`s chosen (and compared) with `benchmarks/learning.py`.
+"""Named recipes: `PPOConfig`s chosen (and compared) with `benchmarks/learning.py`, and the
+`DQNConfig`s it measures beside them.
 
-`recipe(name)` looks one up; `RECIPES` lists them. `v0` is the recipe the project shipped
-before the recipe search (issue 10); `default` is today's `PPOConfig()`: round 9's pick
-`r9_envs256_afterstates_64` with its lr decayed over each run instead of a fixed 10M (issue
-26); `r2_relu` was the default of rounds 3-8. The other entries are the trials of the
-search, kept so that every row of the table in `benchmarks/results.md` can be re-run by name.
+`recipe(name)` looks one up; `RECIPES` lists the PPO ones, `DQN_RECIPES` the DQN ones. `v0`
+is the recipe the project shipped before the recipe search (issue 10); `default` is today's
+`PPOConfig()`: round 9's pick `r9_envs256_afterstates_64` with its lr decayed over each run
+instead of a fixed 10M (issue 26); `r2_relu` was the default of rounds 3-8. The other entries
+are the trials of the search, kept so that every row of the table in `benchmarks/results.md`
+can be re-run by name.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from sailor_jax.config.agent import NetworkConfig, PPOConfig
+from sailor_jax.config.agent import DQNConfig, NetworkConfig, PPOConfig
 from sailor_jax.errors import UserError
 
 V0 = PPOConfig(num_envs=1024, num_steps=128, update_epochs=4, num_minibatches=4,
@@ -162,12 +164,23 @@ RECIPES: dict[str, PPOConfig] = {
 """Recipe name -> `PPOConfig`."""
 
 
-def recipe(name: str) -> PPOConfig:
-    """The `PPOConfig` of a named recipe.
+DQN_RECIPES: dict[str, DQNConfig] = {
+    # Issue 36 item 3: the transfer experiment's DQN (`DQNConfig()`, Q-values of the board's
+    # 4 moves) and the same with each move's Q-value read from its afterstate.
+    "dqn": DQNConfig(),
+    "dqn_afterstates": DQNConfig(network=dataclasses.replace(DQNConfig().network,
+                                                             actions="afterstates")),
+}
+"""Recipe name -> `DQNConfig` (no name is also in `RECIPES`)."""
+
+
+def recipe(name: str) -> PPOConfig | DQNConfig:
+    """The `PPOConfig` (or, for a `DQN_RECIPES` name, `DQNConfig`) of a named recipe.
 
     Raises:
       UserError: unknown name (the message lists the known ones).
     """
-    if name not in RECIPES:
-        raise UserError(f"unknown recipe {name!r}", f"known: {', '.join(RECIPES)}")
-    return RECIPES[name]
+    known = {**RECIPES, **DQN_RECIPES}
+    if name not in known:
+        raise UserError(f"unknown recipe {name!r}", f"known: {', '.join(known)}")
+    return known[name]
