@@ -71,11 +71,15 @@ def t_interval(s: Sample, confidence: float = 0.95) -> tuple[float, float]:
 
 
 def welch_difference(a: Sample, b: Sample, confidence: float = 0.95) -> dict:
-    """Mean difference a - b with Welch's interval (Welch 1947; Satterthwaite df)."""
+    """Mean difference a - b with Welch's interval (Welch 1947; Satterthwaite df). When no
+    seed of either sample differs from its sample's mean (e.g. a 2048 rate of 0 everywhere),
+    the interval is the difference itself and df is infinite."""
     va, vb = a.sd ** 2 / a.n, b.sd ** 2 / b.n
+    diff = a.mean - b.mean
+    if va + vb == 0:
+        return {"diff": diff, "ci_low": diff, "ci_high": diff, "df": math.inf}
     df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
     half = scipy.stats.t.ppf((1 + confidence) / 2, df) * math.sqrt(va + vb)
-    diff = a.mean - b.mean
     return {"diff": diff, "ci_low": diff - half, "ci_high": diff + half, "df": df}
 
 

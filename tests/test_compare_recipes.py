@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -48,6 +49,16 @@ def test_welch_difference_matches_scipy_ttest_ind():
     ref = scipy.stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
     assert got["diff"] == pytest.approx(a.mean() - b.mean())
     assert (got["ci_low"], got["ci_high"]) == pytest.approx((ref.low, ref.high))
+
+
+def test_welch_difference_of_two_constant_samples_is_the_difference():
+    """Both recipes at a 2048 rate of 0 on every seed (seen with DQN at 1M steps): no
+    ZeroDivisionError; the interval is the difference, and one spread seed widens it."""
+    zero, half = compare.Sample(3, 0.0, 0.0), compare.Sample(3, 0.5, 0.0)
+    got = compare.welch_difference(half, zero)
+    assert (got["diff"], got["ci_low"], got["ci_high"], got["df"]) == (0.5, 0.5, 0.5, math.inf)
+    wide = compare.welch_difference(compare.Sample(3, 0.5, 0.1), zero)
+    assert wide["ci_low"] < 0.5 < wide["ci_high"] and wide["df"] == pytest.approx(2)
 
 
 def test_cli_pools_files_and_prints_json(tmp_path, capsys):
