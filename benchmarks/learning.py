@@ -44,7 +44,7 @@ from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.game.reward import RewardSpec  # noqa: E402
 from sailor_jax.run.fixed_reward import FixedReward  # noqa: E402
 from sailor_jax.run.run_guard import claim_out_dir  # noqa: E402
-from sailor_jax.run.runner import evaluate_rows, nanmean, run_segments  # noqa: E402
+from sailor_jax.run.runner import evaluate_rows, run_segments  # noqa: E402
 
 TILES = (512, 1024, 2048, 4096)
 
@@ -154,23 +154,17 @@ class LearningCurve(FixedReward):
     key: jax.Array | None = None
     path: str = ""
     emit: object = print
-    evaluate: object = None
-    """DQN's compiled greedy evaluation (`dqn.make_evaluate`); None = PPO's."""
     curve: list = dataclasses.field(default_factory=list)
 
     def after_segment(self, segment, runner, metrics, seconds, logger) -> str:
-        if isinstance(metrics, dqn.DQNMetrics):  # one record per segment, not per update
-            sps = len(self.theta_rows) * self.steps_per_segment / seconds
-            logger.log((segment + 1) * self.steps_per_segment,
-                       {"charts/SPS": sps, "losses/td_loss": nanmean(metrics.loss),
-                        "charts/epsilon": nanmean(metrics.epsilon)})
-            description = f"train  SPS {sps:9,.0f}"
-        else:
-            description = super().after_segment(segment, runner, metrics, seconds, logger)
+        description = super().after_segment(segment, runner, metrics, seconds, logger)
         t0 = time.perf_counter()
-        evaluation = evaluate_rows(runner.params, self.run.agent.network, self.run.eval,
+        agent, protocol = self.run.agent, self.run.eval
+        evaluate = dqn.make_evaluate(agent.network, protocol.episodes, protocol.max_len,
+                                     protocol.greedy) if isinstance(agent, DQNConfig) else None
+        evaluation = evaluate_rows(runner.params, agent.network, protocol,
                                    jax.random.fold_in(self.key, segment), self.run.num_seeds,
-                                   self.evaluate)
+                                   evaluate)
         self.timings["eval"] = self.timings.get("eval", 0.0) + time.perf_counter() - t0
         point = curve_point(self.run, evaluation, (segment + 1) * self.steps_per_segment,
                             self.timings["train"])
@@ -201,13 +195,11 @@ def _train_claimed(run: LearningRun, out_dir: str, resume: bool, emit,
     q_learning = isinstance(run.agent, DQNConfig)
     init, segment = (dqn if q_learning else ppo).make_train(run.agent, num_seeds=run.num_seeds)
     key_init, key_eval = jax.random.split(jax.random.PRNGKey(run.seed))
-    evaluate = dqn.make_evaluate(run.agent.network, run.eval.episodes, run.eval.max_len,
-                                 run.eval.greedy) if q_learning else None
     hooks = LearningCurve(np.tile(np.asarray(run.theta, np.float32), (run.num_seeds, 1)),
                           run.num_segments, run.agent.steps_per_segment,
                           0 if q_learning else run.agent.batch_size,
                           run=run, key=key_eval, path=os.path.join(out_dir, "curve.jsonl"),
-                          emit=emit, evaluate=evaluate)
+                          emit=emit)
     run_segments(out_dir, init(key_init), segment, hooks, resume=resume, tensorboard=False,
                  devices=devices)
     return hooks.curve

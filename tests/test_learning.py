@@ -194,5 +194,10 @@ def test_learning_benchmark_runs_dqn_recipes(learning, monkeypatch, tmp_path, ca
         assert len(p["score_per_seed"]) == 2
     with open(tmp_path / "tiny_dqn" / "config.json", encoding="utf-8") as f:
         assert json.load(f)["agent"]["buffer_size"] == 256  # the DQN config, saved
+    with open(tmp_path / "tiny_dqn" / "metrics.jsonl", encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    logged = [r for r in records if "losses/td_loss" in r]  # one DQN record per segment
+    assert [r["step"] for r in logged] == [48, 96, 144]
+    assert all(r["charts/SPS"] > 0 and 0 < r["charts/epsilon"] <= 1 for r in logged)
     again = learning.main(dataclasses.replace(args, resume=True, json=False))
     assert again == curves

@@ -1,6 +1,7 @@
 """Fixed-reward PPO runs: the `SegmentHooks` of a run without a judge, and `train_fixed`.
 
-Host-only. `FixedReward` trains every vmapped row on a fixed theta and logs each PPO update;
+Host-only. `FixedReward` trains every vmapped row on a fixed theta and logs each PPO update
+(or each DQN segment);
 `train_fixed` is the whole job of `experiments/train_ppo.py` (folder, segments, checkpoints,
 final greedy evaluation next to a random policy's, `results.json`). Both build on `runner`.
 """
@@ -15,7 +16,7 @@ import time
 import jax
 import numpy as np
 
-from sailor_jax.agents import evaluation, ppo
+from sailor_jax.agents import dqn, evaluation, ppo
 from sailor_jax.config import TrainConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.logging import to_jsonable
@@ -28,8 +29,8 @@ from sailor_jax.scale import memory, sharding
 class FixedReward:
     """`SegmentHooks` of a fixed-reward run: every row trains on `theta`, no judge.
 
-    Logs every PPO update (`log_updates`) and the segment's env steps per second over all
-    rows (`charts/SPS`).
+    Logs every PPO update (`log_updates`), or a DQN segment's TD loss and epsilon, and the
+    segment's env steps per second over all rows (`charts/SPS`).
     """
 
     theta_rows: np.ndarray
@@ -44,10 +45,16 @@ class FixedReward:
         return self.theta_rows
 
     def after_segment(self, segment, runner, metrics, seconds, logger) -> str:
-        log_updates(logger, metrics, segment * self.steps_per_segment, self.batch_size)
         sps = len(self.theta_rows) * self.steps_per_segment / seconds
-        logger.log((segment + 1) * self.steps_per_segment, {"charts/SPS": sps})
-        last = np.asarray(metrics.episode_score, np.float64)[..., -1]
+        record = {"charts/SPS": sps}
+        if isinstance(metrics, dqn.DQNMetrics):  # one summary per segment (`[S]`)
+            record.update({"losses/td_loss": nanmean(np.ravel(metrics.loss)),
+                           "charts/epsilon": nanmean(np.ravel(metrics.epsilon))})
+            last = np.ravel(metrics.episode_score)
+        else:  # PPO: `[S, U]` per update
+            log_updates(logger, metrics, segment * self.steps_per_segment, self.batch_size)
+            last = np.asarray(metrics.episode_score, np.float64)[..., -1]
+        logger.log((segment + 1) * self.steps_per_segment, record)
         return f"train  score {nanmean(last):7.0f}  SPS {sps:9,.0f}"
 
     def to_json(self) -> dict:
