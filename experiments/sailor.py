@@ -1,7 +1,7 @@
 """The main job: SAILOR reward self-alignment with an LLM judge on 2048.
 
-    python experiments/sailor.py --preset smoke --out runs/sailor_smoke     # 4-5 min on CPU
-    python experiments/sailor.py --preset cpu --out runs/sailor_cpu         # ~26 min on CPU
+    python experiments/sailor.py --preset smoke --out runs/sailor_smoke     # ~2 min on CPU
+    python experiments/sailor.py --preset cpu --out runs/sailor_cpu         # ~16 min on CPU
     python experiments/sailor.py --preset gpu --out runs/sailor_gpu \\
         --sailor.ranker.llm.model Qwen/Qwen2.5-3B-Instruct                 # one GPU
     python experiments/sailor.py --help          # the presets and every option
@@ -41,7 +41,6 @@ from sailor_jax.cli import (  # noqa: E402
     start,
 )
 from sailor_jax.config import (  # noqa: E402
-    AlignmentConfig,
     EvalConfig,
     LLMRankerConfig,
     PPOConfig,
@@ -50,33 +49,38 @@ from sailor_jax.config import (  # noqa: E402
 )
 from sailor_jax.judges.factory import judge_name, ranker_description  # noqa: E402
 from sailor_jax.run import loop  # noqa: E402
+from sailor_jax.run.repair_arms import ValueArmSettings, guarded  # noqa: E402
 from sailor_jax.run.results import SailorResults  # noqa: E402
 
+# Every preset runs issue 34's guarded SAILOR (`repair_arms.guarded`: windows judged in groups
+# with reference games, an MH step accepted on held-out pairs, the survival guard), measured in
+# README "Which SAILOR to use", with the LLM judging each window on its own (pointwise).
+_POINTWISE = dict(mode="pointwise", pointwise_variants=1)
 PRESETS: dict[str, SailorConfig] = {
-    "smoke": SailorConfig(
-        iterations=2, num_seeds=1, trajectories=4, max_len=300,
+    "smoke": guarded(SailorConfig(
+        iterations=2, num_seeds=1, max_len=300,
         ppo=PPOConfig(num_envs=128, num_steps=32, updates_per_segment=4),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
-            batch_size=2, max_prompt_tokens=1024, snapshot_every=40)),
-        alignment=AlignmentConfig(bo_calls=15, bo_initial_points=5, trust_region=0.25),
+            batch_size=2, max_prompt_tokens=1024, snapshot_every=40, **_POINTWISE)),
         eval=EvalConfig(episodes=16, max_len=10_000)),
-    "cpu": SailorConfig(
-        iterations=6, num_seeds=2, trajectories=5, max_len=2000,
-        ppo=PPOConfig(num_envs=512, num_steps=32, updates_per_segment=60),
+        ValueArmSettings(trajectories=8, reference_games=4)),
+    # 32 updates of 4 PPO updates x 256 envs: 1,048,576 env steps per seed, the budget of the
+    # README's repair table.
+    "cpu": guarded(SailorConfig(
+        iterations=32, num_seeds=2, max_len=2000,
+        ppo=PPOConfig(num_envs=256, num_steps=32, updates_per_segment=4),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
-            batch_size=2, max_prompt_tokens=1536, snapshot_every=50)),
-        alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
-        eval=EvalConfig(episodes=64, max_len=50_000)),
-    # One 80 GB GPU: 8 SAILOR + 8 baseline rows x 4096 envs need ~5.0 GiB of XLA scratch
-    # (compiled memory analysis), the 1.5B judge ~3 GiB of bf16 weights plus its batches;
-    # JAX allocates on demand (XLA_PYTHON_CLIENT_PREALLOCATE=false above).
-    "gpu": SailorConfig(
-        iterations=20, num_seeds=8, trajectories=16, max_len=2000,
-        ppo=PPOConfig(num_envs=4096, num_steps=32, updates_per_segment=80),
+            batch_size=2, max_prompt_tokens=1536, snapshot_every=50, **_POINTWISE)),
+        eval=EvalConfig(episodes=64, max_len=50_000))),
+    # One GPU: 8 SAILOR + 8 baseline rows, 32 updates of 20 PPO updates x 256 envs (5,242,880
+    # env steps per seed, the repair table's ~5M budget), the 1.5B judge ~3 GiB of bf16 weights
+    # plus its batches; JAX allocates on demand (XLA_PYTHON_CLIENT_PREALLOCATE=false above).
+    "gpu": guarded(SailorConfig(
+        iterations=32, num_seeds=8, max_len=2000,
+        ppo=PPOConfig(num_envs=256, num_steps=32, updates_per_segment=20),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
-            model="Qwen/Qwen2.5-1.5B-Instruct", batch_size=16, max_pairs_per_group=60)),
-        alignment=AlignmentConfig(bo_calls=40, trust_region=0.25),
-        eval=EvalConfig(episodes=512, max_len=50_000)),
+            model="Qwen/Qwen2.5-1.5B-Instruct", batch_size=16, **_POINTWISE)),
+        eval=EvalConfig(episodes=512, max_len=50_000))),
 }
 
 
@@ -96,8 +100,10 @@ class Args:
 
 PRESET_HELP = {"smoke": "about 2 minutes on a quiet 2-core CPU (4-5 loaded), tiny budgets, the "
                          "real LLM judge",
-               "cpu": "about 27 minutes on a 2-core CPU, 2 + 2 baseline seeds, the SmolLM2 judge",
-               "gpu": "one 80 GB GPU: 8 seeds + 8 baseline rows x 4096 envs, a Qwen judge"}
+               "cpu": "about 16 minutes on a 2-core CPU, 2 + 2 baseline seeds, 32 updates, "
+                      "the SmolLM2 judge",
+               "gpu": "one GPU: 8 seeds + 8 baseline rows, 32 updates over ~5M env steps per "
+                      "seed, a Qwen judge"}
 
 
 def parse(argv: list[str]) -> tuple[str, Args]:

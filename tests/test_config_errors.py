@@ -34,6 +34,7 @@ CASES = {
     "sailor theta0 length": ("sailor", ["--sailor.theta0", "1", "2"],
                              ["--sailor.theta0 must have shape (8,)", "got shape (2,)"]),
     "sailor heldout needs trajectories": ("sailor", ["--sailor.trajectories", "3",
+                                                     "--sailor.reference-games", "0",
                                                      "--sailor.alignment.heldout", "0.5"],
                                           ["--sailor.alignment.heldout",
                                            "--sailor.trajectories >= 4"]),

@@ -38,6 +38,22 @@ def test_sailor_cli_presets_parse_and_override():
         sailor.parse(["--preset", "nope"])
 
 
+def test_sailor_presets_run_the_guarded_update_measured_in_the_repair_table():
+    """Issue 34 item 6: every preset is `repair_arms.guarded` over its budget and LLM judge,
+    the settings of repair.py's sailor_value arm except the judge (pointwise LLM)."""
+    sailor = _load("experiments/sailor.py")
+    for name, cfg in sailor.PRESETS.items():
+        a = cfg.alignment
+        assert (a.method, a.heldout, a.heldout_z, a.beta, a.mcmc_trust_region, a.survival_guard) \
+            == ("bt_mcmc", 0.5, 1.0, 5.0, 0.3, True), name
+        assert cfg.preferences.compare == "auto" and cfg.window == 100, name
+        assert 0 < cfg.reference_games == cfg.trajectories // 2, name
+        assert cfg.ranker.kind == "llm" and cfg.ranker.llm.mode == "pointwise", name
+    cpu = sailor.PRESETS["cpu"]
+    steps = cpu.iterations * cpu.ppo.updates_per_segment * cpu.ppo.num_envs * cpu.ppo.num_steps
+    assert (cpu.iterations, cpu.trajectories, steps) == (32, 16, 1_048_576)
+
+
 def test_theta_history_shows_what_fits_first_and_last_always():
     sailor = _load("experiments/sailor.py")
     assert sailor.shown_iterations(3, 17) == [0, 1, 2]
@@ -55,6 +71,7 @@ def test_sailor_cli_runs_end_to_end(tmp_path, capsys, monkeypatch):
     out = str(tmp_path / "run")
     sailor.main(["--preset", "smoke", "--out", out, "--sailor.iterations", "1",
                  "--sailor.ranker.kind", "outcome", "--sailor.trajectories", "4",
+                 "--sailor.reference-games", "2", "--sailor.window", "30",
                  "--sailor.max-len", "60", "--sailor.eval.episodes", "4",
                  "--sailor.eval.max-len", "300", "--sailor.no-tensorboard", *TINY_PPO])
     printed = capsys.readouterr().out

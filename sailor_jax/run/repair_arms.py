@@ -58,22 +58,38 @@ class ValueArmSettings:
     """Random-move probability of that reference expert (depth 1)."""
 
 
-def value_arm(cfg: SailorConfig, method: str, args: ValueArmSettings | None = None
-              ) -> SailorConfig:
-    """The sailor_value* arms' settings over `cfg` (`VALUE_JUDGES`; `args`: the settings, by
-    default `ValueArmSettings()`)."""
+def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorConfig:
+    """Issue 34's guarded SAILOR over `cfg`, its judge kept: groups of `args.trajectories`
+    windows of `args.window` moves (at most `cfg.max_len`), `args.reference_games` of them
+    played by the epsilon-greedy expert; each side ranked like the judge's verdict
+    (`compare="auto"`); the update a step in a box of +-`args.value_step` around the current
+    theta (MH posterior mean, Zeng et al. 2024, or BO), accepted only if it orders the held-out
+    windows' pairs better (sign test) and keeps the per-move reward level (survival guard).
+    The `experiments/sailor.py` presets and repair.py's sailor_value* arms use it.
+
+    Raises:
+      ValueError: settings `SailorConfig` refuses (e.g. reference games >= windows).
+    """
     args = args or ValueArmSettings()
-    kind, verdict = VALUE_JUDGES[method]
     return dataclasses.replace(
         cfg, window=min(args.window, cfg.max_len), trajectories=args.trajectories,
         reference_games=args.reference_games, reference_epsilon=args.reference_epsilon,
-        ranker=dataclasses.replace(cfg.ranker, kind=kind, expert_verdict=verdict),
         preferences=dataclasses.replace(cfg.preferences, compare="auto"),
         alignment=dataclasses.replace(
             cfg.alignment, method=args.value_update, heldout=args.heldout, heldout_z=args.heldout_z,
             beta=args.value_beta, survival_guard=args.survival_guard,
             **({"mcmc_trust_region": args.value_step} if args.value_update == "bt_mcmc"
                else {"trust_region": args.value_step})))
+
+
+def value_arm(cfg: SailorConfig, method: str, args: ValueArmSettings | None = None
+              ) -> SailorConfig:
+    """The sailor_value* arms' settings over `cfg`: `guarded` with the expert judge of
+    `VALUE_JUDGES[method]` (`args`: the settings, by default `ValueArmSettings()`)."""
+    kind, verdict = VALUE_JUDGES[method]
+    cfg = guarded(cfg, args)
+    return dataclasses.replace(
+        cfg, ranker=dataclasses.replace(cfg.ranker, kind=kind, expert_verdict=verdict))
 
 
 def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: int,
