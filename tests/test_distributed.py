@@ -15,17 +15,14 @@ import subprocess
 import sys
 
 import pytest
+from test_experiments import PAPER_UPDATE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAILOR = os.path.join(ROOT, "experiments", "sailor.py")
 TIMEOUT_S = 400
 FLAGS = ["--preset", "smoke", "--sailor.ranker.kind", "outcome", "--sailor.iterations", "2",
          "--sailor.num-seeds", "2", "--sailor.trajectories", "4", "--sailor.max-len", "60",
-         # the paper's BO update on whole games, not the presets' guarded one: its steps are
-         # accepted on 4 games, so theta moves and the comparison has teeth; and it is fast
-         "--sailor.reference-games", "0", "--sailor.window", "0", "--sailor.alignment.method", "bo",
-         "--sailor.alignment.heldout", "0", "--sailor.alignment.no-survival-guard",
-         "--sailor.preferences.compare", "sum",
+         *PAPER_UPDATE,  # theta moves on 4 games, so the comparison has teeth
          "--sailor.ppo.num-envs", "16", "--sailor.ppo.num-steps", "8",
          "--sailor.ppo.updates-per-segment", "1", "--sailor.ppo.network.hidden-sizes", "16",
          "--sailor.alignment.bo-calls", "6", "--sailor.alignment.bo-initial-points", "3",

@@ -23,6 +23,11 @@ def _load(relpath: str):
 
 TINY_PPO = ["--sailor.ppo.num-envs", "16", "--sailor.ppo.num-steps", "8",
             "--sailor.ppo.updates-per-segment", "1", "--sailor.ppo.network.hidden-sizes", "16"]
+PAPER_UPDATE = ["--sailor.reference-games", "0", "--sailor.window", "0",
+                "--sailor.alignment.method", "bo", "--sailor.alignment.heldout", "0",
+                "--sailor.alignment.no-survival-guard", "--sailor.preferences.compare", "sum"]
+"""The paper's update (BO on whole games) over a preset, not the presets' guarded one: for
+tests about processes and signals, where theta must move on 4 games and an iteration be short."""
 
 
 def test_sailor_cli_presets_parse_and_override():

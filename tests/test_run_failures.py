@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from test_experiments import ROOT, TINY_PPO
+from test_experiments import PAPER_UPDATE, ROOT, TINY_PPO
 from test_fault_injection import _files
 
 from sailor_jax.errors import INTERRUPT_STATUS, TERMINATE_STATUS
@@ -28,19 +28,13 @@ TIMEOUT_S = 240
 ITERATIONS = 20
 """Long enough that run A is still judging after run B has started and stopped (the theta
 update takes ~0.1 s here since issue 23: 5 iterations ended before B was done once)."""
-PAPER_UPDATE = ["--sailor.reference-games", "0", "--sailor.window", "0",
-                "--sailor.alignment.method", "bo", "--sailor.alignment.heldout", "0",
-                "--sailor.alignment.no-survival-guard", "--sailor.preferences.compare", "sum",
-                "--sailor.ranker.llm.mode", "pairwise"]
-"""The paper's update (BO on whole games, pairwise judge), not the presets' guarded one:
-these tests are about processes and signals, and it keeps an iteration short."""
 
 
 def _command(out: str, llm: str) -> list[str]:
     """A run of `ITERATIONS` iterations: long enough to be caught while it runs."""
     return [sys.executable, SAILOR, "--preset", "smoke", "--out", out,
             "--sailor.iterations", str(ITERATIONS), "--sailor.num-seeds", "1",
-            "--sailor.trajectories", "4", *PAPER_UPDATE,
+            "--sailor.trajectories", "4", *PAPER_UPDATE, "--sailor.ranker.llm.mode", "pairwise",
             "--sailor.max-len", "20", "--sailor.eval.episodes", "2", "--sailor.eval.max-len",
             "50", *TINY_PPO, "--sailor.ranker.llm.model", llm, "--sailor.ranker.llm.device",
             "cpu", "--sailor.ranker.llm.batch-size", "2", "--sailor.ranker.llm.max-pairs-per-group",
