@@ -50,6 +50,15 @@ def test_decayed_recipes_reach_lr_zero_within_their_budget():
     assert dataclasses.replace(long, lr_decay_updates=short.lr_decay_updates) == short
 
 
+def _changes(base: PPOConfig, cfg: PPOConfig) -> dict:
+    """The fields of `cfg` that differ from `base` (`network.X` for the network's)."""
+    diff = {f"network.{k}": v for k, v in dataclasses.asdict(cfg.network).items()
+            if getattr(base.network, k) != v}
+    diff.update({k: v for k, v in dataclasses.asdict(cfg).items()
+                 if k != "network" and getattr(base, k) != v})
+    return diff
+
+
 def test_round_10_recipes_are_the_default_with_one_change():
     """Issue 36's round 10: each recipe is today's default with only its named change, so a
     difference in the learning table is that change's."""
@@ -64,12 +73,20 @@ def test_round_10_recipes_are_the_default_with_one_change():
     assert sorted(changed) == sorted(n for n in recipes.RECIPES if n.startswith("r10"))
     for name, fields in changed.items():
         cfg = recipes.recipe(name)
-        diff = {f"network.{k}": v for k, v in dataclasses.asdict(cfg.network).items()
-                if getattr(base.network, k) != v}
-        diff.update({k: v for k, v in dataclasses.asdict(cfg).items()
-                     if k != "network" and getattr(base, k) != v})
-        assert diff == fields, name
+        assert _changes(base, cfg) == fields, name
         assert cfg.batch_size // cfg.num_minibatches == base.batch_size // base.num_minibatches
+
+
+def test_round_11_recipes_are_the_256_trunk_with_one_change():
+    """Round 11: each recipe is `r10_afterstates_256` with only its named change."""
+    base = recipes.recipe("r10_afterstates_256")
+    changed = {"r11_afterstates_512": {"network.hidden_sizes": (512, 512)},
+               "r11_256_steps128": {"num_steps": 128, "num_minibatches": 32},
+               "r11_256_lr5e-4": {"lr": 5e-4}}
+    assert sorted(changed) == sorted(n for n in recipes.RECIPES if n.startswith("r11"))
+    for name, fields in changed.items():
+        cfg = recipes.recipe(name)
+        assert _changes(base, cfg) == fields, name
 
 
 @pytest.fixture

@@ -8,6 +8,9 @@
 # lines go to $OUT/learning36.tar.gz (one RECIPE.jsonl each, and the logs):
 #   DEADLINE=500 P=8 bash benchmarks/gpu/learning36.sh
 # SEED (default 0) is learning.py's root seed: another SEED gives 3 fresh seeds per recipe.
+# Next (not yet run): the confirmation of round 10's (256, 256) trunk with fresh seeds beside
+# round 11 (single changes to that trunk), in one call of about 8 minutes:
+#   SEED=1 RECIPES="default r10_afterstates_256 r11_afterstates_512 r11_256_steps128 r11_256_lr5e-4" DEADLINE=450 P=5 bash benchmarks/gpu/learning36.sh
 # (Its first run, 2026-11-26, had TOTAL=10000000 and EVAL=2500000: 2,498,560-step segments,
 # rounded up to 5, so every recipe's lr decayed over 12.49M and the 10M row was read with the
 # lr at a fifth of its start.)

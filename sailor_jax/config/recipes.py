@@ -149,8 +149,8 @@ RECIPES: dict[str, PPOConfig] = {
                                         "symmetry": "canonical"}),
     "r9_envs256_afterstates_64_lr3e-4": _relu(num_envs=256, network={
         "actions": "afterstates", "hidden_sizes": (64, 64), "symmetry": "canonical"}),
-    # Search round 10 (issue 36: 2048 in >= 90% of greedy games at 10M steps; defined
-    # 2026-11-26, not yet run: `benchmarks/gpu/learning36.sh`): single changes to `default`,
+    # Search round 10 (issue 36: 2048 in >= 90% of greedy games at 10M steps; run on one H200
+    # on 2026-11-26 with `benchmarks/gpu/learning36.sh`): single changes to `default`,
     # whose 30M curve levels off at 73% (a capacity limit?): wider and deeper trunks, the
     # n-tuple first layer, twice the epochs, longer rollouts, a smaller entropy bonus.
     "r10_afterstates_128": _default(network={"hidden_sizes": (128, 128)}),
@@ -160,6 +160,14 @@ RECIPES: dict[str, PPOConfig] = {
     "r10_epochs8": _default(update_epochs=8),
     "r10_steps128": _default(num_steps=128, num_minibatches=32),
     "r10_ent003": _default(ent_coef=0.003),
+    # Search round 11 (issue 36; defined 2026-11-26, not yet run: it needs a GPU, where the
+    # (256, 256) trunk runs at 0.74 of the default's env steps/s): single changes to round
+    # 10's best, `r10_afterstates_256`: wider still, its longer rollouts, a smaller lr (wider
+    # networks often want one).
+    "r11_afterstates_512": _default(network={"hidden_sizes": (512, 512)}),
+    "r11_256_steps128": _default(num_steps=128, num_minibatches=32,
+                                 network={"hidden_sizes": (256, 256)}),
+    "r11_256_lr5e-4": _default(lr=5e-4, network={"hidden_sizes": (256, 256)}),
 }
 """Recipe name -> `PPOConfig`."""
 
