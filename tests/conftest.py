@@ -1,6 +1,7 @@
 """Shared pytest fixtures.
 
-- A persistent JAX compilation cache (in the temp dir; `SAILOR_TEST_JAX_CACHE` overrides).
+- A persistent JAX compilation cache (in the temp dir; `SAILOR_TEST_JAX_CACHE` overrides),
+  also set in the environment for the scripts the tests start as subprocesses.
 - `tiny_llm_dir`: a tiny random Llama + byte-level BPE tokenizer saved with `save_pretrained`
   to a session temp folder (built offline by `llm_fixtures.build_tiny_llm`, ~2 s), for
   testing the real `LLMRanker` loading and scoring path without downloading weights.
@@ -16,11 +17,15 @@ import tempfile
 import jax
 import pytest
 
-# Many tests build the same compiled programs from fresh closures (one per loop.run);
-# a persistent compilation cache shared by the session turns repeats into cache hits.
-jax.config.update("jax_compilation_cache_dir",
-                  os.environ.get("SAILOR_TEST_JAX_CACHE",
-                                 os.path.join(tempfile.gettempdir(), "sailor_jax_test_cache")))
+# Many tests build the same compiled programs from fresh closures (one per loop.run), and
+# many start the real scripts as subprocesses that compile the same programs again: a
+# persistent compilation cache shared by the session (and, through the environment, by every
+# subprocess it starts) turns repeats into cache hits.
+CACHE_DIR = os.environ.get("SAILOR_TEST_JAX_CACHE",
+                           os.path.join(tempfile.gettempdir(), "sailor_jax_test_cache"))
+os.environ["JAX_COMPILATION_CACHE_DIR"] = CACHE_DIR
+os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.5"
+jax.config.update("jax_compilation_cache_dir", CACHE_DIR)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
