@@ -9,8 +9,11 @@
 #   DEADLINE=500 P=8 bash benchmarks/gpu/learning36.sh
 # SEED (default 0) is learning.py's root seed: another SEED gives 3 fresh seeds per recipe.
 # Next (not yet run): the confirmation of round 10's (256, 256) trunk with fresh seeds beside
-# round 11 (single changes to that trunk), in one call of about 8 minutes:
-#   SEED=1 RECIPES="default r10_afterstates_256 r11_afterstates_512 r11_256_steps128 r11_256_lr5e-4" DEADLINE=450 P=5 bash benchmarks/gpu/learning36.sh
+# round 11 (single changes to that trunk), in one call of about 8 minutes. TOTAL and EVAL
+# there are whole numbers of updates for 32- and 128-step rollouts alike (304 and 76 updates
+# of 256 envs per evaluation), so every lr ends at 9.96M; the defaults above would round
+# r11_256_steps128 up to 12.45M.
+#   SEED=1 TOTAL=9961472 EVAL=2490368 RECIPES="default r10_afterstates_256 r11_afterstates_512 r11_256_steps128 r11_256_lr5e-4" DEADLINE=450 P=5 bash benchmarks/gpu/learning36.sh
 # (Its first run, 2026-11-26, had TOTAL=10000000 and EVAL=2500000: 2,498,560-step segments,
 # rounded up to 5, so every recipe's lr decayed over 12.49M and the 10M row was read with the
 # lr at a fifth of its start.)
