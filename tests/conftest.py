@@ -23,10 +23,12 @@ import pytest
 # subprocess it starts) turns repeats into cache hits.
 CACHE_DIR = os.environ.get("SAILOR_TEST_JAX_CACHE",
                            os.path.join(tempfile.gettempdir(), "sailor_jax_test_cache"))
+MIN_COMPILE_S = 0.5
+"""Programs that compile faster than this are not cached."""
 os.environ["JAX_COMPILATION_CACHE_DIR"] = CACHE_DIR
-os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.5"
-jax.config.update("jax_compilation_cache_dir", CACHE_DIR)
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = str(MIN_COMPILE_S)
+jax.config.update("jax_compilation_cache_dir", CACHE_DIR)  # this process imported jax already
+jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_S)
 
 
 @pytest.fixture(scope="session")

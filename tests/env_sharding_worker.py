@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 
 import jax
@@ -27,10 +26,6 @@ from sailor_jax.config import NetworkConfig, PPOConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.scale import env_sharding
 from sailor_jax.types import RunningStats, Transition
-
-if os.environ.get("SAILOR_TEST_JAX_CACHE"):
-    jax.config.update("jax_compilation_cache_dir", os.environ["SAILOR_TEST_JAX_CACHE"])
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 D = 4
 AXIS = env_sharding.AXIS

@@ -41,8 +41,6 @@ def run_worker(*checks: str) -> dict:
     flags = os.environ.get("XLA_FLAGS", "")
     env = dict(os.environ, JAX_PLATFORMS="cpu",
                XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count={DEVICES}".strip())
-    if jax.config.jax_compilation_cache_dir:  # share the session's cache (conftest.py)
-        env["SAILOR_TEST_JAX_CACHE"] = jax.config.jax_compilation_cache_dir
     proc = subprocess.run([sys.executable, str(WORKER), *checks], env=env, capture_output=True,
                           text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
