@@ -83,6 +83,19 @@ def welch_difference(a: Sample, b: Sample, confidence: float = 0.95) -> dict:
     return {"diff": diff, "ci_low": diff - half, "ci_high": diff + half, "df": df}
 
 
+def read_lines(path: str) -> list[dict]:
+    """The curve lines (JSON lines of `benchmarks/learning.py --json`) of one file.
+
+    Raises:
+      UserError: an unreadable file.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [json.loads(x) for x in f if x.strip()]
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+
+
 def read_line(spec: str) -> dict:
     """The curve line named by `FILE:RECIPE:ENV_STEPS`.
 
@@ -94,12 +107,7 @@ def read_line(spec: str) -> dict:
         steps = int(steps)
     except ValueError:
         raise UserError(f"--a/--b {spec!r}: expected FILE:RECIPE:ENV_STEPS") from None
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = [json.loads(x) for x in f if x.strip()]
-    except OSError as e:
-        raise UserError(f"{path}: cannot read ({e.strerror})") from None
-    found = [x for x in lines if x["recipe"] == recipe and x["env_steps"] == steps]
+    found = [x for x in read_lines(path) if x["recipe"] == recipe and x["env_steps"] == steps]
     if not found:
         raise UserError(f"{path}: no evaluation of {recipe!r} at {steps:,} env steps")
     return found[-1]
