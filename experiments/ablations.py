@@ -59,6 +59,7 @@ from sailor_jax.cli import (  # noqa: E402
     start,
 )
 from sailor_jax.config import (  # noqa: E402
+    SMALL_NETWORK,
     AlignmentConfig,
     EvalConfig,
     LLMRankerConfig,
@@ -102,7 +103,7 @@ class Args:
 
 _BASE_SMOKE = SailorConfig(
     iterations=2, num_seeds=2, trajectories=4, max_len=300, baseline=False,
-    ppo=PPOConfig(num_envs=64, num_steps=32, updates_per_segment=2),
+    ppo=PPOConfig(network=SMALL_NETWORK, num_envs=64, num_steps=32, updates_per_segment=2),
     ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
         batch_size=2, max_prompt_tokens=1024, snapshot_every=40)),
     alignment=AlignmentConfig(bo_calls=12, bo_initial_points=4, trust_region=0.25,
@@ -113,7 +114,7 @@ PRESETS: dict[str, Args] = {
     "smoke": Args(base=_BASE_SMOKE, variants=("baseline", "sailor_bo_outcome")),
     "cpu": Args(base=SailorConfig(
         iterations=6, num_seeds=3, trajectories=6, max_len=2000, baseline=False,
-        ppo=PPOConfig(num_envs=512, num_steps=32, updates_per_segment=32),
+        ppo=PPOConfig(network=SMALL_NETWORK, num_envs=512, num_steps=32, updates_per_segment=32),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             batch_size=2, max_prompt_tokens=1536, snapshot_every=50)),
         alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
@@ -121,7 +122,7 @@ PRESETS: dict[str, Args] = {
         variants=("baseline", "score_only", "sailor_bo_outcome", "sailor_bt_mcmc_outcome")),
     "gpu": Args(base=SailorConfig(
         iterations=20, num_seeds=8, trajectories=16, max_len=2000, baseline=False,
-        ppo=PPOConfig(num_envs=4096, num_steps=32, updates_per_segment=80),
+        ppo=PPOConfig(network=SMALL_NETWORK, num_envs=4096, num_steps=32, updates_per_segment=80),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             model="Qwen/Qwen2.5-1.5B-Instruct", batch_size=16, max_pairs_per_group=60)),
         alignment=AlignmentConfig(bo_calls=40, trust_region=0.25),
@@ -129,7 +130,7 @@ PRESETS: dict[str, Args] = {
         variants=VARIANTS),
     "expert": Args(base=SailorConfig(
         iterations=8, num_seeds=5, trajectories=8, max_len=2000, baseline=False,
-        ppo=PPOConfig(num_envs=512, num_steps=32, updates_per_segment=24),
+        ppo=PPOConfig(network=SMALL_NETWORK, num_envs=512, num_steps=32, updates_per_segment=24),
         ranker=RankerConfig(kind="expert"),
         alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
         eval=EvalConfig(episodes=64, max_len=50_000), tensorboard=False),

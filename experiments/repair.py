@@ -59,7 +59,14 @@ from sailor_jax.cli import (  # noqa: E402
     progress_bar,
     resumed_by_rerunning,
 )
-from sailor_jax.config import AlignmentConfig, EvalConfig, PPOConfig, RankerConfig, SailorConfig  # noqa: E402
+from sailor_jax.config import (  # noqa: E402
+    SMALL_NETWORK,
+    AlignmentConfig,
+    EvalConfig,
+    PPOConfig,
+    RankerConfig,
+    SailorConfig,
+)
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
 from sailor_jax.run.repair_arms import ValueArmSettings, arms  # noqa: E402
@@ -96,14 +103,14 @@ class Args(ValueArmSettings):
 
 _BASE_CPU = SailorConfig(
     iterations=16, num_seeds=8, trajectories=8, max_len=2000, baseline=False,
-    ppo=PPOConfig(num_envs=256, num_steps=32, updates_per_segment=8),
+    ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=8),
     ranker=RankerConfig(kind="expert"), alignment=AlignmentConfig(),
     eval=EvalConfig(episodes=64, max_len=50_000), tensorboard=False)
 
 PRESETS: dict[str, Args] = {
     "smoke": Args(base=dataclasses.replace(
         _BASE_CPU, iterations=3, num_seeds=2, trajectories=4, max_len=300,
-        ppo=PPOConfig(num_envs=64, num_steps=32, updates_per_segment=2),
+        ppo=PPOConfig(network=SMALL_NETWORK, num_envs=64, num_steps=32, updates_per_segment=2),
         alignment=AlignmentConfig(bo_calls=12, bo_initial_points=4),
         eval=EvalConfig(episodes=8, max_len=5_000)), starts=("pays_for_dying",)),
     "cpu": Args(base=_BASE_CPU),

@@ -12,7 +12,7 @@ import pytest
 from test_experiments import _load
 
 from sailor_jax.agents import dqn
-from sailor_jax.config import DQNConfig, NetworkConfig, PPOConfig, recipes
+from sailor_jax.config import SMALL_NETWORK, DQNConfig, NetworkConfig, PPOConfig, recipes
 from sailor_jax.game.reward import RewardSpec
 
 TINY = PPOConfig(num_envs=8, num_steps=8, num_minibatches=2, updates_per_segment=1,
@@ -21,9 +21,16 @@ TINY = PPOConfig(num_envs=8, num_steps=8, num_minibatches=2, updates_per_segment
 
 def test_recipes_are_looked_up_by_name():
     assert recipes.recipe("default") == PPOConfig()
-    # Round 9's pick is the default, its lr decayed over the run instead of a fixed 10M.
+    # Round 11 confirmed round 10's (256, 256) trunk: it is the default.
+    assert recipes.recipe("r10_afterstates_256") == PPOConfig()
+    assert PPOConfig().network == dataclasses.replace(SMALL_NETWORK, hidden_sizes=(256, 256))
+    # Round 9's pick was the default of rounds 9-10, its lr decayed over the run instead of a
+    # fixed 10M: `afterstates_64`, the default with the (64, 64) trunk.
     pick = recipes.recipe("r9_envs256_afterstates_64")
-    assert dataclasses.replace(pick, lr_decay_updates=0) == PPOConfig()
+    small = recipes.recipe("afterstates_64")
+    assert dataclasses.replace(pick, lr_decay_updates=0) == small
+    assert small == PPOConfig(network=SMALL_NETWORK)
+    assert SMALL_NETWORK.hidden_sizes == (64, 64) and SMALL_NETWORK.actions == "afterstates"
     old = recipes.recipe("r2_relu")  # the default of rounds 3-8
     assert (old.num_envs, old.lr, old.lr_schedule, old.network.hidden_sizes,
             old.network.actions, old.network.symmetry) == (1024, 3e-4, "constant", (256, 256),
@@ -60,9 +67,9 @@ def _changes(base: PPOConfig, cfg: PPOConfig) -> dict:
 
 
 def test_round_10_recipes_are_the_default_with_one_change():
-    """Issue 36's round 10: each recipe is today's default with only its named change, so a
-    difference in the learning table is that change's."""
-    base = PPOConfig()
+    """Issue 36's round 10: each recipe is the default of then (`afterstates_64`) with only its
+    named change, so a difference in the learning table is that change's."""
+    base = recipes.recipe("afterstates_64")
     changed = {"r10_afterstates_128": {"network.hidden_sizes": (128, 128)},
                "r10_afterstates_256": {"network.hidden_sizes": (256, 256)},
                "r10_afterstates_64x3": {"network.hidden_sizes": (64, 64, 64)},

@@ -5,11 +5,11 @@ RankerConfig, PreferenceConfig, AlignmentConfig), `llm` (LLMRankerConfig, Refine
 (SailorConfig, TrainConfig). Import from here: `from sailor_jax.config import SailorConfig`.
 """
 
-from sailor_jax.config.agent import DQNConfig, EvalConfig, NetworkConfig, PPOConfig
+from sailor_jax.config.agent import SMALL_NETWORK, DQNConfig, EvalConfig, NetworkConfig, PPOConfig
 from sailor_jax.config.judge import AlignmentConfig, PreferenceConfig, RankerConfig
 from sailor_jax.config.llm import LLMRankerConfig, RefineConfig
 from sailor_jax.config.run import SailorConfig, TrainConfig
 
 __all__ = ["AlignmentConfig", "DQNConfig", "EvalConfig", "LLMRankerConfig", "NetworkConfig",
-           "PPOConfig", "PreferenceConfig", "RankerConfig", "RefineConfig", "SailorConfig",
-           "TrainConfig"]
+           "PPOConfig", "PreferenceConfig", "RankerConfig", "RefineConfig", "SMALL_NETWORK",
+           "SailorConfig", "TrainConfig"]

@@ -3,8 +3,10 @@
 
 `recipe(name)` looks one up; `RECIPES` lists the PPO ones, `DQN_RECIPES` the DQN ones. `v0`
 is the recipe the project shipped before the recipe search (issue 10); `default` is today's
-`PPOConfig()`: round 9's pick `r9_envs256_afterstates_64` with its lr decayed over each run
-instead of a fixed 10M (issue 26); `r2_relu` was the default of rounds 3-8. The other entries
+`PPOConfig()`: round 10's `r10_afterstates_256`, confirmed in round 11 (issue 36);
+`afterstates_64` was the default of rounds 9-10 (round 9's pick `r9_envs256_afterstates_64`
+with its lr decayed over each run instead of a fixed 10M, issue 26), and is what the CPU-sized
+experiments train; `r2_relu` was the default of rounds 3-8. The other entries
 are the trials of the search, kept so that every row of the table in `benchmarks/results.md`
 can be re-run by name.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from sailor_jax.config.agent import DQNConfig, NetworkConfig, PPOConfig
+from sailor_jax.config.agent import SMALL_NETWORK, DQNConfig, NetworkConfig, PPOConfig
 from sailor_jax.errors import UserError
 
 V0 = PPOConfig(num_envs=1024, num_steps=128, update_epochs=4, num_minibatches=4,
@@ -48,9 +50,13 @@ def _relu(**changes) -> PPOConfig:
     return _shared(network={"activation": "relu", **changes.pop("network", {})}, **changes)
 
 
-def _default(**changes) -> PPOConfig:
-    """Today's default (`PPOConfig()`, round 9's pick) with `changes`."""
-    return _changed(PPOConfig(), **changes)
+AFTERSTATES_64 = PPOConfig(network=SMALL_NETWORK)
+"""The default of rounds 9-10: `PPOConfig()` with the (64, 64) trunk (`SMALL_NETWORK`)."""
+
+
+def _r9(**changes) -> PPOConfig:
+    """The default of rounds 9-10 (`AFTERSTATES_64`) with `changes`: rounds 10 and 11."""
+    return _changed(AFTERSTATES_64, **changes)
 
 
 SEARCH_STEPS = 9_961_472
@@ -69,6 +75,7 @@ def _r5(decay_steps: int = SEARCH_STEPS, **changes) -> PPOConfig:
 RECIPES: dict[str, PPOConfig] = {
     "v0": V0,
     "default": PPOConfig(),
+    "afterstates_64": AFTERSTATES_64,
     "v0_embedding": _v0(network={"first_layer": "embedding"}),
     # Search round 1 (3M steps/seed, 2 seeds): updates per sample, horizon, network sharing.
     "r1_short_rollout": _v0(num_steps=32, num_minibatches=8,
@@ -150,24 +157,24 @@ RECIPES: dict[str, PPOConfig] = {
     "r9_envs256_afterstates_64_lr3e-4": _relu(num_envs=256, network={
         "actions": "afterstates", "hidden_sizes": (64, 64), "symmetry": "canonical"}),
     # Search round 10 (issue 36: 2048 in >= 90% of greedy games at 10M steps; run on one H200
-    # on 2026-11-26 with `benchmarks/gpu/learning36.sh`): single changes to `default`,
-    # whose 30M curve levels off at 73% (a capacity limit?): wider and deeper trunks, the
-    # n-tuple first layer, twice the epochs, longer rollouts, a smaller entropy bonus.
-    "r10_afterstates_128": _default(network={"hidden_sizes": (128, 128)}),
-    "r10_afterstates_256": _default(network={"hidden_sizes": (256, 256)}),
-    "r10_afterstates_64x3": _default(network={"hidden_sizes": (64, 64, 64)}),
-    "r10_ntuple": _default(network={"first_layer": "ntuple"}),
-    "r10_epochs8": _default(update_epochs=8),
-    "r10_steps128": _default(num_steps=128, num_minibatches=32),
-    "r10_ent003": _default(ent_coef=0.003),
-    # Search round 11 (issue 36; defined 2026-11-26, not yet run: it needs a GPU, where the
-    # (256, 256) trunk runs at 0.74 of the default's env steps/s): single changes to round
-    # 10's best, `r10_afterstates_256`: wider still, its longer rollouts, a smaller lr (wider
-    # networks often want one).
-    "r11_afterstates_512": _default(network={"hidden_sizes": (512, 512)}),
-    "r11_256_steps128": _default(num_steps=128, num_minibatches=32,
-                                 network={"hidden_sizes": (256, 256)}),
-    "r11_256_lr5e-4": _default(lr=5e-4, network={"hidden_sizes": (256, 256)}),
+    # on 2026-11-26 with `benchmarks/gpu/learning36.sh`): single changes to the default of
+    # then, `afterstates_64`, whose 30M curve levels off at 73% (a capacity limit?): wider
+    # and deeper trunks, the n-tuple first layer, twice the epochs, longer rollouts, a
+    # smaller entropy bonus.
+    "r10_afterstates_128": _r9(network={"hidden_sizes": (128, 128)}),
+    "r10_afterstates_256": _r9(network={"hidden_sizes": (256, 256)}),
+    "r10_afterstates_64x3": _r9(network={"hidden_sizes": (64, 64, 64)}),
+    "r10_ntuple": _r9(network={"first_layer": "ntuple"}),
+    "r10_epochs8": _r9(update_epochs=8),
+    "r10_steps128": _r9(num_steps=128, num_minibatches=32),
+    "r10_ent003": _r9(ent_coef=0.003),
+    # Search round 11 (issue 36; run on one H100 on 2026-11-26): single changes to round 10's
+    # best, `r10_afterstates_256` (today's `default`): wider still, its longer rollouts, a
+    # smaller lr (wider networks often want one).
+    "r11_afterstates_512": _r9(network={"hidden_sizes": (512, 512)}),
+    "r11_256_steps128": _r9(num_steps=128, num_minibatches=32,
+                            network={"hidden_sizes": (256, 256)}),
+    "r11_256_lr5e-4": _r9(lr=5e-4, network={"hidden_sizes": (256, 256)}),
 }
 """Recipe name -> `PPOConfig`."""
 

@@ -13,7 +13,7 @@ import dataclasses
 import math
 from typing import Literal
 
-from sailor_jax.config.agent import EvalConfig, PPOConfig
+from sailor_jax.config.agent import SMALL_NETWORK, EvalConfig, PPOConfig
 from sailor_jax.game.reward import RewardSpec
 
 
@@ -43,8 +43,10 @@ class ThetaSearchConfig:
     """Feature names the search may change (the others stay at theta0); None = all."""
     seed: int = 0
     """Root seed: generation g trains from fold_in(seed, g); the retrain uses other keys."""
-    ppo: PPOConfig = PPOConfig(num_envs=256, num_steps=32, updates_per_segment=16)
-    """PPO of every row (the default recipe at 256 envs); a segment is num_envs x num_steps x
+    ppo: PPOConfig = PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32,
+                               updates_per_segment=16)
+    """PPO of every row (the default recipe with the (64, 64) trunk, `SMALL_NETWORK`, at 256
+    envs); a segment is num_envs x num_steps x
     updates_per_segment env steps (the presets' --help lists theirs)."""
     eval: EvalConfig = EvalConfig(episodes=64, max_len=50_000)
     """Greedy evaluation of every row: games per row (the fitness is their mean score)."""

@@ -18,7 +18,7 @@ import scipy.stats
 from sailor_jax.agents.networks import make_network
 from sailor_jax.agents.ppo import make_train
 from sailor_jax.agents.rollout import make_act_collect, make_collect
-from sailor_jax.config import PPOConfig
+from sailor_jax.config import SMALL_NETWORK, PPOConfig
 from sailor_jax.errors import UserError
 from sailor_jax.game.expert import expert_act
 from sailor_jax.game.reward import RewardSpec
@@ -67,7 +67,7 @@ def policy_collect(policy: str, num: int, max_len: int, depth: int = 2, seed: in
     if not policy.startswith("ppo_"):
         raise UserError(f"unknown policy {policy!r}",
                         "use eps<epsilon>, ppo_init or ppo_<steps> (e.g. ppo_300k)")
-    cfg = PPOConfig(num_envs=256)
+    cfg = PPOConfig(network=SMALL_NETWORK, num_envs=256)
     if policy == "ppo_init":
         params = make_network(cfg.network)[0](jax.random.fold_in(jax.random.key(seed), 1))
     else:
