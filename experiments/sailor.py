@@ -58,7 +58,7 @@ from sailor_jax.run.results import SailorResults  # noqa: E402
 # README "Which SAILOR to use", with the LLM judging each window on its own (pointwise).
 # Every preset trains the (64, 64) afterstate trunk (`SMALL_NETWORK`, PPO's default in recipe
 # rounds 9-10) that the repair table measured; `PPOConfig()`'s (256, 256) trunk learns more per
-# env step but trains at about 0.2 of its env steps/s on a 2-core CPU (0.62 on an H100).
+# env step but trains at 0.2-0.3 of its env steps/s on a 2-core CPU (0.62 on an H100).
 _POINTWISE = dict(mode="pointwise", pointwise_variants=1)
 PRESETS: dict[str, SailorConfig] = {
     "smoke": guarded(SailorConfig(

@@ -230,7 +230,7 @@ def test_learning_benchmark_runs_dqn_recipes(learning, monkeypatch, tmp_path, ca
 def test_cpu_sized_experiments_train_the_small_trunk_and_training_defaults_the_wide_one():
     """Round 11 made the (256, 256) trunk `PPOConfig()`'s; every SAILOR, repair, ablation and
     theta-search preset keeps the (64, 64) trunk its tables were measured with (it trains
-    ~5x the env steps/s on a 2-core CPU), and a plain PPO run trains the new default."""
+    3.6-5x the env steps/s on a 2-core CPU), and a plain PPO run trains the new default."""
     from sailor_jax.config import SailorConfig, TrainConfig
     from sailor_jax.config.search import ThetaSearchConfig
 

@@ -76,7 +76,7 @@ SMALL_NETWORK = NetworkConfig(hidden_sizes=(64, 64), symmetry="canonical",
 orientation, that scores each move's afterstate: PPO's default in recipe rounds 9-10 (issue
 26), kept where a CPU budget trains (the SAILOR presets, the repair, ablation and theta-search
 experiments, the judge's policy groups), whose measured results rest on it. On a 2-core CPU it
-trains about 5x as many env steps/s as `DEFAULT_NETWORK`; on an H100, 1.6x."""
+trains 3.6-5x as many env steps/s as `DEFAULT_NETWORK`; on an H100, 1.6x."""
 
 DEFAULT_NETWORK = dataclasses.replace(SMALL_NETWORK, hidden_sizes=(256, 256))
 """PPO's default actor-critic since recipe round 11 (issue 36): `SMALL_NETWORK` with a
