@@ -47,8 +47,9 @@ def test_jit_and_vmap_agree_with_the_plain_call():
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *[init(k) for k in keys])
     logits, value = jax.vmap(apply, in_axes=(0, None, None))(stacked, BOARDS, MASK)
     one_logits, one_value = jax.jit(apply)(init(keys[1]), BOARDS, MASK)
-    np.testing.assert_allclose(logits[1], one_logits, rtol=1e-6)
-    np.testing.assert_allclose(value[1], one_value, rtol=1e-6)
+    # Two compiled programs of the same function: equal up to float reassociation.
+    np.testing.assert_allclose(logits[1], one_logits, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(value[1], one_value, rtol=1e-5, atol=1e-6)
 
 
 def test_masked_entropy_ignores_illegal_actions():

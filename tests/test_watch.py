@@ -118,7 +118,11 @@ def test_watch_draws_every_move_of_the_best_greedy_game(run_folder, watch, tmp_p
     legal = np.stack([legal_mask(b) for b in boards[:length]])
     logits = actor_logits(apply, agent.params, jnp.asarray(np.stack(boards[:length])),
                           jnp.asarray(legal))
-    np.testing.assert_array_equal(np.argmax(np.asarray(logits), -1), actions)
+    # The replay is another compiled program than the play's, so a near-tie may round the
+    # other way: each played move's logit is the largest legal one up to float rounding.
+    logits = np.asarray(logits)
+    np.testing.assert_allclose(logits[np.arange(length), actions], logits.max(-1),
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_render_frames_captions_and_timing():
