@@ -46,8 +46,8 @@ class ThetaSearchConfig:
     ppo: PPOConfig = PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32,
                                updates_per_segment=16)
     """PPO of every row (the default recipe with the (64, 64) trunk, `SMALL_NETWORK`, at 256
-    envs); a segment is num_envs x num_steps x
-    updates_per_segment env steps (the presets' --help lists theirs)."""
+    envs); a segment is num_envs x num_steps x updates_per_segment env steps (the presets'
+    --help lists theirs)."""
     eval: EvalConfig = EvalConfig(episodes=64, max_len=50_000)
     """Greedy evaluation of every row: games per row (the fitness is their mean score)."""
     tensorboard: bool = False
