@@ -27,6 +27,7 @@ import scipy.stats
 
 from sailor_jax.cli import parse_args
 from sailor_jax.errors import UserError, report_user_errors
+from sailor_jax.logging import open_text
 
 METRICS = ("score", "win_rate")
 
@@ -84,13 +85,14 @@ def welch_difference(a: Sample, b: Sample, confidence: float = 0.95) -> dict:
 
 
 def read_lines(path: str) -> list[dict]:
-    """The curve lines (JSON lines of `benchmarks/learning.py --json`) of one file.
+    """The curve lines (JSON lines of `benchmarks/learning.py --json`) of one file, plain or
+    gzip-compressed (`FILE.jsonl.gz`, or `FILE.jsonl` when only the compressed copy exists).
 
     Raises:
       UserError: an unreadable file.
     """
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_text(path) as f:
             return [json.loads(x) for x in f if x.strip()]
     except OSError as e:
         raise UserError(f"{path}: cannot read ({e.strerror})") from None

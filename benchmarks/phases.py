@@ -33,7 +33,7 @@ import numpy as np
 
 from sailor_jax.cli import parse_args
 from sailor_jax.errors import UserError, report_user_errors
-from sailor_jax.logging import to_jsonable
+from sailor_jax.logging import open_text, to_jsonable
 from sailor_jax.report import machine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,7 +75,8 @@ def phase_table(run_dir: str) -> dict:
     """Per-iteration seconds of each loop phase, the host share, compile and eval seconds.
 
     Host-only. Reads `metrics.jsonl` (records with `time/*`, tagged with their `segment`) and
-    `results.json` of a finished SAILOR run folder. The steady-state means leave out the first
+    `results.json` of a finished SAILOR run folder (either may be gzip-compressed, as the
+    committed ones under `benchmarks/results/` are). The steady-state means leave out the first
     iteration when there are more (its `collect` includes compiling the collector); runs logged
     before `time/checkpoint` existed get the checkpoint seconds from `results.json` `timings`,
     spread evenly over the iterations.
@@ -83,10 +84,10 @@ def phase_table(run_dir: str) -> dict:
     Raises:
       FileNotFoundError: the folder has no `metrics.jsonl` or `results.json`.
     """
-    with open(os.path.join(run_dir, "results.json")) as f:
+    with open_text(os.path.join(run_dir, "results.json")) as f:
         timings = json.load(f)["timings"]
     rows: dict[int, dict[str, float]] = {}
-    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+    with open_text(os.path.join(run_dir, "metrics.jsonl")) as f:
         for line in f:
             record = json.loads(line)
             times = {k[5:]: v for k, v in record.items() if k.startswith("time/")}

@@ -4,17 +4,19 @@
 refinement advisor's `refine.jsonl`) and `rewind_jsonl` the only rewriter (a resume drops what
 it writes again); `to_jsonable` is the only JSON sanitiser. TensorBoard tags follow CleanRL's
 group/name form: `charts/episodic_return`, `losses/value_loss`, `sailor/alignment`,
-`sailor/theta_<name>`.
+`sailor/theta_<name>`. `open_text` is the one reader of record files that may be stored
+gzip-compressed (`name.json.gz`, as the committed raw results under `benchmarks/results/` are).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import math
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -37,6 +39,33 @@ def to_jsonable(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return x
+
+
+def stored_path(path: str) -> str:
+    """`path` if it exists, else `path + ".gz"` if that exists, else `path`. Host-only.
+
+    A record file (`results.json`, `metrics.jsonl`, a table's `.csv`) may be kept compressed as
+    `name.json.gz`; callers that test for a file's presence ask for the plain name here."""
+    if os.path.exists(path) or not os.path.exists(path + ".gz"):
+        return path
+    return path + ".gz"
+
+
+def open_text(path: str, newline: str | None = None) -> IO[str]:
+    """Open a UTF-8 text file for reading, or its gzip-compressed copy. Host-only.
+
+    `path` names the plain file (`results.json`) or the compressed one (`results.json.gz`);
+    when the plain file is missing, `path + ".gz"` is read (`stored_path`). A `.gz` file is
+    decompressed on the fly (`gzip.open`), so a reader handles both the same way.
+
+    Raises:
+      FileNotFoundError: neither `path` nor `path + ".gz"` exists.
+      gzip.BadGzipFile, EOFError: a `.gz` file that is not gzip data, or is cut short (on read).
+    """
+    path = stored_path(path)
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", newline=newline)
+    return open(path, encoding="utf-8", newline=newline)
 
 
 def json_line(record: Any) -> str:

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.stats
 
+from sailor_jax.logging import open_text
+
 TILES: tuple[int, ...] = (512, 1024, 2048, 4096)
 METRICS: tuple[str, ...] = ("score", *(f"tile_{t}" for t in TILES), "win_rate")
 COLUMNS: tuple[str, ...] = (
@@ -162,8 +164,9 @@ def write_csv(rows: Sequence[dict], path: str) -> None:
 
 
 def read_csv(path: str) -> list[dict]:
-    """Read a table written by `write_csv` (numbers as float/int, empty cells as NaN)."""
-    with open(path, newline="", encoding="utf-8") as f:
+    """Read a table written by `write_csv` (numbers as float/int, empty cells as NaN), plain
+    or gzip-compressed (`logging.open_text`)."""
+    with open_text(path, newline="") as f:
         rows = list(csv.DictReader(f))
     for row in rows:
         for k in COLUMNS[2:]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from sailor_jax.errors import MissingFileError, UserError
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.logging import to_jsonable
+from sailor_jax.logging import open_text, stored_path, to_jsonable
 from sailor_jax.run import run_dir
 
 PHASES = ("train", "collect", "rank", "update", "checkpoint", "eval")
@@ -238,14 +238,15 @@ def read_json(path: str) -> tuple[str, dict]:
         that has not finished, the line says that `sailor.py ... --resume` finishes it.
       UserError: not valid JSON, or not a JSON object (a `ValueError`).
     """
-    file = os.path.join(path, "results.json") if os.path.isdir(path) else path
-    if not os.path.isfile(file) and os.path.isfile(os.path.join(path, "config.json")):
+    file = stored_path(os.path.join(path, "results.json") if os.path.isdir(path) else path)
+    if not os.path.isfile(file) and os.path.isfile(stored_path(os.path.join(path,
+                                                                           "config.json"))):
         raise run_dir.unfinished_error(path, "run this command again")
     if not os.path.isfile(file):
         raise MissingFileError(f"no SAILOR results.json at {path!r}",
                                "pass the folder of a finished run, or its results.json")
     try:
-        with open(file, encoding="utf-8") as f:
+        with open_text(file) as f:
             d = json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise UserError(f"{file} is not valid JSON: {err}") from err

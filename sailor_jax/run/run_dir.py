@@ -17,7 +17,7 @@ import shutil
 from typing import Any
 
 from sailor_jax.errors import MissingFileError, UserError
-from sailor_jax.logging import to_jsonable
+from sailor_jax.logging import stored_path, to_jsonable
 from sailor_jax.run.out_probe import check_writable
 from sailor_jax.scale import sharding
 
@@ -107,8 +107,8 @@ def run_started(out_dir: str) -> bool:
 
 
 def finished(out_dir: str) -> bool:
-    """True if the run in `out_dir` wrote its `results.json`."""
-    return os.path.exists(os.path.join(out_dir, "results.json"))
+    """True if the run in `out_dir` wrote its `results.json` (or holds it compressed)."""
+    return os.path.exists(stored_path(os.path.join(out_dir, "results.json")))
 
 
 def unfinished_error(out_dir: str, then: str, script: str = "experiments/sailor.py"

@@ -19,6 +19,7 @@ from sailor_jax.config import SailorConfig
 from sailor_jax.errors import MissingFileError, UserError
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.judges.factory import check_judges, judge_name
+from sailor_jax.logging import open_text, stored_path
 from sailor_jax.run import loop, run_dir
 from sailor_jax.run.results import SailorResults
 from sailor_jax.run.run_dir import config_differences, config_json
@@ -106,21 +107,21 @@ def load_runs(results_dir: str) -> dict[str, SailorResults]:
         finishes it (`sailor.py ... --resume`, or the experiment's command again).
       UserError: a results.json that is not a SAILOR run's.
     """
-    single = os.path.join(results_dir, "results.json")
+    single = stored_path(os.path.join(results_dir, "results.json"))
     if os.path.exists(single):
         return {os.path.basename(os.path.normpath(results_dir)): SailorResults.load(single)}
     variants_dir = os.path.join(results_dir, "variants")
     names = sorted(os.listdir(variants_dir)) if os.path.isdir(variants_dir) else []
-    meta, preset = os.path.join(results_dir, "ablation.json"), None
+    meta, preset = stored_path(os.path.join(results_dir, "ablation.json")), None
     if os.path.exists(meta):
-        with open(meta, encoding="utf-8") as f:
+        with open_text(meta) as f:
             ablation = json.load(f)
         order, preset = ablation["variants"], ablation.get("preset")
         names = [n for n in order if n in names] + [n for n in names if n not in order]
     runs = {name: SailorResults.load(os.path.join(variants_dir, name, "results.json"))
             for name in names if run_dir.finished(os.path.join(variants_dir, name))}
     started = [n for n in names if n not in runs
-               and os.path.exists(os.path.join(variants_dir, n, "config.json"))]
+               and os.path.exists(stored_path(os.path.join(variants_dir, n, "config.json")))]
     again = (f"run the same python experiments/ablations.py --preset {preset} command "
              f"again (--out {results_dir}): it resumes them" if preset else
              "run the command that started them again: it resumes them")
@@ -132,7 +133,7 @@ def load_runs(results_dir: str) -> dict[str, SailorResults]:
     if started:
         raise MissingFileError(f"no variant in {variants_dir} has finished (started: "
                                f"{', '.join(started)})", f"{again}, then plot")
-    if os.path.exists(os.path.join(results_dir, "config.json")):
+    if os.path.exists(stored_path(os.path.join(results_dir, "config.json"))):
         raise run_dir.unfinished_error(results_dir, "plot")
     raise MissingFileError(f"no results.json in {results_dir} or {variants_dir}/*/",
                            "pass the folder of a finished run or ablation")
