@@ -33,7 +33,7 @@ import numpy as np
 
 from sailor_jax.cli import parse_args
 from sailor_jax.errors import UserError, report_user_errors
-from sailor_jax.logging import open_text, to_jsonable
+from sailor_jax.logging import open_text, stored_path, to_jsonable
 from sailor_jax.report import machine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -79,13 +79,18 @@ def phase_table(run_dir: str) -> dict:
     committed ones under `benchmarks/results/` are). The steady-state means leave out the first
     iteration when there are more (its `collect` includes compiling the collector); runs logged
     before `time/checkpoint` existed get the checkpoint seconds from `results.json` `timings`,
-    spread evenly over the iterations.
+    spread evenly over the iterations. A run stopped before it finished has no `results.json`:
+    its table holds the iterations it logged, `finished` is False and the compile and final
+    evaluation seconds are None.
 
     Raises:
-      FileNotFoundError: the folder has no `metrics.jsonl` or `results.json`.
+      FileNotFoundError: the folder has no `metrics.jsonl`.
     """
-    with open_text(os.path.join(run_dir, "results.json")) as f:
-        timings = json.load(f)["timings"]
+    finished = os.path.exists(stored_path(os.path.join(run_dir, "results.json")))
+    timings = {}
+    if finished:
+        with open_text(os.path.join(run_dir, "results.json")) as f:
+            timings = json.load(f)["timings"]
     rows: dict[int, dict[str, float]] = {}
     with open_text(os.path.join(run_dir, "metrics.jsonl")) as f:
         for line in f:
@@ -96,11 +101,12 @@ def phase_table(run_dir: str) -> dict:
     per_iteration = [{p: rows[k].get(p, np.nan) for p in LOOP_PHASES} for k in sorted(rows)]
     for row in per_iteration:
         if np.isnan(row["checkpoint"]):
-            row["checkpoint"] = timings["checkpoint"] / max(len(per_iteration), 1)
+            row["checkpoint"] = timings.get("checkpoint", 0.0) / max(len(per_iteration), 1)
     steady = per_iteration[1:] or per_iteration
     mean = {p: float(np.nan_to_num(np.mean([r[p] for r in steady]))) for p in LOOP_PHASES}
     loop_s = sum(mean.values())
-    return {"iterations": len(per_iteration), "steady_iterations": len(steady),
+    return {"finished": finished, "iterations": len(per_iteration),
+            "steady_iterations": len(steady),
             "per_iteration_s": mean, "iterations_s": per_iteration, "loop_s": loop_s,
             "host_share": (loop_s - mean["train"]) / loop_s if loop_s else float("nan"),
             "update_over_train": mean["update"] / mean["train"] if mean["train"] else None,

@@ -160,6 +160,51 @@ def bench_ppo(n: int, args: Args, num_seeds: int | None = None, name: str = "def
             "segment_s": sorted(times)[len(times) // 2]}
 
 
+def _xla_flops(cfg, num_seeds: int | None) -> float:
+    """XLA's FLOP count (`compiled.cost_analysis()`) of one compiled segment of `cfg`."""
+    init, segment = make_train(cfg, num_seeds=num_seeds)
+    runner = init(jax.random.PRNGKey(0))
+    theta = jnp.asarray(RewardSpec().theta0)
+    if num_seeds is not None:
+        theta = jnp.tile(theta, (num_seeds, 1))
+    cost = segment.lower(runner, theta).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost  # a list of one dict in older JAX
+    return float(cost["flops"])
+
+
+def flops_per_env_step(name: str, n: int, loops_counted_once: bool | None = None) -> dict:
+    """FLOPs of PPO training per env step of recipe `name`, from XLA's counts of two or three
+    compiled segments of `n` envs. Host-only; compiles those programs.
+
+    XLA's cost analysis may count a loop body once whatever its trip count (it did on XLA:CPU
+    with jax 0.10: one segment of 1, 2 or 4 updates counted alike). The segments with 1 and 2
+    updates tell which: if the count doubles, loops were multiplied out and one update's count
+    over its `n * num_steps` env steps is the answer. Else every scan (updates, rollout steps,
+    epochs, minibatches) was counted once: the count is `a n + b n T / M` (one rollout step of
+    `n` envs, one minibatch of `n T / M` samples), and a second count with `2 M` minibatches
+    solves for `a` and `b`; one env step costs `a + E b` (E epochs over every sample).
+    `loops_counted_once` (what an earlier call on the same backend returned) skips the first
+    check.
+
+    Returns:
+      `{"flops_per_env_step", "loops_counted_once", "xla_flops_segment"}`.
+    """
+    cfg = dataclasses.replace(recipe(name), num_envs=n, updates_per_segment=1).over_run(4)
+    t, m, e = cfg.num_steps, cfg.num_minibatches, cfg.update_epochs
+    one = _xla_flops(cfg, None)
+    if loops_counted_once is None:
+        two = _xla_flops(dataclasses.replace(cfg, updates_per_segment=2).over_run(4), None)
+        loops_counted_once = two < 1.5 * one
+    if not loops_counted_once:
+        return {"flops_per_env_step": one / (n * t), "loops_counted_once": False,
+                "xla_flops_segment": one}
+    halves = _xla_flops(dataclasses.replace(cfg, num_minibatches=2 * m), None)
+    b = 2 * (one - halves) * m / (n * t)
+    a = (one - b * n * t / m) / n
+    return {"flops_per_env_step": a + e * b, "loops_counted_once": True,
+            "xla_flops_segment": one}
+
+
 def main(args: Args) -> None:
     meta = {"device": str(jax.devices()[0]), "device_kind": jax.devices()[0].device_kind,
             "platform": platform.processor() or platform.machine(),

@@ -1,0 +1,183 @@
+"""The parts of `benchmarks/gpu_check.py`, each run in a process of its own. Host-only.
+
+`run_part(name, tiny, work, deadline_s)` runs one part and appends one JSON line per
+measurement to `WORK/<name>.jsonl` as soon as it ends (the check keeps the lines of a part it
+stops at the deadline). Every line carries the part's name and the machine (`report.machine`:
+device, device kind, CPU, jax version). Sizes: `FULL` on a GPU, `TINY` for `--tiny`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+BENCHMARKS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(BENCHMARKS)
+sys.path.insert(0, BENCHMARKS)
+
+import judge_cost  # noqa: E402
+import phases  # noqa: E402
+import throughput  # noqa: E402
+
+from sailor_jax import report  # noqa: E402
+from sailor_jax.logging import json_line  # noqa: E402
+
+PARTS = ("env", "ppo", "reference", "judge", "main_llm", "main_expert")
+TRUNKS = ("afterstates_64", "default")
+"""The (64, 64) afterstate trunk (`SMALL_NETWORK`) and `PPOConfig()`'s (256, 256) one."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """What one check measures."""
+
+    env_batches: tuple[int, ...]
+    env_steps_per_call: int  # env steps per timed call, over the batch (scan length: this / batch)
+    trunks: tuple[str, ...]  # recipes of the ppo part
+    ppo_envs: tuple[int, ...]
+    ppo_seeds: tuple[int, ...]
+    ppo_updates: int  # PPO updates per timed segment
+    repeats: int  # timed calls after the warm-up
+    flops_envs: int  # envs per seed of the three segments XLA counts FLOPs of
+    reference_envs: tuple[int, ...]
+    judge_size: str  # `judges.random_model.SIZES`
+    judge_batches: tuple[int, ...]
+    judge_groups: int  # groups of 8 windows judged per batch size
+    pool_games: int  # games per player of the windows' pool (2 players)
+    main_args: tuple[str, ...]  # after `experiments/sailor.py --preset gpu`
+
+
+FULL = Sizes(env_batches=tuple(2**k for k in (22, 20, 18, 16, 14, 12)),
+             env_steps_per_call=2**26, trunks=TRUNKS, ppo_envs=(16384, 4096, 1024, 256), ppo_seeds=(8, 1),
+             ppo_updates=2, repeats=2, flops_envs=256, reference_envs=(4096,),
+             judge_size="qwen2.5-1.5b", judge_batches=(8, 16, 32, 64), judge_groups=16,
+             pool_games=64, main_args=("--sailor.iterations", "4"))
+TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], ppo_envs=(8,),
+             ppo_seeds=(2,), ppo_updates=1, repeats=1, flops_envs=8, reference_envs=(8,),
+             judge_size="tiny", judge_batches=(2, 4), judge_groups=2, pool_games=4,
+             main_args=("--sailor.iterations", "1", "--sailor.num-seeds", "1",
+                        "--sailor.ppo.num-envs", "8", "--sailor.ppo.updates-per-segment", "1",
+                        "--sailor.eval.episodes", "2", "--sailor.eval.max-len", "300",
+                        "--sailor.max-len", "300", "--sailor.ranker.llm.batch-size", "4"))
+WINDOW = 100
+"""Moves per judged window: the `gpu` preset's (`repair_arms.ValueArmSettings.window`)."""
+
+
+def part_env(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
+    """env + features steps/s per batch (largest first)."""
+    for n in sizes.env_batches:
+        steps = max(16, min(1024, sizes.env_steps_per_call // n))
+        args = throughput.Args(env_steps=steps, repeats=sizes.repeats + 1)
+        emit({"benchmark": "env_features", "scan_steps": steps,
+              **throughput.bench_env("env_features", n, args)})
+
+
+def _ppo_rows(sizes: Sizes, recipes: tuple[str, ...], envs: tuple[int, ...],
+              emit: Callable[[dict], None]) -> None:
+    args = throughput.Args(ppo_updates=sizes.ppo_updates, repeats=sizes.repeats)
+    for n in envs:
+        for s in sizes.ppo_seeds:
+            for name in recipes:
+                emit({"benchmark": "ppo_train_seeds", **throughput.bench_ppo(n, args, s, name)})
+
+
+def part_ppo(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
+    """FLOPs per env step of each trunk, then the PPO segment's rows (largest batch first)."""
+    once = None
+    for name in sizes.trunks:
+        flops = throughput.flops_per_env_step(name, sizes.flops_envs, once)
+        once = flops["loops_counted_once"]
+        emit({"benchmark": "flops", "recipe": name, "num_envs": sizes.flops_envs, **flops})
+    _ppo_rows(sizes, sizes.trunks, sizes.ppo_envs, emit)
+
+
+def part_reference(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
+    """PureJaxRL's PPO function (`v0`) beside the same function with the embedding layer."""
+    _ppo_rows(sizes, ("v0", "v0_embedding"), sizes.reference_envs, emit)
+
+
+def part_judge(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
+    """Build and save the random judge model, load it back, time pointwise judging."""
+    import torch
+
+    from sailor_jax.config import LLMRankerConfig
+    from sailor_jax.judges import LLMRanker, hf_backend, judge_eval
+    from sailor_jax.judges.random_model import save_random_model
+
+    cuda = torch.cuda.is_available()
+    dtype, device = ("bfloat16", "cuda") if cuda else ("float32", "cpu")
+    pool = judge_eval.build_pool((1.0, 0.3), sizes.pool_games, WINDOW, depth=1, seed=0)
+    info = save_random_model(os.path.join(work, "model"), sizes.judge_size, pool.batch,
+                             dtype=dtype, device=device)
+    t0 = time.perf_counter()
+    backend = hf_backend.load_model(info["folder"], None, dtype, device)
+    emit({"benchmark": "judge_model", **info, "load_s": time.perf_counter() - t0,
+          "torch": torch.__version__, "gpu": torch.cuda.get_device_name() if cuda else None})
+    groups = judge_eval.group_batches(pool, judge_eval.sample_groups(
+        len(pool.epsilon), 8, sizes.judge_groups, seed=0))
+    backend.next_token_logprobs(["warm-up"], [0], 1)
+    for b in sizes.judge_batches:
+        cfg = LLMRankerConfig(model=info["folder"], mode="pointwise", pointwise_variants=1,
+                              batch_size=b, dtype=dtype, device=device, max_records=1_000_000)
+        judge = LLMRanker(cfg, backend=backend)
+        t0 = time.perf_counter()
+        judge.rank_groups(groups)
+        seconds = time.perf_counter() - t0
+        cost = judge_cost.cost_record(judge, len(groups), seconds)
+        windows = cost["prompts_per_group"] * len(groups)
+        emit({"benchmark": "judge_pointwise", "batch_size": b, "windows": windows,
+              "seconds": seconds, "windows_per_s": windows / seconds,
+              "prompt_tokens_per_window": cost["prompt_tokens_per_group"]
+              / cost["prompts_per_group"],
+              "prompt_tokens_per_s": cost["prompt_tokens_per_group"] * len(groups) / seconds,
+              "model": info["size"], "dtype": dtype})
+
+
+def _main_job(sizes: Sizes, emit: Callable[[dict], None], work: str, judge: list[str],
+              name: str, stop_at: float) -> None:
+    out = os.path.join(work, name)
+    cmd = [sys.executable, "experiments/sailor.py", "--preset", "gpu", *sizes.main_args,
+           *judge, "--out", out]
+    env = {**os.environ, "PYTHONPATH": REPO, "HF_HUB_OFFLINE": "1"}
+    t0 = time.perf_counter()
+    try:
+        rc = subprocess.run(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            timeout=max(1.0, stop_at - time.time())).returncode
+    except subprocess.TimeoutExpired:
+        rc = None  # stopped before the part's deadline: its logged iterations still count
+    row = {"benchmark": "main_job", "judge": name, "returncode": rc,
+           "wall_s": time.perf_counter() - t0,
+           "command": " ".join(["python", *cmd[1:-2]])}
+    if os.path.exists(os.path.join(out, "metrics.jsonl")):
+        row.update(phases.phase_table(out))
+    emit(row)
+
+
+def run_part(name: str, tiny: bool, work: str, deadline_s: float | None = None) -> None:
+    """Run part `name`, appending its rows to `WORK/<name>.jsonl`. Host-only.
+
+    Raises:
+      KeyError: an unknown part.
+    """
+    sizes = TINY if tiny else FULL
+    machine = report.machine()
+    path = os.path.join(work, f"{name}.jsonl")
+
+    def emit(row: dict) -> None:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json_line({"part": name, **row, **machine}) + "\n")
+        print(json_line(row)[:300], flush=True)
+
+    stop_at = time.time() + (deadline_s or 1e9) - 15  # the main job's margin to log its row
+    if name == "main_llm":
+        _main_job(sizes, emit, work, ["--sailor.ranker.llm.model", os.path.join(work, "model")],
+                  name, stop_at)
+    elif name == "main_expert":
+        _main_job(sizes, emit, work, ["--sailor.ranker.kind", "expert"], name, stop_at)
+    else:
+        {"env": part_env, "ppo": part_ppo, "reference": part_reference,
+         "judge": part_judge}[name](sizes, emit, work)

@@ -1,0 +1,220 @@
+"""The prepared GPU check: throughput, the judge's cost and the main job, each under a deadline.
+
+    python benchmarks/gpu_check.py --out runs/gpu_check                 # one H100: ~8 minutes
+    python benchmarks/gpu_check.py --tiny --out runs/gpu_check_tiny     # toy sizes, any CPU
+
+Parts (`PARTS`), each its own process, killed at its deadline (`--deadlines`, seconds) so a
+slow part cannot eat the rest; a part writes a row as each measurement ends, so a part stopped
+at its deadline keeps the rows it finished:
+- `env`: random legal moves with `phi` and `theta . phi` (throughput.py's `env_features`),
+  batch 2^12 .. 2^22.
+- `ppo`: the PPO segment (`ppo_train_seeds`): S in {1, 8} seeds x {256, 1024, 4096, 16384} envs
+  per seed, the (64, 64) trunk (`afterstates_64`) and the (256, 256) default; env steps/s summed
+  over seeds, XLA's memory need, and the FLOPs per env step from XLA's cost analysis
+  (`throughput.flops_per_env_step`), so each row reads as TFLOP/s and a fraction of the card's
+  peak (`PEAK_TFLOPS`).
+- `reference`: recipe `v0` (PureJaxRL's PPO function: two 2x256 tanh towers on the one-hot
+  board, 128 steps, 4 epochs x 4 minibatches, written as PureJaxRL writes it) beside
+  `v0_embedding` (the same function, this project's embedding first layer), as the CPU tables.
+- `judge`: a model of Qwen2.5-1.5B-Instruct's configuration with random weights and a
+  tokenizer trained here (`judges.random_model`: the machine has no model hub; the timing is
+  real, the verdicts are not), bf16, saved and loaded through the judge's real path; pointwise
+  windows/s and prompt tokens/s at batch 8 .. 64.
+- `main_llm`, `main_expert`: `experiments/sailor.py --preset gpu` for 4 iterations judged by
+  that model, and by the expert; per-phase seconds and the host's share (`phases.phase_table`).
+
+Writes `OUT/<part>.json` (status, deadline, wall-clock, rows; every row names the device) and
+`OUT/summary.md` / `OUT/summary.json`: 8 files, what the device tool brings back. Models and run
+folders go to `--work` (default: a temporary folder). `--tiny` runs every part at toy sizes
+(the test suite runs it on the CPU, so the script is known to work before device time is spent).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "gpu"))
+
+from gpu_parts import PARTS, run_part  # noqa: E402
+
+from sailor_jax.cli import parse_args  # noqa: E402
+from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
+from sailor_jax.logging import json_line  # noqa: E402
+
+DEADLINES = {"env": 30, "ppo": 240, "reference": 30, "judge": 60, "main_llm": 75,
+             "main_expert": 45}
+"""Seconds per part on one H100 (480 in all: the issue's 8 minutes)."""
+TINY_DEADLINE = 600
+"""Seconds per part with `--tiny` (generous: CI machines differ 3-5x in speed)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Args:
+    """The prepared GPU check."""
+
+    out: str = "runs/gpu_check"
+    """Folder for the part JSON files and the summary (created)."""
+    work: str | None = None
+    """Folder for the judge model and the main job's run folders (default: a temporary one)."""
+    tiny: bool = False
+    """Every part at toy sizes (minutes on a CPU)."""
+    parts: tuple[str, ...] = PARTS
+    """Which parts to run, in this order."""
+    deadlines: tuple[int, ...] | None = None
+    """Seconds per part, in the order of --parts (default `DEADLINES`; 600 each with --tiny)."""
+    part: str | None = None
+    """Internal: run one part in this process (what the check starts per part)."""
+    part_deadline: float | None = None
+    """Internal: the part's deadline in seconds (the main job stops itself before it)."""
+
+
+PEAK_TFLOPS = {"H100": (66.9, 494.7), "H200": (66.9, 494.7)}
+"""Dense peaks (FP32, TF32 tensor cores) of the SXM cards, in TFLOP/s (NVIDIA's H100 and H200
+datasheets; sparse figures halved). XLA runs f32 matmuls on tensor cores (TF32) or not depending
+on the precision it picks: both fractions are shown."""
+
+
+def _peaks(device_kind: str) -> tuple[float, float] | None:
+    return next((p for k, p in PEAK_TFLOPS.items() if k in device_kind), None)
+
+
+def summary_tables(results: list[dict]) -> dict[str, list[dict]]:
+    """One table (a list of row dicts) per measured thing, from the parts' rows. Host-only."""
+    rows = [r for result in results for r in result["rows"]]
+    flops = {r["recipe"]: r["flops_per_env_step"] for r in rows if r["benchmark"] == "flops"}
+    tables: dict[str, list[dict]] = {"env_features": [], "ppo": [], "judge": [], "main_job": []}
+    for r in rows:
+        if r["benchmark"] == "env_features":
+            tables["env_features"].append({"batch": r["num_envs"], "env_steps_per_s": r["sps"],
+                                           "compile_s": r["compile_s"]})
+        elif r["benchmark"] == "ppo_train_seeds":
+            tflops = r["sps"] * flops[r["recipe"]] / 1e12 if r["recipe"] in flops else None
+            peaks = _peaks(r["device_kind"])
+            tables["ppo"].append({
+                "part": r["part"], "recipe": r["recipe"], "seeds": r["num_seeds"],
+                "envs_per_seed": r["num_envs"], "env_steps_per_s": r["sps"],
+                "tflops": tflops, "fp32_peak_share": tflops / peaks[0] if tflops and peaks
+                else None, "tf32_peak_share": tflops / peaks[1] if tflops and peaks else None,
+                "memory_gib": (r["temp_gib"] or 0) + (r["state_gib"] or 0),
+                "compile_s": r["compile_s"]})
+        elif r["benchmark"] == "judge_pointwise":
+            tables["judge"].append({k: r[k] for k in ("batch_size", "windows_per_s",
+                                                      "prompt_tokens_per_s",
+                                                      "prompt_tokens_per_window")})
+        elif r["benchmark"] == "main_job":
+            per = r.get("per_iteration_s", {})
+            tables["main_job"].append({"judge": r["judge"], "finished": r.get("finished"),
+                                       "iterations": r.get("iterations", 0), **per,
+                                       "host_share": r.get("host_share"),
+                                       "compile_s": r.get("compile_s"), "wall_s": r["wall_s"]})
+    return tables
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return "-" if value is None else str(value)
+
+
+def summary_markdown(results: list[dict]) -> str:
+    """The summary: each part's status, then one markdown table per measured thing."""
+    machine = next((r for result in results for r in result["rows"]), {})
+    lines = [f"# GPU check: {machine.get('device_kind', '?')} ({machine.get('cpu', '?')}), "
+             f"jax {machine.get('jax', '?')}", "",
+             "| part | status | seconds | deadline | rows |", "| --- | --- | ---: | ---: | ---: |"]
+    lines += [f"| {r['part']} | {r['status']} | {r['wall_s']:.0f} | {r['deadline_s']} | "
+              f"{len(r['rows'])} |" for r in results]
+    for name, table in summary_tables(results).items():
+        if table:
+            lines += ["", f"## {name}", "", "| " + " | ".join(table[0]) + " |",
+                      "|" + "---|" * len(table[0])]
+            lines += ["| " + " | ".join(_cell(v) for v in row.values()) + " |" for row in table]
+    return "\n".join(lines) + "\n"
+
+
+def _check(args: Args) -> list[int]:
+    unknown = [p for p in args.parts if p not in PARTS]
+    if unknown:
+        raise UserError(f"--parts: unknown part {unknown[0]!r}", f"choose from {list(PARTS)}")
+    if args.deadlines is None:
+        return [TINY_DEADLINE if args.tiny else DEADLINES[p] for p in args.parts]
+    if len(args.deadlines) != len(args.parts) or min(args.deadlines) <= 0:
+        raise UserError(f"--deadlines: need {len(args.parts)} positive seconds (one per part of "
+                        f"--parts), got {list(args.deadlines)}")
+    return list(args.deadlines)
+
+
+def _run_child(args: Args, part: str, deadline: int, work: str) -> dict:
+    """Start `part` in its own process group; kill the group at the deadline. Host-only."""
+    rows_path = os.path.join(work, f"{part}.jsonl")
+    if os.path.exists(rows_path):
+        os.remove(rows_path)
+    cmd = [sys.executable, os.path.abspath(__file__), "--part", part, "--out", args.out,
+           "--work", work, "--part-deadline", str(deadline), *(["--tiny"] if args.tiny else [])]
+    log_path = os.path.join(work, f"{part}.log")
+    t0 = time.perf_counter()
+    with open(log_path, "w", encoding="utf-8") as log:
+        child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True, env={**os.environ,
+                                                              "PYTHONUNBUFFERED": "1"})
+        try:
+            rc = child.wait(timeout=deadline)
+            status = "done" if rc == 0 else f"failed (exit status {rc})"
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            status = "stopped at its deadline"
+    rows = []
+    if os.path.exists(rows_path):
+        with open(rows_path, encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    with open(log_path, encoding="utf-8", errors="replace") as f:
+        log_tail = f.read()[-3000:]
+    return {"part": part, "status": status, "deadline_s": deadline,
+            "wall_s": time.perf_counter() - t0, "tiny": args.tiny, "rows": rows,
+            "log_tail": log_tail}
+
+
+def main(args: Args) -> list[dict]:
+    """Run the parts one after another (or, with `--part`, one part here); write the files.
+
+    Raises:
+      UserError: an unknown part, or deadlines that do not match the parts.
+    """
+    if args.part is not None:
+        run_part(args.part, args.tiny, args.work or tempfile.mkdtemp(prefix="gpu_check_"),
+                 args.part_deadline)
+        return []
+    deadlines = _check(args)
+    os.makedirs(args.out, exist_ok=True)
+    work = args.work or tempfile.mkdtemp(prefix="gpu_check_")
+    os.makedirs(work, exist_ok=True)
+    results = []
+    for part, deadline in zip(args.parts, deadlines, strict=True):
+        result = _run_child(args, part, deadline, work)
+        results.append(result)
+        with open(os.path.join(args.out, f"{part}.json"), "w", encoding="utf-8") as f:
+            f.write(json_line(result) + "\n")
+        print(f"{part}: {result['status']} after {result['wall_s']:.0f} s, "
+              f"{len(result['rows'])} rows", flush=True)
+    text = summary_markdown(results)
+    with open(os.path.join(args.out, "summary.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as f:
+        f.write(json_line({"parts": [{k: r[k] for k in ("part", "status", "deadline_s", "wall_s")}
+                                     for r in results],
+                           "tables": summary_tables(results)}) + "\n")
+    print(text, flush=True)
+    return results
+
+
+if __name__ == "__main__":
+    report_user_errors(lambda argv: main(parse_args(Args, argv)))

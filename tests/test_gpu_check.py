@@ -1,0 +1,79 @@
+"""`benchmarks/gpu_check.py --tiny`: every part of the prepared GPU check runs at toy sizes on
+the CPU and writes its JSON and the summary, so the script is known to work before device time
+is spent; a part past its deadline is stopped and recorded as such; bad flags are one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from test_experiments import _load
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "benchmarks", "gpu_check.py")
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, SCRIPT, *argv], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def _part(out, name: str) -> dict:
+    with open(os.path.join(out, f"{name}.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_tiny_check_runs_every_part(tmp_path):
+    out = tmp_path / "out"
+    done = _run("--tiny", "--out", str(out), "--work", str(tmp_path / "work"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    check = _load("benchmarks/gpu_check.py")
+    assert sorted(os.listdir(out)) == sorted([f"{p}.json" for p in check.PARTS]
+                                             + ["summary.json", "summary.md"])
+    for name in check.PARTS:
+        part = _part(out, name)
+        assert part["status"] == "done", (name, part["log_tail"])
+        assert part["rows"], name
+        for row in part["rows"]:
+            assert row["part"] == name and row["device_kind"] and row["jax"]
+    tables = json.loads((out / "summary.json").read_text())["tables"]
+    ppo = [r for r in tables["ppo"] if r["part"] == "ppo"]
+    assert ppo and all(r["env_steps_per_s"] > 0 and r["tflops"] > 0 for r in ppo)
+    assert {r["recipe"] for r in tables["ppo"] if r["part"] == "reference"} == {"v0",
+                                                                               "v0_embedding"}
+    flops = [r for r in _part(out, "ppo")["rows"] if r["benchmark"] == "flops"]
+    assert flops and all(r["flops_per_env_step"] > 0 for r in flops)
+    assert tables["env_features"][0]["env_steps_per_s"] > 0
+    judge = tables["judge"]
+    assert [r["batch_size"] for r in judge] == [2, 4]
+    assert all(r["windows_per_s"] > 0 and r["prompt_tokens_per_window"] > 10 for r in judge)
+    main = {r["judge"]: r for r in tables["main_job"]}
+    assert set(main) == {"main_llm", "main_expert"}
+    for row in main.values():
+        assert row["finished"] and row["iterations"] == 1 and 0 <= row["host_share"] <= 1
+        assert row["train"] > 0 and row["rank"] > 0
+    summary = (out / "summary.md").read_text()
+    assert "| main_expert | done |" in summary and "## ppo" in summary
+
+
+def test_a_part_past_its_deadline_is_stopped_and_recorded(tmp_path):
+    done = _run("--tiny", "--parts", "ppo", "--deadlines", "1", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    part = _part(tmp_path, "ppo")
+    assert part["status"] == "stopped at its deadline" and part["rows"] == []
+    assert part["wall_s"] < 30
+
+
+@pytest.mark.parametrize("argv, flag", [(["--parts", "warp"], "--parts"),
+                                        (["--parts", "env", "judge", "--deadlines", "5"],
+                                         "--deadlines"),
+                                        (["--parts", "env", "--deadlines", "0"], "--deadlines")])
+def test_bad_flags_are_one_error_line(tmp_path, argv, flag):
+    done = _run(*argv, "--out", str(tmp_path / "out"))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {flag}"), done.stderr
+    assert not (tmp_path / "out").exists()
