@@ -20,7 +20,7 @@ at its deadline keeps the rows it finished:
   tokenizer trained here (`judges.random_model`: the machine has no model hub; the timing is
   real, the verdicts are not), bf16, saved and loaded through the judge's real path; pointwise
   windows/s and prompt tokens/s at batch 8 .. 64.
-- `main_llm`, `main_expert`: `experiments/sailor.py --preset gpu` for 4 iterations judged by
+- `main_llm`, `main_expert`: the `gpu` preset of `experiments/sailor.py` for 4 iterations judged by
   that model, and by the expert; per-phase seconds and the host's share (`phases.phase_table`).
 
 Writes `OUT/<part>.json` (status, deadline, wall-clock, rows; every row names the device) and

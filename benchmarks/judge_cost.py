@@ -49,6 +49,7 @@ from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.judges import ExpertRanker, LLMRanker, hf_backend, judge_eval
 from sailor_jax.judges.factory import EMBEDDED_MODEL
 from sailor_jax.judges.model_source import check_model_source
+from sailor_jax.judges.random_model import qwen_config
 
 RANDOM_QWEN = "random:qwen2.5-1.5b"
 MODES: dict[str, dict[str, Any]] = {
@@ -94,22 +95,6 @@ class Args:
     """Print one JSON line per mode on stdout (the summary lines go to stderr)."""
 
 
-def qwen_config(tokenizer: Any) -> Any:
-    """`transformers.Qwen2Config` with Qwen2.5-1.5B's published sizes (1.54B parameters).
-
-    Special-token ids come from `tokenizer` (the embedded SmolLM2 one; its ids < the vocab).
-    """
-    import transformers
-
-    return transformers.Qwen2Config(
-        vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-        num_attention_heads=12, num_key_value_heads=2, max_position_embeddings=32768,
-        rms_norm_eps=1e-6, tie_word_embeddings=True,
-        rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None)
-
-
 def load_backend(args: Args) -> tuple[hf_backend.LLMBackend, str]:
     """The shared model of every mode and its name (see the module docstring). Host-only."""
     if args.model != RANDOM_QWEN:
@@ -121,7 +106,7 @@ def load_backend(args: Args) -> tuple[hf_backend.LLMBackend, str]:
 
     embedded = hf_backend.load_model(None, None, args.dtype, args.device)
     torch.manual_seed(args.pool.seed)
-    model = transformers.Qwen2ForCausalLM(qwen_config(embedded.tokenizer))
+    model = transformers.Qwen2ForCausalLM(qwen_config("qwen2.5-1.5b", embedded.tokenizer))
     model = model.to(device=embedded.device, dtype=embedded.dtype).eval()
     name = "Qwen2.5-1.5B config, random weights (SmolLM2 tokenizer)"
     return dataclasses.replace(embedded, model=model), name

@@ -52,8 +52,8 @@ class Sizes:
 
 
 FULL = Sizes(env_batches=tuple(2**k for k in (22, 20, 18, 16, 14, 12)),
-             env_steps_per_call=2**26, trunks=TRUNKS, ppo_envs=(16384, 4096, 1024, 256), ppo_seeds=(8, 1),
-             ppo_updates=2, repeats=2, flops_envs=256, reference_envs=(4096,),
+             env_steps_per_call=2**26, trunks=TRUNKS, ppo_envs=(16384, 4096, 1024, 256),
+             ppo_seeds=(8, 1), ppo_updates=2, repeats=2, flops_envs=256, reference_envs=(4096,),
              judge_size="qwen2.5-1.5b", judge_batches=(8, 16, 32, 64), judge_groups=16,
              pool_games=64, main_args=("--sailor.iterations", "4"))
 TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], ppo_envs=(8,),
@@ -142,7 +142,8 @@ def _main_job(sizes: Sizes, emit: Callable[[dict], None], work: str, judge: list
     out = os.path.join(work, name)
     cmd = [sys.executable, "experiments/sailor.py", "--preset", "gpu", *sizes.main_args,
            *judge, "--out", out]
-    env = {**os.environ, "PYTHONPATH": REPO, "HF_HUB_OFFLINE": "1"}
+    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1"}
     t0 = time.perf_counter()
     try:
         rc = subprocess.run(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL,

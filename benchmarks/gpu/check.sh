@@ -1,0 +1,19 @@
+#!/bin/bash
+# Issue 46's prepared GPU check on the device tool's machine (one H100 or H200): every part of
+# `benchmarks/gpu_check.py` (env + features, the PPO segment, PureJaxRL's function beside it, the
+# 1.5B-sized judge, the gpu preset for 4 iterations), each stopped at its deadline, about 8
+# minutes in all. Its 8 files (a JSON per part, summary.md, summary.json) land in $OUT.
+#
+# The machine's image lacks pgx, tyro, scikit-optimize and a few more: carry them as Python
+# 3.12 wheels in .whl/ (git-ignored, 3.2 MB), downloaded here with
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d .whl pgx==2.6.0 \
+#     svgwrite==1.4.3 tyro==1.0.17 docstring-parser==0.18.0 typeguard==4.6.1 \
+#     scikit-optimize==0.10.2 pyaml==26.7.0 cma==4.5.0 tensorboardX==2.6.5 \
+#     orbax-checkpoint==0.12.8 optax==0.2.8 chex==0.1.92
+# then call the device tool with carry [".whl"], timeout_s 560 and the command
+#   bash benchmarks/gpu/check.sh
+# Extra arguments go to gpu_check.py (e.g. `--parts ppo main_llm --deadlines 240 120`).
+set -u
+source "$(dirname "$0")/setup.sh" || exit $?
+python3 benchmarks/gpu_check.py --out $OUT --work $G "$@"
