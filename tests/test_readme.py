@@ -1,20 +1,21 @@
-"""The commands the README and the scripts' docstrings show must parse.
+"""The commands the README, the pages of docs/ and the scripts' docstrings show must parse.
 
-Every `python experiments/...` or `python benchmarks/...` command of README.md (fenced and
-indented code blocks, with `\\` continuations joined, env assignments and `$ ` prompts
-allowed, and inline code spans) and of the module docstrings of `experiments/*.py` and
-`benchmarks/*.py` goes through its script's own parser in-process: `parse(argv)` where the
-script has one (sailor.py, ablations.py), else `tyro.cli(Args, args=argv)` as its
-`__main__` block does. A renamed flag then fails here instead of leaving the docs wrong.
-Appending `--help` would not catch it: tyro prints the help and exits 0 however many
-unknown flags come before `--help`.
+Every `python experiments/...` or `python benchmarks/...` command of README.md and
+docs/*.md (fenced and indented code blocks, with `\\` continuations joined, env
+assignments and `$ ` prompts allowed, and inline code spans) and of the module docstrings
+of `experiments/*.py` and `benchmarks/*.py` goes through its script's own parser
+in-process: `parse(argv)` where the script has one (sailor.py, ablations.py), else
+`tyro.cli(Args, args=argv)` as its `__main__` block does. A renamed flag then fails here
+instead of leaving the docs wrong. Appending `--help` would not catch it: tyro prints the
+help and exits 0 however many unknown flags come before `--help`.
 
 Also: every `--flag` a script's docstring names is in that script's `--help`, and every one
 the README's prose names is in some script's (or is pip's, sbatch's, XLA's: `OTHER_FLAGS`);
 `--help` exits 0 for every script (in-process, plus one real subprocess for the scripts with
 presets, whose help must name `--preset {...}` and `--debug`); `.ci/run` runs the README's
 install command word for word; the CLI console does not wrap tables at 80 columns in a file;
-no file of the project refers to documents outside it.
+no file of the project refers to documents outside it; every relative markdown link of the
+README, docs/ and `benchmarks/results.md` resolves to a file of the project.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ import tyro
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
+DOCS = [README, *sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))]
+"""The user's documents, whose commands must parse today: the README and the pages of docs/."""
+RESULTS_LOG = os.path.join(ROOT, "benchmarks", "results.md")
+"""The dated results log: its commands are as they ran then (its links are checked)."""
 SCRIPTS = sorted(glob.glob(os.path.join(ROOT, "experiments", "*.py"))
                  + glob.glob(os.path.join(ROOT, "benchmarks", "*.py")))
 
@@ -95,8 +100,8 @@ def docstring_commands(path: str) -> list[str]:
     return extract_commands(doc)
 
 
-def readme_commands() -> list[str]:
-    with open(README, encoding="utf-8") as f:
+def readme_commands(path: str = README) -> list[str]:
+    with open(path, encoding="utf-8") as f:
         return extract_commands(f.read())
 
 
@@ -124,7 +129,7 @@ def _relpath(path: str) -> str:
 
 
 ALL_COMMANDS = sorted({(where, c) for where, cmds in
-                       [("README.md", readme_commands())]
+                       [(_relpath(p), readme_commands(p)) for p in DOCS]
                        + [(_relpath(p), docstring_commands(p)) for p in SCRIPTS]
                        for c in cmds if c not in PLACEHOLDERS})
 
@@ -188,6 +193,7 @@ FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w.-]*")
 
 OTHER_FLAGS = frozenset({
     "--index-url", "--no-deps", "--dry-run",  # pip
+    "--exclude",  # ruff
     "--nodes", "--ntasks-per-node", "--gpus-per-node", "--time",  # sbatch
     "--xla_force_host_platform_device_count",  # XLA_FLAGS
 })
@@ -228,8 +234,9 @@ def test_docstring_names_only_the_scripts_flags(script: str):
     assert unknown_flags(doc, script_flags(script)) == []
 
 
-def test_readme_names_only_existing_flags():
-    with open(README, encoding="utf-8") as f:
+@pytest.mark.parametrize("doc", [_relpath(p) for p in DOCS])
+def test_docs_name_only_existing_flags(doc: str):
+    with open(os.path.join(ROOT, doc), encoding="utf-8") as f:
         text = f.read()
     known = frozenset().union(*(script_flags(_relpath(p)) for p in SCRIPTS))
     assert unknown_flags(text, known) == []
@@ -299,6 +306,33 @@ def test_console_is_wide_when_output_goes_to_a_file(monkeypatch):
     assert cli.make_console().width == cli.PIPE_WIDTH
     monkeypatch.setenv("COLUMNS", "100")
     assert cli.make_console().width == 100
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+"""A markdown link's target: `[text](target)`."""
+
+
+def relative_links(path: str) -> list[str]:
+    """The targets of the markdown links of `path` that point into the project (no scheme,
+    no in-page `#anchor`), anchors dropped."""
+    with open(path, encoding="utf-8") as f:
+        targets = LINK.findall(f.read())
+    return [t.split("#")[0] for t in targets
+            if not re.match(r"[a-z][a-z0-9+.-]*:", t) and not t.startswith("#")]
+
+
+@pytest.mark.parametrize("doc", [_relpath(p) for p in [*DOCS, RESULTS_LOG]])
+def test_relative_links_resolve(doc: str):
+    folder = os.path.dirname(os.path.join(ROOT, doc))
+    missing = [t for t in relative_links(os.path.join(ROOT, doc))
+               if not os.path.exists(os.path.normpath(os.path.join(folder, t)))]
+    assert missing == [], f"{doc} links to missing files: {missing}"
+
+
+def test_relative_links_are_found(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("[a](docs/x.md#y) [b](https://example.org) [c](#here) ![d](f.png)\n")
+    assert relative_links(str(page)) == ["docs/x.md", "f.png"]
 
 
 OUTSIDE = ("../" + "shared", "DESIGN" + ".md", "STYLE" + ".md", "FIELD" + "_NOTES")
