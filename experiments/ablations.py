@@ -54,11 +54,13 @@ from sailor_jax.cli import (  # noqa: E402
     Scale,
     ScaleArgs,
     parse_with_presets,
+    preset_sizes,
     progress_bar,
     resumed_by_rerunning,
     start,
 )
 from sailor_jax.config import (  # noqa: E402
+    PAPER,
     SMALL_NETWORK,
     AlignmentConfig,
     EvalConfig,
@@ -101,8 +103,8 @@ class Args:
     """Devices and processes."""
 
 
-_BASE_SMOKE = SailorConfig(
-    iterations=2, num_seeds=2, trajectories=4, max_len=300, baseline=False,
+_BASE_SMOKE = dataclasses.replace(
+    PAPER, iterations=2, num_seeds=2, trajectories=4, max_len=300, baseline=False,
     ppo=PPOConfig(network=SMALL_NETWORK, num_envs=64, num_steps=32, updates_per_segment=2),
     ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
         batch_size=2, max_prompt_tokens=1024, snapshot_every=40)),
@@ -112,24 +114,24 @@ _BASE_SMOKE = SailorConfig(
 
 PRESETS: dict[str, Args] = {
     "smoke": Args(base=_BASE_SMOKE, variants=("baseline", "sailor_bo_outcome")),
-    "cpu": Args(base=SailorConfig(
-        iterations=6, num_seeds=3, trajectories=6, max_len=2000, baseline=False,
+    "cpu": Args(base=dataclasses.replace(
+        PAPER, iterations=6, num_seeds=3, trajectories=6, max_len=2000, baseline=False,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=512, num_steps=32, updates_per_segment=32),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             batch_size=2, max_prompt_tokens=1536, snapshot_every=50)),
         alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
         eval=EvalConfig(episodes=64, max_len=50_000), tensorboard=False),
         variants=("baseline", "score_only", "sailor_bo_outcome", "sailor_bt_mcmc_outcome")),
-    "gpu": Args(base=SailorConfig(
-        iterations=20, num_seeds=8, trajectories=16, max_len=2000, baseline=False,
+    "gpu": Args(base=dataclasses.replace(
+        PAPER, iterations=20, num_seeds=8, trajectories=16, max_len=2000, baseline=False,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=4096, num_steps=32, updates_per_segment=80),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             model="Qwen/Qwen2.5-1.5B-Instruct", batch_size=16, max_pairs_per_group=60)),
         alignment=AlignmentConfig(bo_calls=40, trust_region=0.25),
         eval=EvalConfig(episodes=512, max_len=50_000), eval_every=2),
         variants=VARIANTS),
-    "expert": Args(base=SailorConfig(
-        iterations=8, num_seeds=5, trajectories=8, max_len=2000, baseline=False,
+    "expert": Args(base=dataclasses.replace(
+        PAPER, iterations=8, num_seeds=5, trajectories=8, max_len=2000, baseline=False,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=512, num_steps=32, updates_per_segment=24),
         ranker=RankerConfig(kind="expert"),
         alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
@@ -174,9 +176,11 @@ def variant_config(name: str, base: SailorConfig,
     return cfg
 
 
-PRESET_HELP = {"smoke": "about 2 minutes on a 2-core CPU",
+PRESET_TIME = {"smoke": "about 2 minutes on a 2-core CPU",
                "cpu": "under 30 minutes on a 2-core CPU", "gpu": "one GPU, every variant",
                "expert": "the expert-judge experiment (issue 11), about 45 minutes on a 2-core CPU"}
+PRESET_HELP = {name: f"{PRESET_TIME[name]}: {preset_sizes(args.base)}"
+               for name, args in PRESETS.items()}
 
 
 def parse(argv: list[str]) -> tuple[str, Args]:

@@ -56,10 +56,12 @@ from sailor_jax import report  # noqa: E402
 from sailor_jax.cli import (  # noqa: E402
     make_console,
     parse_with_presets,
+    preset_sizes,
     progress_bar,
     resumed_by_rerunning,
 )
 from sailor_jax.config import (  # noqa: E402
+    PAPER,
     SMALL_NETWORK,
     AlignmentConfig,
     EvalConfig,
@@ -101,8 +103,8 @@ class Args(ValueArmSettings):
     `--finished-only` writes the tables afterwards."""
 
 
-_BASE_CPU = SailorConfig(
-    iterations=16, num_seeds=8, trajectories=8, max_len=2000, baseline=False,
+_BASE_CPU = dataclasses.replace(
+    PAPER, iterations=16, num_seeds=8, trajectories=8, max_len=2000, baseline=False,
     ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=8),
     ranker=RankerConfig(kind="expert"), alignment=AlignmentConfig(),
     eval=EvalConfig(episodes=64, max_len=50_000), tensorboard=False)
@@ -115,9 +117,10 @@ PRESETS: dict[str, Args] = {
         eval=EvalConfig(episodes=8, max_len=5_000)), starts=("pays_for_dying",)),
     "cpu": Args(base=_BASE_CPU),
 }
-PRESET_HELP = {"smoke": "about 3 minutes on a 2-core CPU",
-               "cpu": "8 seeds x ~1M env steps, 16 updates, 3 starts x 3 arms: ~8 min an arm on 2 "
-                      "cores (AMD EPYC without AVX-512, today's PPO)"}
+PRESET_TIME = {"smoke": "about 3 minutes on a 2-core CPU",
+               "cpu": "3 starts x 3 arms, ~8 min an arm on 2 cores (AMD EPYC without AVX-512)"}
+PRESET_HELP = {name: f"{PRESET_TIME[name]}: {preset_sizes(args.base)} (the (64, 64) trunk the "
+                     f"repair table measured)" for name, args in PRESETS.items()}
 
 
 def plot_thetas(out: str, arm_list, results: dict) -> list[str]:

@@ -37,6 +37,7 @@ from sailor_jax.cli import (  # noqa: E402
     ScaleArgs,
     default_run_name,
     parse_with_presets,
+    preset_sizes,
     progress_bar,
     start,
 )
@@ -50,41 +51,38 @@ from sailor_jax.config import (  # noqa: E402
 )
 from sailor_jax.judges.factory import judge_name, ranker_description  # noqa: E402
 from sailor_jax.run import loop  # noqa: E402
-from sailor_jax.run.repair_arms import ValueArmSettings, guarded  # noqa: E402
 from sailor_jax.run.results import SailorResults  # noqa: E402
 
-# Every preset runs issue 34's guarded SAILOR (`repair_arms.guarded`: windows judged in groups
-# with reference games, an MH step accepted on held-out pairs, the survival guard), measured in
-# README "Which SAILOR to use", with the LLM judging each window on its own (pointwise).
-# Every preset trains the (64, 64) afterstate trunk (`SMALL_NETWORK`, PPO's default in recipe
-# rounds 9-10) that the repair table measured; `PPOConfig()`'s (256, 256) trunk learns more per
-# env step but trains at 0.2-0.3 of its env steps/s on a 2-core CPU (0.62 on an H100).
+# Every preset runs the recommended SAILOR (`SailorConfig()`'s defaults: windows judged in
+# groups with reference games, an MH step accepted on held-out pairs, the survival guard), with
+# the LLM judging each window on its own (pointwise).
+# Every preset trains the (64, 64) afterstate trunk (`SMALL_NETWORK`) that the repair table
+# measured; `PRESET_WHY` says why per preset (`--help` prints it).
 _POINTWISE = dict(mode="pointwise", pointwise_variants=1)
 PRESETS: dict[str, SailorConfig] = {
-    "smoke": guarded(SailorConfig(
-        iterations=2, num_seeds=1, max_len=300,
+    "smoke": SailorConfig(
+        iterations=2, num_seeds=1, max_len=300, trajectories=8, reference_games=4,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=128, num_steps=32, updates_per_segment=4),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             batch_size=2, max_prompt_tokens=1024, snapshot_every=40, **_POINTWISE)),
         eval=EvalConfig(episodes=16, max_len=10_000)),
-        ValueArmSettings(trajectories=8, reference_games=4)),
     # 32 updates of 4 PPO updates x 256 envs: 1,048,576 env steps per seed, the budget of the
-    # README's repair table.
-    "cpu": guarded(SailorConfig(
+    # repair table (docs/repair.md).
+    "cpu": SailorConfig(
         iterations=32, num_seeds=2, max_len=2000,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             batch_size=2, max_prompt_tokens=1536, snapshot_every=50, **_POINTWISE)),
-        eval=EvalConfig(episodes=64, max_len=50_000))),
+        eval=EvalConfig(episodes=64, max_len=50_000)),
     # One GPU: 8 SAILOR + 8 baseline rows, 32 updates of 20 PPO updates x 256 envs (5,242,880
     # env steps per seed, the repair table's ~5M budget), the 1.5B judge ~3 GiB of bf16 weights
     # plus its batches; JAX allocates on demand (XLA_PYTHON_CLIENT_PREALLOCATE=false above).
-    "gpu": guarded(SailorConfig(
+    "gpu": SailorConfig(
         iterations=32, num_seeds=8, max_len=2000,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=20),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             model="Qwen/Qwen2.5-1.5B-Instruct", batch_size=16, **_POINTWISE)),
-        eval=EvalConfig(episodes=512, max_len=50_000))),
+        eval=EvalConfig(episodes=512, max_len=50_000)),
 }
 
 
@@ -102,12 +100,22 @@ class Args:
     """Devices and processes."""
 
 
-PRESET_HELP = {"smoke": "about 2 minutes on a quiet 2-core CPU (4-5 loaded), tiny budgets, the "
-                         "real LLM judge",
-               "cpu": "about 16 minutes on a 2-core CPU, 2 + 2 baseline seeds, 32 updates, "
-                      "the SmolLM2 judge",
-               "gpu": "one GPU: 8 seeds + 8 baseline rows, 32 updates over ~5M env steps per "
-                      "seed, a Qwen judge"}
+PRESET_WHY = {
+    "smoke": ("about 2 minutes on a quiet 2-core CPU (4-5 loaded)",
+              "a pipeline demo with the real LLM judge"),
+    "cpu": ("about 16 minutes on a 2-core CPU", "the (64, 64) trunk because the (256, 256) default "
+            "trains at 0.2-0.3 of its env steps/s on 2 CPU cores; ~1M env steps per seed, the "
+            "repair table's budget; the SmolLM2 judge"),
+    "gpu": ("one GPU, not yet timed there", "the repair table's ~5M env steps per seed and 8 + 8 "
+            "seeds; the (64, 64) trunk and 256 envs are CPU-sized, to be sized from "
+            "benchmarks/gpu_check.py; a Qwen2.5-1.5B judge"),
+}
+"""Where each preset's sizes come from: its time, then why it trains what it trains."""
+
+
+PRESET_HELP = {name: f"{PRESET_WHY[name][0]}: {preset_sizes(cfg)}; {PRESET_WHY[name][1]}"
+               for name, cfg in PRESETS.items()}
+"""The one line `--help` prints per preset."""
 
 
 def parse(argv: list[str]) -> tuple[str, Args]:

@@ -14,7 +14,7 @@ candidate (`--search.pick mean`: CMA's final mean) and theta0 are retrained on
 mean [95% CI] and the paired difference [95% CI].
 
 Presets (7 programs: 6 generations, the retrain; wall-clock measured on the 2-core AMD EPYC,
-nothing else running; see README):
+nothing else running; see docs/experiments.md):
   tiny       3 generations of 3 x 2 rows, seconds of training: the test's run (~2 min, compiling)
   budget_1m  1,048,576 env steps per row, 6 generations of 8 x 2 rows, 8 retrain seeds
              (117M env steps: 39 min measured at 49-55k env steps/s)

@@ -30,6 +30,7 @@ import tyro
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from sailor_jax.config import SailorConfig
 from sailor_jax.config.flags import usage_error, user_errors
 from sailor_jax.errors import DEBUG_HELP, Interrupted, stop_word
 from sailor_jax.scale import sharding
@@ -157,6 +158,15 @@ def parse_args(f: Callable[..., T], argv: Sequence[str], **kwargs: Any) -> T:
     """
     with user_errors(f, argv):
         return tyro.cli(f, args=list(argv), **kwargs)
+
+
+def preset_sizes(cfg: SailorConfig) -> str:
+    """What a SAILOR preset trains, for its `--help` line: trunk, envs, seeds (+ baseline rows),
+    theta updates and env steps per seed."""
+    hidden = "x".join(map(str, cfg.ppo.network.hidden_sizes))
+    rows = f"{cfg.num_seeds} + {cfg.num_seeds} baseline" if cfg.baseline else f"{cfg.num_seeds}"
+    return (f"{hidden} trunk, {cfg.ppo.num_envs} envs x {rows} seeds, {cfg.iterations} updates "
+            f"of theta, {cfg.iterations * cfg.ppo.steps_per_segment:,} env steps per seed")
 
 
 def preset_help(description: str, name: str, presets: Mapping[str, tuple[str, object]],

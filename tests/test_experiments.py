@@ -26,7 +26,7 @@ TINY_PPO = ["--sailor.ppo.num-envs", "16", "--sailor.ppo.num-steps", "8",
 PAPER_UPDATE = ["--sailor.reference-games", "0", "--sailor.window", "0",
                 "--sailor.alignment.method", "bo", "--sailor.alignment.heldout", "0",
                 "--sailor.alignment.no-survival-guard", "--sailor.preferences.compare", "sum"]
-"""The paper's update (BO on whole games) over a preset, not the presets' guarded one: for
+"""`PAPER`'s update (BO on whole games) over a preset, not the presets' recommended one: for
 tests about processes and signals, where theta must move on 4 games and an iteration be short."""
 
 
@@ -44,7 +44,7 @@ def test_sailor_cli_presets_parse_and_override():
 
 
 def test_sailor_presets_run_the_guarded_update_measured_in_the_repair_table():
-    """Issue 34 item 6: every preset is `repair_arms.guarded` over its budget and LLM judge,
+    """Every preset runs `SailorConfig()`'s recommended update over its budget and LLM judge:
     the settings of repair.py's sailor_value arm except the judge (pointwise LLM)."""
     sailor = _load("experiments/sailor.py")
     for name, cfg in sailor.PRESETS.items():

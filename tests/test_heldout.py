@@ -12,7 +12,7 @@ from reference.numpy_expert import board_score
 from sailor_jax.alignment import heldout
 from sailor_jax.alignment.offline_fit import fit_bradley_terry
 from sailor_jax.alignment.preferences import build_preferences, pair_agreement
-from sailor_jax.config import AlignmentConfig, PreferenceConfig, SailorConfig
+from sailor_jax.config import PAPER, AlignmentConfig, PreferenceConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges import ExpertRanker
 from sailor_jax.judges.oracles import order_by_scores
@@ -154,7 +154,7 @@ def test_align_step_with_heldout_keeps_theta_under_a_judge_the_fit_cannot_genera
     """Fit and held-out halves disagree by construction (the judge's order of the fitted half
     rewards feature 1, of the held-out half feature 0): no accepted step may hurt the held-out
     half, and the theta stays."""
-    cfg = SailorConfig(trajectories=8, alignment=AlignmentConfig(
+    cfg = dataclasses.replace(PAPER, trajectories=8, alignment=AlignmentConfig(
         method="bt_mcmc", heldout=0.5, mcmc_samples=300, mcmc_burn_in=100, update_workers=1,
         mcmc_trust_region=1.0))
     rng = np.random.default_rng([cfg.seed, 0, 0])
@@ -186,7 +186,7 @@ def test_align_step_with_heldout_keeps_theta_under_a_judge_the_fit_cannot_genera
     (lambda: AlignmentConfig(heldout=float("nan")), "heldout must be in"),
     (lambda: AlignmentConfig(heldout_z=-0.5), "heldout_z must be"),
     (lambda: PreferenceConfig(compare="median"), "compare must be one of"),
-    (lambda: SailorConfig(trajectories=3, alignment=AlignmentConfig(heldout=0.5)),
+    (lambda: dataclasses.replace(PAPER, trajectories=3, alignment=AlignmentConfig(heldout=0.5)),
      "trajectories >= 4"),
 ])
 def test_bad_heldout_and_comparison_config(build, match):
@@ -232,7 +232,7 @@ def test_align_step_survival_guard_rejects_a_step_that_makes_living_cost():
     """The judge prefers windows whose (negative) feature 1 is closer to zero and whose
     feature 0 is smaller: the fitted step lowers the weight of feature 0 and raises that of
     feature 1, which makes the per-move reward negative; the guard keeps theta."""
-    cfg = SailorConfig(trajectories=4, alignment=AlignmentConfig(
+    cfg = dataclasses.replace(PAPER, trajectories=4, alignment=AlignmentConfig(
         method="bt_mcmc", mcmc_samples=300, mcmc_burn_in=100, update_workers=1,
         mcmc_trust_region=1.0))
     phi = np.zeros((1, 4, 8))

@@ -1,6 +1,6 @@
 """The import rules: layers import downwards only, no import circle, device code stays host-free.
 
-The layers of `sailor_jax/` (README "Layout", docs/architecture.md), lowest first:
+The layers of `sailor_jax/` (docs/architecture.md), lowest first:
 
     0 foundation  types, errors, logging, report (and the package __init__)
     1 game        2048 rules, features, R_theta, the expectimax expert

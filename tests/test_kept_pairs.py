@@ -12,7 +12,7 @@ from test_fault_injection import assert_resume_after_update_kill
 from test_loop import TINY
 
 from sailor_jax.alignment import kept_pairs
-from sailor_jax.config import AlignmentConfig, SailorConfig
+from sailor_jax.config import PAPER, AlignmentConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run import loop, theta_update
 from sailor_jax.run.results import LoopState
@@ -59,7 +59,7 @@ def test_align_step_update_sees_the_kept_pairs(monkeypatch):
         return original(batch_calls, workers)
 
     monkeypatch.setattr(theta_update, "update_many", spy)
-    cfg = SailorConfig(alignment=AlignmentConfig(method="bt_mcmc", mcmc_samples=100,
+    cfg = dataclasses.replace(PAPER, alignment=AlignmentConfig(method="bt_mcmc", mcmc_samples=100,
                                                  mcmc_burn_in=10, keep_iterations=1,
                                                  keep_decay=0.5, update_workers=1))
     rng = np.random.default_rng(1)

@@ -10,19 +10,19 @@ import numpy as np
 import pytest
 
 from sailor_jax.config import (
+    PAPER,
     AlignmentConfig,
     EvalConfig,
     LLMRankerConfig,
     NetworkConfig,
     PPOConfig,
     RankerConfig,
-    SailorConfig,
 )
 from sailor_jax.judges import OutcomeRanker
 from sailor_jax.run import loop
 
-TINY = SailorConfig(
-    iterations=2, num_seeds=2, trajectories=4, max_len=60,
+TINY = dataclasses.replace(
+    PAPER, iterations=2, num_seeds=2, trajectories=4, max_len=60,
     ppo=PPOConfig(num_envs=16, num_steps=8, updates_per_segment=1,
                   network=NetworkConfig(hidden_sizes=(16,))),
     ranker=RankerConfig(kind="outcome"),

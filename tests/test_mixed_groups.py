@@ -14,7 +14,7 @@ from test_loop import TINY
 from sailor_jax.agents import ppo
 from sailor_jax.agents.rollout import make_act_collect
 from sailor_jax.alignment.preferences import build_preferences
-from sailor_jax.config import AlignmentConfig, PreferenceConfig, SailorConfig
+from sailor_jax.config import PAPER, AlignmentConfig, PreferenceConfig
 from sailor_jax.game.expert import expert_act
 from sailor_jax.judges.oracles import OutcomeRanker
 from sailor_jax.run import loop
@@ -56,7 +56,7 @@ def test_windows_are_cut_from_both_policies():
 ])
 def test_bad_reference_config(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        SailorConfig(trajectories=4, **kwargs)
+        dataclasses.replace(PAPER, trajectories=4, **kwargs)
 
 
 @pytest.fixture(scope="module")

@@ -14,13 +14,13 @@ from sailor_jax.alignment import refinement
 from sailor_jax.alignment.refinement import Suggestion
 from sailor_jax.alignment.updates import pair_error
 from sailor_jax.config import (
+    PAPER,
     AlignmentConfig,
     EvalConfig,
     NetworkConfig,
     PPOConfig,
     RankerConfig,
     RefineConfig,
-    SailorConfig,
 )
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges import ScriptedRanker, hf_backend
@@ -107,8 +107,8 @@ def test_refine_config_validation():
         RefineConfig(min_step=0.3, max_step=0.2)
 
 
-TINY = SailorConfig(
-    iterations=3, num_seeds=2, trajectories=4, max_len=60, baseline=False,
+TINY = dataclasses.replace(
+    PAPER, iterations=3, num_seeds=2, trajectories=4, max_len=60, baseline=False,
     # 128 moves per env and segment: random games end within the first segment.
     ppo=PPOConfig(num_envs=16, num_steps=128, updates_per_segment=1,
                   network=NetworkConfig(hidden_sizes=(16,))),

@@ -12,6 +12,7 @@ import dataclasses
 from typing import Literal
 
 from sailor_jax.config import SailorConfig
+from sailor_jax.config.run import RECOMMENDED_ALIGNMENT, RECOMMENDED_PREFERENCES
 from sailor_jax.config.starts import STARTS, Start, parse_start
 from sailor_jax.errors import UserError
 from sailor_jax.run.repair_table import REFERENCE
@@ -25,36 +26,40 @@ VALUE_JUDGES = {"sailor_value": ("expert", "value"), "sailor_value_regret": ("ex
 """Judge kind and expert verdict of the issue-34 arms (all share the conservative update)."""
 
 
+_RECOMMENDED = SailorConfig()
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ValueArmSettings:
-    """The sailor_value* arms' judging and update settings (their command-line options)."""
+    """The sailor_value* arms' judging and update settings (their command-line options); the
+    defaults are `SailorConfig()`'s, the recommended SAILOR's."""
 
-    window: int = 100
+    window: int = _RECOMMENDED.window
     """Moves per judged window in the sailor_value* arms."""
-    trajectories: int = 16
+    trajectories: int = _RECOMMENDED.trajectories
     """Windows (one per game) judged per seed and iteration in the sailor_value* arms."""
-    value_update: Literal["bt_mcmc", "bo"] = "bt_mcmc"
+    value_update: Literal["bt_mcmc", "bo"] = RECOMMENDED_ALIGNMENT.method
     """The sailor_value* arms' update: "bt_mcmc" (the MH posterior mean) or "bo" (BO's best
     point), either in a box of +-`--value-step` around the current theta."""
-    value_step: float = 0.3
+    value_step: float = RECOMMENDED_ALIGNMENT.mcmc_trust_region
     """Half-width of that box (the MH prior box, or BO's trust region)."""
-    value_beta: float = 5.0
+    value_beta: float = RECOMMENDED_ALIGNMENT.beta
     """Bradley-Terry rationality of the MH likelihood in the sailor_value* arms (Zeng et al.:
     0.9, this experiment's default before 2026-11-25's table; larger concentrates the posterior
     on the pairs' fit: longer steps)."""
-    heldout: float = 0.5
+    heldout: float = RECOMMENDED_ALIGNMENT.heldout
     """Fraction of each group held out of the fit in the sailor_value* arms."""
-    heldout_z: float = 1.0
+    heldout_z: float = RECOMMENDED_ALIGNMENT.heldout_z
     """The held-out sign test's z in the sailor_value* arms: a step is accepted when
     gained - lost >= max(1, z sqrt(gained + lost)) on the held-out pairs."""
-    survival_guard: bool = True
+    survival_guard: bool = RECOMMENDED_ALIGNMENT.survival_guard
     """In the sailor_value* arms, reject an update that lowers the per-move reward of the
     iteration's trajectories (`AlignmentConfig.survival_guard`; off before 2026-11-25's
     table: `--no-survival-guard`)."""
-    reference_games: int = 8
+    reference_games: int = _RECOMMENDED.reference_games
     """Of the `trajectories` per group in the sailor_value* arms, this many are played by the
     epsilon-greedy expert (`--reference-epsilon`): groups that compare play, not luck."""
-    reference_epsilon: float = 0.5
+    reference_epsilon: float = _RECOMMENDED.reference_epsilon
     """Random-move probability of that reference expert (depth 1)."""
 
 
@@ -65,7 +70,8 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
     (`compare="auto"`); the update a step in a box of +-`args.value_step` around the current
     theta (MH posterior mean, Zeng et al. 2024, or BO), accepted only if it orders the held-out
     windows' pairs better (sign test) and keeps the per-move reward level (survival guard).
-    The `experiments/sailor.py` presets and repair.py's sailor_value* arms use it.
+    `guarded(PAPER)` is `SailorConfig()`; repair.py's sailor_value* arms apply their flags
+    with it.
 
     Raises:
       ValueError: settings `SailorConfig` refuses (e.g. reference games >= windows).
@@ -74,7 +80,8 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
     return dataclasses.replace(
         cfg, window=min(args.window, cfg.max_len), trajectories=args.trajectories,
         reference_games=args.reference_games, reference_epsilon=args.reference_epsilon,
-        preferences=dataclasses.replace(cfg.preferences, compare="auto"),
+        preferences=dataclasses.replace(cfg.preferences,
+                                        compare=RECOMMENDED_PREFERENCES.compare),
         alignment=dataclasses.replace(
             cfg.alignment, method=args.value_update, heldout=args.heldout, heldout_z=args.heldout_z,
             beta=args.value_beta, survival_guard=args.survival_guard,

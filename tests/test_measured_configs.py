@@ -1,0 +1,88 @@
+"""One SAILOR: `SailorConfig()` is the recommended (guarded) SAILOR, `PAPER` the paper's update,
+and every preset, ablation variant and repair arm still builds the config its table measured.
+
+`tests/data/measured_configs.json.gz` holds the `config.json` of each of them as built before
+the recommended settings became `SailorConfig()`'s defaults (163 configs: the three
+`experiments/sailor.py` presets, every variant of every `experiments/ablations.py` preset, every
+arm of the `experiments/repair.py` presets from theta0, `ones` and the named starts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import os
+
+import pytest
+from test_experiments import _load
+
+from sailor_jax.cli import preset_sizes
+from sailor_jax.config import PAPER, AlignmentConfig, PreferenceConfig, SailorConfig
+from sailor_jax.run import repair_arms
+from sailor_jax.run.run_dir import config_differences, config_json
+
+MEASURED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                        "measured_configs.json.gz")
+STARTS = ("theta0", "ones", "pays_for_dying", "chases_max_tile")
+
+
+def measured_configs() -> dict[str, SailorConfig]:
+    """Today's config of every preset, ablation variant and repair arm, by name."""
+    sailor = _load("experiments/sailor.py")
+    ablations = _load("experiments/ablations.py")
+    repair = _load("experiments/repair.py")
+    configs = {f"sailor.{name}": cfg for name, cfg in sailor.PRESETS.items()}
+    for preset, args in ablations.PRESETS.items():
+        for variant in ablations.VARIANTS:
+            configs[f"ablations.{preset}.{variant}"] = ablations.variant_config(variant,
+                                                                                 args.base)
+    for preset, args in repair.PRESETS.items():
+        every = dataclasses.replace(args, starts=STARTS, methods=repair_arms.METHODS)
+        for name, _, _, cfg in repair_arms.arms(every):
+            configs[f"repair.{preset}.{name}"] = cfg
+    return configs
+
+
+def test_every_measured_config_is_built_as_before():
+    with gzip.open(MEASURED, "rt", encoding="utf-8") as f:
+        before = json.load(f)
+    now = measured_configs()
+    assert sorted(now) == sorted(before)
+    changed = {name: config_differences(before[name], json.loads(config_json(cfg)), cfg)
+               for name, cfg in now.items()}
+    assert {name: diff for name, diff in changed.items() if diff} == {}
+
+
+def test_default_is_the_recommended_sailor_and_paper_the_papers():
+    cfg = SailorConfig()
+    assert (cfg.window, cfg.trajectories, cfg.reference_games) == (100, 16, 8)
+    assert cfg.preferences.compare == "auto"
+    assert cfg.alignment.method == "bt_mcmc" and cfg.alignment.heldout == 0.5
+    assert cfg.alignment.survival_guard and cfg.alignment.mcmc_trust_region == 0.3
+    assert repair_arms.guarded(PAPER) == cfg  # the guarded settings over the paper's
+    assert (PAPER.window, PAPER.trajectories, PAPER.reference_games) == (0, 8, 0)
+    assert PAPER.preferences == PreferenceConfig() and PAPER.alignment == AlignmentConfig()
+    assert dataclasses.replace(PAPER, trajectories=16, window=100, reference_games=8,
+                               preferences=cfg.preferences, alignment=cfg.alignment) == cfg
+
+
+@pytest.mark.parametrize("name", ["smoke", "cpu", "gpu"])
+def test_presets_change_only_sizes_and_judge_from_the_default(name):
+    preset = _load("experiments/sailor.py").PRESETS[name]
+    default = SailorConfig()
+    assert preset.alignment == default.alignment and preset.preferences == default.preferences
+    assert preset.window == default.window and preset.reference_epsilon == 0.5
+
+
+def test_help_says_what_each_preset_trains_and_why(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")
+    sailor = _load("experiments/sailor.py")
+    with pytest.raises(SystemExit):
+        sailor.parse(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name, cfg in sailor.PRESETS.items():
+        assert f"{name} {sailor.PRESET_WHY[name][0]}: {preset_sizes(cfg)}" in text
+        assert sailor.PRESET_WHY[name][1] in text
+    assert "5,242,880 env steps per seed" in preset_sizes(sailor.PRESETS["gpu"])
+    assert "64x64 trunk, 256 envs x 8 + 8 baseline seeds" in preset_sizes(sailor.PRESETS["gpu"])
