@@ -195,7 +195,7 @@ OTHER_FLAGS = frozenset({
     "--index-url", "--no-deps", "--dry-run",  # pip
     "--exclude",  # ruff
     "--nodes", "--ntasks-per-node", "--gpus-per-node", "--time",  # sbatch
-    "--xla_force_host_platform_device_count",  # XLA_FLAGS
+    "--xla_force_host_platform_device_count", "--xla_backend_optimization_level",  # XLA_FLAGS
 })
 """Flags the README and docstrings name that belong to other programs."""
 
