@@ -47,7 +47,8 @@ class Sizes:
     judge_size: str  # `judges.random_model.SIZES`
     judge_batches: tuple[int, ...]
     judge_groups: int  # groups of 8 windows judged per batch size
-    pool_games: int  # games per player of the windows' pool (2 players)
+    pool_epsilons: tuple[float, ...]  # players of the windows' pool (epsilon-greedy experts)
+    pool_games: int  # games per player of that pool
     main_args: tuple[str, ...]  # after `experiments/sailor.py --preset gpu`
 
 
@@ -55,14 +56,16 @@ FULL = Sizes(env_batches=tuple(2**k for k in (22, 20, 18, 16, 14, 12)),
              env_steps_per_call=2**26, trunks=TRUNKS, ppo_envs=(16384, 4096, 1024, 256),
              ppo_seeds=(8, 1), ppo_updates=2, repeats=2, flops_envs=256, reference_envs=(4096,),
              judge_size="qwen2.5-1.5b", judge_batches=(8, 16, 32, 64), judge_groups=16,
-             pool_games=64, main_args=("--sailor.iterations", "4"))
+             pool_epsilons=(1.0, 0.3), pool_games=64, main_args=("--sailor.iterations", "4"))
 TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], ppo_envs=(8,),
              ppo_seeds=(2,), ppo_updates=1, repeats=1, flops_envs=8, reference_envs=(8,),
-             judge_size="tiny", judge_batches=(2, 4), judge_groups=2, pool_games=4,
+             judge_size="tiny", judge_batches=(2, 4), judge_groups=2, pool_epsilons=(1.0,),
+             pool_games=8,
              main_args=("--sailor.iterations", "1", "--sailor.num-seeds", "1",
                         "--sailor.ppo.num-envs", "8", "--sailor.ppo.updates-per-segment", "1",
                         "--sailor.eval.episodes", "2", "--sailor.eval.max-len", "300",
-                        "--sailor.max-len", "300", "--sailor.ranker.llm.batch-size", "4"))
+                        "--sailor.max-len", "300", "--sailor.ranker.llm.batch-size", "4",
+                        "--sailor.reference-games", "0"))
 WINDOW = 100
 """Moves per judged window: the `gpu` preset's (`repair_arms.ValueArmSettings.window`)."""
 
@@ -110,7 +113,7 @@ def part_judge(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
 
     cuda = torch.cuda.is_available()
     dtype, device = ("bfloat16", "cuda") if cuda else ("float32", "cpu")
-    pool = judge_eval.build_pool((1.0, 0.3), sizes.pool_games, WINDOW, depth=1, seed=0)
+    pool = judge_eval.build_pool(sizes.pool_epsilons, sizes.pool_games, WINDOW, depth=1, seed=0)
     info = save_random_model(os.path.join(work, "model"), sizes.judge_size, pool.batch,
                              dtype=dtype, device=device)
     t0 = time.perf_counter()
