@@ -10,12 +10,13 @@ instead of leaving the docs wrong. Appending `--help` would not catch it: tyro p
 help and exits 0 however many unknown flags come before `--help`.
 
 Also: every `--flag` a script's docstring names is in that script's `--help`, and every one
-the README's prose names is in some script's (or is pip's, sbatch's, XLA's: `OTHER_FLAGS`);
-`--help` exits 0 for every script (in-process, plus one real subprocess for the scripts with
-presets, whose help must name `--preset {...}` and `--debug`); `.ci/run` runs the README's
-install command word for word; the CLI console does not wrap tables at 80 columns in a file;
-no file of the project refers to documents outside it; every relative markdown link of the
-README, docs/ and `benchmarks/results.md` resolves to a file of the project.
+the prose of the README and of a docs/ page names is in some script's (or is pip's, ruff's,
+sbatch's, XLA's: `OTHER_FLAGS`); `--help` exits 0 for every script (in-process, plus one real
+subprocess for the scripts with presets, whose help must name `--preset {...}` and
+`--debug`); `.ci/run` runs the README's install command word for word; the CLI console
+does not wrap tables at 80 columns in a file; no file of the project refers to documents
+outside it; every relative markdown link of the README, docs/ and `benchmarks/results.md`
+resolves to a file of the project.
 """
 
 from __future__ import annotations
