@@ -160,14 +160,11 @@ def bench_ppo(n: int, args: Args, num_seeds: int | None = None, name: str = "def
             "segment_s": sorted(times)[len(times) // 2]}
 
 
-def _xla_flops(cfg, num_seeds: int | None) -> float:
-    """XLA's FLOP count (`compiled.cost_analysis()`) of one compiled segment of `cfg`."""
-    init, segment = make_train(cfg, num_seeds=num_seeds)
+def _xla_flops(cfg) -> float:
+    """XLA's FLOP count (`compiled.cost_analysis()`) of one compiled segment of `cfg`, one seed."""
+    init, segment = make_train(cfg)
     runner = init(jax.random.PRNGKey(0))
-    theta = jnp.asarray(RewardSpec().theta0)
-    if num_seeds is not None:
-        theta = jnp.tile(theta, (num_seeds, 1))
-    cost = segment.lower(runner, theta).compile().cost_analysis()
+    cost = segment.lower(runner, jnp.asarray(RewardSpec().theta0)).compile().cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost  # a list of one dict in older JAX
     return float(cost["flops"])
 
@@ -191,14 +188,14 @@ def flops_per_env_step(name: str, n: int, loops_counted_once: bool | None = None
     """
     cfg = dataclasses.replace(recipe(name), num_envs=n, updates_per_segment=1).over_run(4)
     t, m, e = cfg.num_steps, cfg.num_minibatches, cfg.update_epochs
-    one = _xla_flops(cfg, None)
+    one = _xla_flops(cfg)
     if loops_counted_once is None:
-        two = _xla_flops(dataclasses.replace(cfg, updates_per_segment=2).over_run(4), None)
+        two = _xla_flops(dataclasses.replace(cfg, updates_per_segment=2).over_run(4))
         loops_counted_once = two < 1.5 * one
     if not loops_counted_once:
         return {"flops_per_env_step": one / (n * t), "loops_counted_once": False,
                 "xla_flops_segment": one}
-    halves = _xla_flops(dataclasses.replace(cfg, num_minibatches=2 * m), None)
+    halves = _xla_flops(dataclasses.replace(cfg, num_minibatches=2 * m))
     b = 2 * (one - halves) * m / (n * t)
     a = (one - b * n * t / m) / n
     return {"flops_per_env_step": a + e * b, "loops_counted_once": True,

@@ -12,14 +12,10 @@ import numpy as np
 from reference import numpy_2048 as ref
 
 from sailor_jax.judges import prompts
+from sailor_jax.judges.random_model import CHATML_TEMPLATE
 from sailor_jax.judges.text import trajectory_text
 from sailor_jax.types import TrajectoryBatch
 
-CHATML_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{{ message['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 SPECIAL_TOKENS = ["<|pad|>", "<|im_start|>", "<|im_end|>"]
 
 
