@@ -5,6 +5,7 @@
     python benchmarks/judge_quality.py --judge linear_oracle --json          # theta0 as theta_star
     python benchmarks/judge_quality.py --judge llm --json                    # embedded SmolLM2
     python benchmarks/judge_quality.py --judge llm --llm.model Qwen/Qwen2.5-1.5B-Instruct --json
+    python benchmarks/judge_quality.py --judge llm --llm.endpoint http://127.0.0.1:8000/v1 --json
     python benchmarks/judge_quality.py --setting sailor --json               # SAILOR's groups
 
 Run it with your judge model before a long SAILOR run: a judge that cannot tell the
@@ -123,6 +124,11 @@ def run(args: Args) -> dict:
               "seconds_per_group": seconds / args.pool.groups}
     if cfg.kind == "llm":
         record |= {"mode": args.llm.mode, **judge_eval.llm_prompt_stats(judge.records)}
+    usage = getattr(judge, "token_usage", None)
+    if usage is not None:  # an endpoint judge: what served it, and what it cost
+        record |= {"endpoint": args.llm.endpoint, "served_model": judge.backend.model_name,
+                   "endpoint_api": judge.backend.api, "logprobs": judge.backend.logprobs,
+                   "tokens": usage.total}
     lengths = np.asarray(pool.batch.lengths)
     record |= {**args.pool.record(), "pool_length_mean": float(lengths.mean()),
                **report.machine()}

@@ -11,8 +11,8 @@ help and exits 0 however many unknown flags come before `--help`.
 
 Also: every `--flag` a script's docstring names is in that script's `--help`, and every one
 the prose of the README and of a docs/ page names is in some script's (or is pip's, ruff's,
-sbatch's, XLA's: `OTHER_FLAGS`); `--help` exits 0 for every script (in-process, plus one real
-subprocess for the scripts with presets, whose help must name `--preset {...}` and
+sbatch's, XLA's, vLLM's: `OTHER_FLAGS`); `--help` exits 0 for every script (in-process, plus
+one real subprocess for the scripts with presets, whose help must name `--preset {...}` and
 `--debug`); `.ci/run` runs the README's install command word for word; the CLI console
 does not wrap tables at 80 columns in a file; no file of the project refers to documents
 outside it; every relative markdown link of the README, docs/ and `benchmarks/results.md`
@@ -197,6 +197,7 @@ OTHER_FLAGS = frozenset({
     "--exclude",  # ruff
     "--nodes", "--ntasks-per-node", "--gpus-per-node", "--time",  # sbatch
     "--xla_force_host_platform_device_count", "--xla_backend_optimization_level",  # XLA_FLAGS
+    "--port", "--gpu-memory-utilization", "--max-logprobs",  # vllm serve, the test server
 })
 """Flags the README and docstrings name that belong to other programs."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -70,10 +71,21 @@ def test_results_json_views_and_round_trip(tmp_path):
     path = results.write(str(tmp_path))
     on_disk = json.load(open(path))
     assert list(on_disk) == ["config", "ranker", "feature_names", "theta_history",
-                             "preferences", "agreement", "iterations", "env_steps_per_seed",
-                             "evaluation", "baseline_evaluation", "timings"]
+                             "preferences", "agreement", "judge_tokens", "iterations",
+                             "env_steps_per_seed", "evaluation", "baseline_evaluation", "timings"]
+    assert on_disk["judge_tokens"] is None and "judge_tokens" not in on_disk["iterations"][0]
     loaded = SailorResults.load(str(tmp_path))
     assert loaded.to_json() == results.to_json() and loaded.self_align
+
+
+def test_endpoint_tokens_per_iteration_and_per_run(tmp_path):
+    results = _results()
+    results.iterations[0].judge_tokens = {"prompt": 100, "completion": 4}
+    results.iterations[1].judge_tokens = {"prompt": 90, "completion": 3}
+    assert results.judge_tokens == {"prompt": 190, "completion": 7, "total": 197}
+    loaded = SailorResults.load(os.path.dirname(results.write(str(tmp_path))))
+    assert loaded.iterations[1].judge_tokens == {"prompt": 90, "completion": 3}
+    assert loaded.judge_tokens == results.judge_tokens
 
 
 def test_load_errors_name_the_file_and_the_problem(tmp_path):

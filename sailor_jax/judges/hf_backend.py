@@ -80,6 +80,11 @@ class LLMBackend:
     dtype: Any
     """Resolved torch dtype of the weights."""
 
+    @property
+    def context_length(self) -> int:
+        """The model's context in tokens (`max_position_embeddings`, else 2048)."""
+        return int(getattr(self.model.config, "max_position_embeddings", 2048))
+
     def render_chat(self, system: str, user: str, answer_prefix: str = "") -> str:
         """Return the full prompt text: chat template (if any) + the assistant's answer prefix."""
         if getattr(self.tokenizer, "chat_template", None):

@@ -1,6 +1,8 @@
 """The LLM judge: pairwise or pointwise (next-token label probabilities), or listwise (generate).
 
-Host-only. The model runs on PyTorch through Hugging Face transformers (see `hf_backend`);
+Host-only. The model runs on PyTorch through Hugging Face transformers (see `hf_backend`), or
+behind an OpenAI-compatible server (`LLMRankerConfig.endpoint`, see `endpoint`; the transport,
+the API used and whether log-probabilities came back are logged as an "endpoint" record);
 `torch`/`transformers` are imported only when an `LLMRanker` is constructed. All prompts of
 all groups in one `rank_groups` call go through batched forward passes.
 
@@ -26,7 +28,6 @@ Every prompt, output (or label log-probabilities), parse result and timing is lo
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -36,6 +37,7 @@ import numpy as np
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.judges import bradley_terry, hf_backend, pairwise, pointwise, prompts
 from sailor_jax.judges.base import Ranker, group_size
+from sailor_jax.judges.endpoint import EndpointBackend, TokenUsage
 from sailor_jax.judges.hf_backend import LLMBackend
 from sailor_jax.judges.parsing import parse_ranking, parse_ranking_verbose
 from sailor_jax.judges.text import fit_trajectory_text
@@ -44,11 +46,8 @@ from sailor_jax.types import Ranking, TrajectoryBatch
 
 __all__ = ["LLMRanker", "LLMRankerConfig", "parse_ranking"]
 
-_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 _CONTEXT_CAP = 2048
 _CONTEXT_MARGIN = 16
-_POSITIVE_FIELDS = ("batch_size", "snapshot_every", "max_new_tokens", "max_pairs_per_group")
-_POSITIVE_FIELDS += ("max_records",)
 
 
 class LLMRanker(Ranker):
@@ -59,7 +58,8 @@ class LLMRanker(Ranker):
     Args:
       config: model, mode, budgets and logging of the judge.
       backend: an already loaded model to use (e.g. shared with the refinement advisor);
-        None loads the one `config` names (`hf_backend.load_model`).
+        None: `EndpointBackend(config)` when `config.endpoint` is set, else the model
+        `config` names, loaded in process (`hf_backend.load_model`).
 
     Attributes:
       backend: the loaded `LLMBackend` (also exposed as `tokenizer`, `model`, `device`).
@@ -81,7 +81,9 @@ class LLMRanker(Ranker):
         self.config = config
         self.name = f"llm-{config.mode}"
         t0 = time.perf_counter()
-        if backend is None:
+        if backend is None and config.endpoint is not None:
+            backend = EndpointBackend(config)
+        elif backend is None:
             backend = hf_backend.load_model(
                 config.model, config.gguf_file, config.dtype, config.device
             )
@@ -91,11 +93,17 @@ class LLMRanker(Ranker):
         self._sink = JsonlSink(config.log_path, keep=config.max_records)
         self.last_label_mass = float("nan")
         self.last_seconds_per_prompt = float("nan")
+        self._protocol: dict[str, Any] | None = None
         self._rng = np.random.default_rng(config.seed)
         if config.mode == "pointwise":
             self._answer_prefix, self._label_ids = pointwise.rating_labels(backend)
         else:
             self._label_ids = self._find_label_ids()
+
+    @property
+    def token_usage(self) -> TokenUsage | None:
+        """Tokens the endpoint reported (`EndpointBackend.usage`); None for a local model."""
+        return getattr(self.backend, "usage", None)
 
     @property
     def tokenizer(self) -> Any:
@@ -124,7 +132,7 @@ class LLMRanker(Ranker):
 
     def _resolve_budget(self) -> int:
         cfg = self.config
-        context = int(getattr(self.model.config, "max_position_embeddings", _CONTEXT_CAP))
+        context = self.backend.context_length
         reserve = _CONTEXT_MARGIN + (cfg.max_new_tokens if cfg.mode == "listwise" else 0)
         if cfg.max_prompt_tokens is None:
             return min(_CONTEXT_CAP, context - reserve)
@@ -183,12 +191,20 @@ class LLMRanker(Ranker):
             ) from err
 
     def rank_groups(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
-        """Rank every group with the LLM, all prompts batched together. Host-only."""
-        if self.config.mode == "pairwise":
-            return self._rank_pairwise(groups)
-        if self.config.mode == "pointwise":
-            return self._rank_pointwise(groups)
-        return self._rank_listwise(groups)
+        """Rank every group with the LLM, all prompts batched together. Host-only.
+
+        Raises:
+          EndpointError, TokenBudgetError: an endpoint judge failed or would pass its token
+            budget (`judges.endpoint`; the run resumes from its last checkpoint).
+        """
+        rank = {"pairwise": self._rank_pairwise, "pointwise": self._rank_pointwise,
+                "listwise": self._rank_listwise}[self.config.mode]
+        out = rank(groups)
+        protocol = getattr(self.backend, "protocol", None)
+        if protocol is not None and protocol() != self._protocol:  # logged when it changes
+            self._protocol = protocol()
+            self._sink.write({"event": "endpoint", **self._protocol})
+        return out
 
     def _pair_prompt(self, text_a: str, text_b: str) -> str:
         return self._render(

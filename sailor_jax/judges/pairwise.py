@@ -20,10 +20,15 @@ from sailor_jax.types import Ranking
 
 
 def label_probabilities(logp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`(p_first float[N], mass float[N])` from `float[N, 2]` label log-probabilities (A, B)."""
+    """`(p_first float[N], mass float[N])` from `float[N, 2]` label log-probabilities (A, B).
+
+    A prompt with no label mass (both `-inf`: an endpoint's answer named no label) gets
+    `p_first = 0.5`, no preference.
+    """
     mass = np.exp(logp).sum(axis=1)
-    p_first = 1.0 / (1.0 + np.exp(logp[:, 1] - logp[:, 0]))  # pA / (pA + pB)
-    return p_first, mass
+    with np.errstate(invalid="ignore"):
+        p_first = 1.0 / (1.0 + np.exp(logp[:, 1] - logp[:, 0]))  # pA / (pA + pB)
+    return np.where(mass > 0, p_first, 0.5), mass
 
 
 def prompt_records(jobs: Sequence[tuple[int, int, int]], texts: Sequence[str],
@@ -62,7 +67,7 @@ def group_rankings(sizes: Sequence[int], pairs: Sequence[np.ndarray], p_first: n
 
     Returns:
       Per group the ranking (None when it has >= 2 trajectories and no pair could be
-      judged) and its log record.
+      judged, or no prompt of it had any label mass) and its log record.
     """
     out, records, offset = [], [], 0
     for g, (m, group_pairs) in enumerate(zip(sizes, pairs, strict=True)):
@@ -70,7 +75,8 @@ def group_rankings(sizes: Sequence[int], pairs: Sequence[np.ndarray], p_first: n
         p, w = p_first[offset: offset + n], mass[offset: offset + n]
         offset += n
         prob = bradley_terry.debiased_prob(p[0::2], p[1::2])
-        ranking = bradley_terry.rank_from_pairs(m, group_pairs, prob, l2=l2)
+        ranking = bradley_terry.rank_from_pairs(m, group_pairs, prob, l2=l2) \
+            if not len(w) or np.any(w > 0) else None
         record = {"event": "group", "mode": "pairwise", "group": g, "m": m}
         record |= {"pairs": group_pairs.tolist(), "prob": [float(x) for x in prob]}
         record["label_mass_mean"] = float(np.mean(w)) if len(w) else None

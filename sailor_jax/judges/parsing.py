@@ -43,6 +43,9 @@ import numpy as np
 MAX_CHARS = 20_000
 """Characters read from the end of the answer; earlier text is ignored."""
 
+MAX_LABEL_CHARS = 200
+"""Characters of a short label answer `parse_label` reads."""
+
 MAX_DIGITS = 6
 """A longer run of digits is never a label (and is never converted with `int`)."""
 
@@ -238,3 +241,22 @@ def parse_ranking(text: str, m: int) -> np.ndarray | None:
       [2, 0, 1]
     """
     return parse_ranking_verbose(text, m)[0]
+
+
+def parse_label(text: str, labels: list[str]) -> int | None:
+    """Index of the first of `labels` that stands alone in a short answer, else None.
+
+    Host-only, pure; reads the first `MAX_LABEL_CHARS` characters. A label counts where no
+    letter or digit touches it ("A", "Trajectory B.", "**7**"; not "Answer" or "17").
+    Used for judges whose server returns no log-probabilities (`judges.endpoint`).
+
+    Example:
+      >>> parse_label(" Trajectory B is better", ["A", "B"])
+      1
+    """
+    if not isinstance(text, str) or not labels:
+        return None
+    found = [(m.start(), k) for k, label in enumerate(labels)
+             if (m := re.search(rf"(?<![^\W_]){re.escape(label)}(?![^\W_])",
+                                text[:MAX_LABEL_CHARS]))]
+    return min(found)[1] if found else None

@@ -58,7 +58,8 @@ def rating_labels(backend: LLMBackend) -> tuple[str, tuple[int, ...]]:
     tokens are distinct.
 
     Args:
-      backend: the loaded tokenizer and model.
+      backend: the loaded tokenizer and model (an `EndpointBackend` without a tokenizer gets
+        the labels' texts "1".."9" instead of ids; its chat API drops the prefix).
 
     Returns:
       `(answer_prefix, ids)`: the prefix to end prompts with and `len(POINTWISE_RATINGS)` ids.
@@ -66,6 +67,8 @@ def rating_labels(backend: LLMBackend) -> tuple[str, tuple[int, ...]]:
     Raises:
       ValueError: no form gives every rating a single distinct token.
     """
+    if backend.tokenizer is None:  # an endpoint's chat API: labels matched as text
+        return ANSWER_FORMS[0][0], tuple(str(r) for r in prompts.POINTWISE_RATINGS)
     tried = []
     for prefix, label_format in ANSWER_FORMS:
         prompt = backend.render_chat(prompts.SYSTEM_PROMPT, prompts.pointwise_user_message("x"),

@@ -135,7 +135,8 @@ def _run_claimed(cfg: SailorConfig, out_dir: str, config: dict, resume: bool,
     baseline = evaluate_seeds(cfg, runner_state, cfg.num_seeds, key_eval) if cfg.baseline else None
     state.timings["eval"] += time.perf_counter() - t0
     results = SailorResults(
-        config=config, ranker=ranker_description(cfg.ranker), feature_names=list(spec.names),
+        config=config, ranker=ranker_description(cfg.ranker, ranker),
+        feature_names=list(spec.names),
         theta_history=state.theta_history, iterations=state.iterations,
         env_steps_per_seed=cfg.iterations * cfg.ppo.steps_per_segment, evaluation=evaluation,
         baseline_evaluation=baseline, timings=state.timings)

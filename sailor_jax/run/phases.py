@@ -26,7 +26,7 @@ from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges.base import Ranker
 from sailor_jax.logging import MetricLogger
 from sailor_jax.run import runner
-from sailor_jax.run.results import IterationRecord, LoopState, SeedUpdate
+from sailor_jax.run.results import IterationRecord, LoopState, SeedUpdate, total_tokens
 from sailor_jax.run.theta_update import align_step, segment_scores, update_stall
 from sailor_jax.scale import sharding
 
@@ -77,8 +77,7 @@ class SailorHooks:
             self.timings["eval"] += time.perf_counter() - t0
             logger.log(record.env_steps, {"eval/score_mean": record.evaluation["score_mean"]})
         self.state.iterations.append(record)
-        tau = runner.nanmean(s.kendall_tau_after for s in record.seeds)
-        return f"SAILOR  SPS {record.sps:8,.0f}  agreement(tau) {tau:+.2f}"
+        return progress_line(self.state, record)
 
     @property
     def next_iteration(self) -> int:
@@ -94,6 +93,17 @@ class SailorHooks:
         self.timings = self.state.timings
 
 
+def progress_line(state: LoopState, record: IterationRecord) -> str:
+    """The progress bar's text after an iteration: SPS, agreement, and an endpoint judge's
+    tokens (this iteration's and the run's)."""
+    tau = runner.nanmean(s.kendall_tau_after for s in record.seeds)
+    line = f"SAILOR  SPS {record.sps:8,.0f}  agreement(tau) {tau:+.2f}"
+    run_tokens = total_tokens(state.iterations)
+    if record.judge_tokens is not None and run_tokens is not None:
+        line += f"  tokens {sum(record.judge_tokens.values()):,} (run {run_tokens['total']:,})"
+    return line
+
+
 @dataclasses.dataclass
 class Judgement:
     """What judging one iteration's trajectories produced (host-only)."""
@@ -107,6 +117,8 @@ class Judgement:
     """Seeds that asked for refinement: their stall counters restart."""
     kept_pairs: list[list[dict]] | None = None
     """Per seed, the preference pairs kept for the next iterations (`keep_iterations > 0`)."""
+    tokens: dict[str, int] | None = None
+    """`{"prompt", "completion"}` tokens an endpoint judge reported (None: not an endpoint)."""
 
 
 def iteration(ctx: Context, state: LoopState, runner_state: Any, metrics: Any,
@@ -121,12 +133,12 @@ def iteration(ctx: Context, state: LoopState, runner_state: Any, metrics: Any,
         batch, phase_seconds["collect"] = collect_batch(ctx, runner_state, t)
         judged = judge(ctx, state, batch, train_score, t)
         phase_seconds |= judged.seconds
-        new_thetas, updates = settle(state, judged), judged.updates
+        new_thetas, updates, tokens = settle(state, judged), judged.updates, judged.tokens
     else:
-        new_thetas = state.thetas.copy()
+        new_thetas, tokens = state.thetas.copy(), None
         updates = [SeedUpdate(message="fixed reward (self_align=False)") for _ in range(s)]
     return record_iteration(ctx, state, t, train_score, phase_seconds, batch, new_thetas,
-                            updates, logger, metrics)
+                            updates, logger, metrics, tokens)
 
 
 def collect_batch(ctx: Context, runner_state: Any, t: int) -> tuple[Any, float]:
@@ -157,8 +169,12 @@ def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | 
     ctx.ranker.reseed(int(np.random.default_rng([cfg.seed, t]).integers(2**31)))
     if hasattr(ctx.ranker, "log_context"):
         ctx.ranker.log_context = {"iteration": t}
+    usage = getattr(ctx.ranker, "token_usage", None)
+    if usage is not None:  # the budget counts what the run's finished iterations spent
+        usage.start((total_tokens(state.iterations) or {}).get("total", 0))
     rankings = ctx.ranker.rank_groups([jax.tree.map(lambda x, i=i: x[i], batch)
                                        for i in range(s)])
+    tokens = None if usage is None else {"prompt": usage.prompt, "completion": usage.completion}
     rank_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     stalled = [k >= cfg.refine.patience for k in state.stall]
@@ -171,7 +187,7 @@ def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | 
                                      aggregate=getattr(ctx.ranker, "aggregate", "sum"))
     refined = [k for k, update in enumerate(updates) if update.refine is not None]
     return Judgement(new_thetas, updates, {"rank": rank_s, "update": time.perf_counter() - t0},
-                     refined, kept)
+                     refined, kept, tokens)
 
 
 def settle(state: LoopState, judged: Judgement) -> np.ndarray:
@@ -187,9 +203,11 @@ def settle(state: LoopState, judged: Judgement) -> np.ndarray:
 def record_iteration(ctx: Context, state: LoopState, t: int, train_score: list[float | None],
                      phase_seconds: dict[str, float], batch: Any, new_thetas: np.ndarray,
                      updates: list[SeedUpdate], logger: MetricLogger,
-                     metrics: Any = None) -> IterationRecord:
+                     metrics: Any = None, judge_tokens: dict[str, int] | None = None
+                     ) -> IterationRecord:
     """Append iteration t's thetas to the history, add its phase seconds to the timings, log
-    its PPO updates (`metrics`, when given) and its record; return the record."""
+    its PPO updates (`metrics`, when given) and its record (with the endpoint judge's
+    `judge_tokens`, when given); return the record."""
     cfg, s = ctx.cfg, ctx.cfg.num_seeds
     for phase, dt in phase_seconds.items():
         if phase != "train":  # the runner times training
@@ -206,7 +224,8 @@ def record_iteration(ctx: Context, state: LoopState, t: int, train_score: list[f
         sps=rows_sps(cfg, seconds), seconds=phase_seconds, host_overhead_s=host,
         theta=new_thetas.tolist(), seeds=updates, train_score=train_score,
         sampled_score_mean=None if batch is None else float(np.mean(batch.score)),
-        sampled_length_mean=None if batch is None else float(np.mean(batch.lengths)))
+        sampled_length_mean=None if batch is None else float(np.mean(batch.lengths)),
+        judge_tokens=judge_tokens)
     logger.log(record.env_steps, {**_scalars(ctx.spec, record, new_thetas), "iteration": t,
                                   "seeds": [u.to_json() for u in updates]})
     return record

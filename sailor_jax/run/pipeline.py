@@ -110,7 +110,8 @@ class PipelinedHooks(phases.SailorHooks):
         new_thetas = phases.settle(self.state, judged)
         seconds = {**p["seconds"], **judged.seconds, "judge_wait": wait_s}
         record = phases.record_iteration(self.ctx, self.state, p["t"], p["train_score"], seconds,
-                                       self._batch, new_thetas, judged.updates, logger)
+                                       self._batch, new_thetas, judged.updates, logger,
+                                       judge_tokens=judged.tokens)
         if p["evaluation"] is not None:
             record.evaluation = p["evaluation"]
             logger.log(record.env_steps, {"eval/score_mean": p["evaluation"]["score_mean"]})

@@ -91,12 +91,15 @@ class IterationRecord:
     sampled_length_mean: float | None = None
     evaluation: dict | None = None
     """Greedy evaluation after this iteration (`eval_every`), as `runner.evaluate_rows`."""
+    judge_tokens: dict[str, int] | None = None
+    """`{"prompt": n, "completion": n}` tokens an endpoint judge reported (None: no endpoint)."""
 
     def to_json(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["seeds"] = [s.to_json() for s in self.seeds]
-        if self.evaluation is None:
-            del d["evaluation"]
+        for optional in ("evaluation", "judge_tokens"):
+            if d[optional] is None:
+                del d[optional]
         return to_jsonable(d)
 
     @classmethod
@@ -153,6 +156,16 @@ class LoopState:
         return state
 
 
+def total_tokens(iterations: list[IterationRecord]) -> dict[str, int] | None:
+    """`{"prompt", "completion", "total"}` tokens summed over the iterations that report
+    `judge_tokens`; None when none does (the judge is not an endpoint)."""
+    counted = [r.judge_tokens for r in iterations if r.judge_tokens is not None]
+    if not counted:
+        return None
+    prompt, completion = (sum(c[k] for c in counted) for k in ("prompt", "completion"))
+    return {"prompt": prompt, "completion": completion, "total": prompt + completion}
+
+
 @dataclasses.dataclass
 class SailorResults:
     """`results.json` of a SAILOR run (host-only): the schema lives here.
@@ -185,6 +198,11 @@ class SailorResults:
                  for key in ("kendall_tau_before", "kendall_tau_after")} for r in self.iterations]
 
     @property
+    def judge_tokens(self) -> dict[str, int] | None:
+        """The run's endpoint-judge tokens (`total_tokens` of `iterations`)."""
+        return total_tokens(self.iterations)
+
+    @property
     def self_align(self) -> bool:
         """Whether theta was learned (False: a fixed-reward variant)."""
         return bool(self.config.get("self_align", True))
@@ -193,7 +211,8 @@ class SailorResults:
         return to_jsonable({
             "config": self.config, "ranker": self.ranker, "feature_names": self.feature_names,
             "theta_history": self.theta_history, "preferences": self.preferences,
-            "agreement": self.agreement, "iterations": [r.to_json() for r in self.iterations],
+            "agreement": self.agreement, "judge_tokens": self.judge_tokens,
+            "iterations": [r.to_json() for r in self.iterations],
             "env_steps_per_seed": self.env_steps_per_seed, "evaluation": self.evaluation,
             "baseline_evaluation": self.baseline_evaluation, "timings": self.timings})
 

@@ -16,6 +16,7 @@ import os
 import shutil
 from typing import Any
 
+from sailor_jax.config.llm import ENDPOINT_TRANSPORT_FIELDS
 from sailor_jax.errors import MissingFileError, UserError
 from sailor_jax.logging import stored_path, to_jsonable
 from sailor_jax.run.out_probe import check_writable
@@ -27,6 +28,11 @@ unstarted folder is reused)."""
 JUDGE_LOGS = ("llm.jsonl", "refine.jsonl")
 """The logs of the judge and the refinement advisor: a folder holding records in them is
 never reused without asking."""
+
+
+RESUMABLE_CHANGES = tuple(f"ranker.llm.{name}:" for name in ENDPOINT_TRANSPORT_FIELDS)
+"""Config fields a `--resume` may change (how to reach an endpoint judge, its token budget);
+`config.json` then holds the new values."""
 
 
 def config_json(config: Any) -> str:
@@ -163,7 +169,8 @@ def check_out_dir(out_dir: str, config: Any, resume: bool) -> None:
 
     Raises:
       UserError: `resume` and `out_dir` holds no run; `out_dir` holds a started run and
-        not `resume`; `resume` and the saved config differs (every differing field named);
+        not `resume`; `resume` and the saved config differs in a field other than
+        `RESUMABLE_CHANGES` (every differing field named);
         the run saved no checkpoint and its logs hold judge records, or any records when
         `resume`; `out_dir` cannot be written.
     """
@@ -181,7 +188,9 @@ def check_out_dir(out_dir: str, config: Any, resume: bool) -> None:
                         "pass --resume to continue it, or choose another --out")
     if resume:
         saved = read_config(path, "--resume: ")
-        differences = config_differences(saved, json.loads(config_json(config)), config)
+        differences = [d for d in config_differences(saved, json.loads(config_json(config)),
+                                                      config)
+                       if not d.startswith(RESUMABLE_CHANGES)]
         if differences:
             raise UserError(f"--resume: the config differs from {path}: "
                             + "; ".join(differences),
@@ -225,5 +234,12 @@ def prepare_out_dir(out_dir: str, config: Any, resume: bool) -> dict:
     check_out_dir(out_dir, config, resume)
     if sharding.is_main_process() and not run_started(out_dir):
         _write(out_dir, text)
+    elif sharding.is_main_process() and resume:  # a changed RESUMABLE_CHANGES field is kept
+        path = os.path.join(out_dir, "config.json")
+        with open(path, encoding="utf-8") as f:
+            changed = f.read() != text
+        if changed:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
     sharding.barrier("prepare_out_dir: written")
     return json.loads(text)

@@ -1,0 +1,335 @@
+"""The LLM judge's model behind an OpenAI-compatible endpoint (vLLM, SGLang, llama.cpp, a hosted
+API), through the `openai` client library. Host-only.
+
+`EndpointBackend` offers what `LLMRanker` uses of `hf_backend.LLMBackend` (render a prompt,
+count its tokens, find the label tokens, next-token label log-probabilities, greedy generation),
+so the judge's modes, prompts and arithmetic are the same whichever runs the model.
+
+* **Two APIs.** With the served model's tokenizer on this machine (`LLMRankerConfig.tokenizer`,
+  or `model` when it loads offline), prompts are rendered with its chat template plus the answer
+  prefix and sent to `/v1/completions`: the in-process judge's prompts exactly, so its scores
+  equal the in-process judge's up to float rounding. Without one, the system and user messages
+  go to `/v1/chat/completions` (what hosted chat APIs serve); the answer prefix is dropped (the
+  user message already asks for a single label) and tokens are estimated as
+  `ceil(chars / CHARS_PER_TOKEN)` when fitting trajectories into the prompt budget.
+* **Labels.** A one-token completion asks for the `top_logprobs` most likely next tokens; the
+  labels' log-probabilities are read from them (a label outside them counts as probability 0)
+  and `LLMRanker` renormalises over the labels, as in process. A server that returns no
+  log-probabilities is asked again for a short generated answer, the first label in it counts
+  as probability 1 (`parsing.parse_label`), and `protocol()` says so (the judge logs it).
+* **Transport.** Up to `concurrency` requests in flight (a thread pool), so a group's prompts
+  reach the server's batcher together; the shared prefix (system prompt, instructions) comes
+  first in every prompt, for prefix caching. Retries with exponential backoff on 429, 5xx,
+  timeouts and lost connections are the `openai` client's (`max_retries`, `timeout_s`); after
+  the last, `EndpointError`.
+* **Tokens and the key.** Prompt and completion tokens of every response (`usage`) are added to
+  `usage`; before a batch is sent, `TokenUsage.check` raises `TokenBudgetError` if its estimate
+  would pass `max_tokens_per_run`. The API key is read from the environment variable
+  `api_key_env` and never stored or printed (error messages are redacted).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from sailor_jax.config import LLMRankerConfig
+from sailor_jax.errors import UserError
+from sailor_jax.judges.hf_backend import LLMBackend
+from sailor_jax.judges.parsing import parse_label
+
+CHARS_PER_TOKEN = 2.5
+"""Token estimate of the chat API (no tokenizer): digits and board text tokenise densely."""
+GENERATED_LABEL_TOKENS = 8
+"""Most tokens of a generated label answer (servers without log-probabilities)."""
+NO_KEY = "EMPTY"
+"""API key sent when `api_key_env` is unset (local servers ignore it; the client needs one)."""
+_UNKNOWN_CONTEXT = 1 << 20
+
+
+class EndpointError(UserError):
+    """The endpoint failed after the client's retries, or answered something unreadable."""
+
+
+class TokenBudgetError(UserError):
+    """Judging the next prompts would pass `--sailor.ranker.llm.max-tokens-per-run`."""
+
+
+class ChatPrompt(str):
+    """A prompt for the chat API: its text is what is logged; `messages` are what is sent."""
+
+    messages: list[dict[str, str]]
+
+
+@dataclasses.dataclass
+class TokenUsage:
+    """Prompt and completion tokens the endpoint reported, and the run's budget. Thread-safe.
+
+    `spent_before` is what earlier iterations of the run spent (set by the loop on resume);
+    `prompt` and `completion` count from there.
+    """
+
+    limit: int | None = None
+    spent_before: int = 0
+    prompt: int = 0
+    completion: int = 0
+    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.completion
+
+    def add(self, prompt: int, completion: int) -> None:
+        with self._lock:
+            self.prompt, self.completion = self.prompt + prompt, self.completion + completion
+
+    def start(self, spent_before: int) -> None:
+        """Count from zero again, `spent_before` tokens already spent by the run."""
+        with self._lock:
+            self.spent_before, self.prompt, self.completion = spent_before, 0, 0
+
+    def check(self, estimate: int, num_prompts: int) -> None:
+        """Raise `TokenBudgetError` if `estimate` more tokens would pass the limit."""
+        spent = self.spent_before + self.total
+        if self.limit is not None and spent + estimate > self.limit:
+            raise TokenBudgetError(
+                f"--sailor.ranker.llm.max-tokens-per-run {self.limit}: judging the next "
+                f"{num_prompts} prompts (about {estimate:,} tokens) would pass it; the run has "
+                f"spent {spent:,}", "raise it and continue with --resume")
+
+
+def _load_tokenizer(name: str | None) -> Any:
+    """The HF tokenizer `name` names, loaded offline, or None (no network is ever used)."""
+    if name is None:
+        return None
+    import transformers
+
+    try:
+        return transformers.AutoTokenizer.from_pretrained(name, local_files_only=True)
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def check_endpoint(config: LLMRankerConfig) -> None:
+    """Check, before a run writes or compiles anything, that the endpoint answers and serves
+    `config.model` (any model when None). Host-only; one `/v1/models` request.
+
+    Raises:
+      EndpointError: the server does not answer (after the client's retries), lists no model,
+        or does not list `config.model` (the listed names are given).
+    """
+    backend = EndpointBackend.__new__(EndpointBackend)
+    backend._connect(config)
+    names = [m.id for m in backend._models()]
+    if config.model is not None and names and config.model not in names:
+        shown = ", ".join(names[:8]) + (" ..." if len(names) > 8 else "")
+        raise EndpointError(f"--sailor.ranker.llm.model {config.model}: {config.endpoint} "
+                            f"serves {shown}", "name one of them")
+
+
+class EndpointBackend:
+    """The judge's model behind an OpenAI-compatible server (see the module docstring).
+
+    Args:
+      config: the judge's config; `endpoint` must be set.
+
+    Attributes:
+      model_name: the served model's name sent with every request.
+      tokenizer: the served model's HF tokenizer, or None (chat API).
+      context_length: the server's `max_model_len` when `/v1/models` reports it, else large.
+      usage: tokens reported so far (`TokenUsage`).
+
+    Raises:
+      EndpointError: the server cannot be reached or lists no model (when `model` is None).
+    """
+
+    def __init__(self, config: LLMRankerConfig) -> None:
+        self._connect(config)
+        self.model_name, self.context_length = config.model, _UNKNOWN_CONTEXT
+        if config.model is None:
+            listed = self._models()
+            self.model_name = listed[0].id
+            self.context_length = int(getattr(listed[0], "max_model_len", None)
+                                      or _UNKNOWN_CONTEXT)
+        self.tokenizer = _load_tokenizer(config.tokenizer or self.model_name)
+        if self.tokenizer is not None:
+            self.tokenizer.padding_side = "left"
+        self._local = LLMBackend(self.tokenizer, None, "cpu", None)
+        self.api = "completions" if self.tokenizer is not None else "chat"
+        self.logprobs = True
+        self.usage = TokenUsage(limit=config.max_tokens_per_run)
+        self.device = self.dtype = None
+
+    def _connect(self, config: LLMRankerConfig) -> None:
+        import openai
+
+        self.config, self.url = config, config.endpoint
+        self._key = os.environ.get(config.api_key_env) or NO_KEY
+        self.client = openai.OpenAI(api_key=self._key, base_url=config.endpoint,
+                                    timeout=config.timeout_s, max_retries=config.max_retries)
+
+    def _models(self) -> list[Any]:
+        listed = self._call(lambda: list(self.client.models.list().data))
+        if not listed:
+            raise EndpointError(f"--sailor.ranker.llm.endpoint {self.url} lists no model",
+                                "name one with --sailor.ranker.llm.model")
+        return listed
+
+    def protocol(self) -> dict[str, Any]:
+        """What the judge logs about the transport: URL, model, API, log-probabilities or not."""
+        return {"endpoint": self.url, "model": self.model_name, "api": self.api,
+                "logprobs": self.logprobs}
+
+    def render_chat(self, system: str, user: str, answer_prefix: str = "") -> str:
+        """The prompt: chat template + answer prefix (completions API), or a `ChatPrompt`."""
+        if self.tokenizer is not None:
+            return self._local.render_chat(system, user, answer_prefix)
+        prompt = ChatPrompt(f"{system}\n\n{user}")
+        prompt.messages = [{"role": "system", "content": system},
+                           {"role": "user", "content": user}]
+        return prompt
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of a prompt: exact with the tokenizer, else `ceil(chars / CHARS_PER_TOKEN)`."""
+        if self.tokenizer is not None:
+            return self._local.count_tokens(text)
+        return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+    def label_token_id(self, prompt: str, label: str) -> int | str:
+        """The label's token id (completions API), or the label's text (chat API)."""
+        if self.tokenizer is not None:
+            return self._local.label_token_id(prompt, label)
+        return label.strip()
+
+    def _label_text(self, label: int | str) -> str:
+        return label if isinstance(label, str) else self.tokenizer.decode([label])
+
+    def next_token_logprobs(self, prompts: Sequence[str], token_ids: Sequence[int | str],
+                            batch_size: int = 1, reuse_prefix: bool = False
+                            ) -> tuple[np.ndarray, np.ndarray]:
+        """Log-probabilities of the labels as the next token after each prompt.
+
+        Args:
+          prompts: `N` prompts from `render_chat`.
+          token_ids: `K` labels from `label_token_id` (token ids, or label texts).
+          batch_size, reuse_prefix: ignored (the server batches and caches).
+
+        Returns:
+          `(logp float64[N, K], seconds float64[N])`: `-inf` for a label outside the
+          returned top log-probabilities (or not generated); seconds = each prompt's share of
+          the wall time.
+
+        Raises:
+          TokenBudgetError, EndpointError: as the module docstring says.
+        """
+        texts = [self._label_text(t) for t in token_ids]
+        t0 = time.perf_counter()
+        if self.logprobs:
+            self._check_budget(prompts, 1)
+            rows = self._map(lambda p: self._label_logprobs(p, texts), prompts)
+            self.logprobs = not any(r is None for r in rows)  # None: no log-probabilities
+        if not self.logprobs:
+            self._check_budget(prompts, GENERATED_LABEL_TOKENS)
+            rows = self._map(lambda p: self._generated_label(p, texts), prompts)
+        logp = np.array(rows, dtype=np.float64).reshape(len(prompts), len(texts))
+        return logp, np.full(len(prompts), (time.perf_counter() - t0) / max(1, len(prompts)))
+
+    def generate(self, prompts: Sequence[str], max_new_tokens: int, batch_size: int = 1
+                 ) -> tuple[list[str], np.ndarray]:
+        """Greedy answers (temperature 0) of at most `max_new_tokens` tokens per prompt.
+
+        Returns:
+          `(texts, seconds float64[N])` as `LLMBackend.generate`.
+
+        Raises:
+          TokenBudgetError, EndpointError: as the module docstring says.
+        """
+        t0 = time.perf_counter()
+        self._check_budget(prompts, max_new_tokens)
+        texts = self._map(lambda p: self._complete(p, max_new_tokens, 0)[0], prompts)
+        return texts, np.full(len(prompts), (time.perf_counter() - t0) / max(1, len(prompts)))
+
+    def _check_budget(self, prompts: Sequence[str], max_tokens: int) -> None:
+        if self.usage.limit is not None:
+            estimate = sum(self.count_tokens(p) for p in prompts) + max_tokens * len(prompts)
+            self.usage.check(estimate, len(prompts))
+
+    def _label_logprobs(self, prompt: str, labels: list[str]) -> list[float] | None:
+        _, top = self._complete(prompt, 1, self.config.top_logprobs)
+        if top is None:
+            return None
+        exact = self.tokenizer is not None  # completions: the label tokens themselves
+        out = []
+        for label in labels:
+            hits = [lp for tok, lp in top if (tok == label if exact else tok.strip() == label)]
+            out.append(float(np.logaddexp.reduce(hits)) if hits else -np.inf)
+        return out
+
+    def _generated_label(self, prompt: str, labels: list[str]) -> list[float]:
+        text, _ = self._complete(prompt, GENERATED_LABEL_TOKENS, 0)
+        chosen = parse_label(text, [label.strip() for label in labels])
+        return [0.0 if k == chosen else -np.inf for k in range(len(labels))]
+
+    def _complete(self, prompt: str, max_tokens: int, top_logprobs: int
+                  ) -> tuple[str, list[tuple[str, float]] | None]:
+        """One request: `(text, [(token, logprob)] of the first token or None)`."""
+        if self.api == "completions":
+            extra = {"logprobs": top_logprobs} if top_logprobs else {}
+            response = self._call(lambda: self.client.completions.create(
+                model=self.model_name, prompt=str(prompt), max_tokens=max_tokens,
+                temperature=0.0, **extra))
+            choice = self._first_choice(response)
+            lp = choice.logprobs
+            top = None if not lp or not lp.top_logprobs else list(lp.top_logprobs[0].items())
+        else:
+            extra = {"logprobs": True, "top_logprobs": top_logprobs} if top_logprobs else {}
+            response = self._call(lambda: self.client.chat.completions.create(
+                model=self.model_name, messages=prompt.messages, max_tokens=max_tokens,
+                temperature=0.0, **extra))
+            choice = self._first_choice(response)
+            content = choice.logprobs.content if choice.logprobs else None
+            top = [(t.token, t.logprob) for t in content[0].top_logprobs] if content else None
+        text = choice.text if self.api == "completions" else choice.message.content
+        usage = getattr(response, "usage", None)
+        self.usage.add(*((usage.prompt_tokens, usage.completion_tokens) if usage else
+                         (self.count_tokens(prompt), self.count_tokens(text or ""))))
+        return text or "", top
+
+    def _first_choice(self, response: Any) -> Any:
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise EndpointError(f"judge endpoint {self.url} answered without choices "
+                                f"({self._redact(str(response)[:200])})",
+                                "check that it is an OpenAI-compatible server; continue with "
+                                "--resume")
+        return choices[0]
+
+    def _call(self, request: Callable[[], Any]) -> Any:
+        import openai
+
+        try:
+            return request()
+        except (openai.APIError, ValueError) as err:  # ValueError: a body that is not JSON
+            what = type(err).__name__
+            raise EndpointError(
+                f"judge endpoint {self.url} failed after {self.config.max_retries} retries: "
+                f"{what}: {self._redact(str(err))[:300]}",
+                f"check the server and that it serves {self.model_name!r}; continue with "
+                "--resume") from None
+
+    def _map(self, fn: Callable[[str], Any], prompts: Sequence[str]) -> list[Any]:
+        if len(prompts) <= 1 or self.config.concurrency == 1:
+            return [fn(p) for p in prompts]
+        with concurrent.futures.ThreadPoolExecutor(self.config.concurrency) as pool:
+            return list(pool.map(fn, prompts))
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key != NO_KEY else text

@@ -1,0 +1,195 @@
+"""A small OpenAI-compatible server over the project's `transformers` backend. Host-only.
+
+It serves one model (`hf_backend.load_model`) on `/v1/models`, `/v1/completions` and
+`/v1/chat/completions`, greedy only, with next-token `logprobs` / `top_logprobs` and `usage`
+token counts, enough for the endpoint judge (`judges.endpoint`): the tests run the judge
+against it over real HTTP, and a user can try `--sailor.ranker.llm.endpoint` on a laptop:
+
+    python -m sailor_jax.judges.openai_server --port 8000 &     # the embedded SmolLM2
+    python experiments/sailor.py --preset smoke --sailor.ranker.kind llm \\
+        --sailor.ranker.llm.endpoint http://127.0.0.1:8000/v1
+
+For real use serve with vLLM, SGLang or llama.cpp (they batch, cache prefixes and run on a GPU);
+this server runs one request at a time (`ThreadingHTTPServer`, the model behind a lock).
+`--no-logprobs` answers without log-probabilities, as many hosted chat APIs do. `hook`, when
+set on the server, sees every request first and may answer it itself (the tests' faults).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import http.server
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from sailor_jax.judges import hf_backend
+
+
+@dataclasses.dataclass
+class Served:
+    """The model a server answers with, and how."""
+
+    backend: hf_backend.LLMBackend
+    name: str
+    logprobs: bool = True
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    def top_logprobs(self, prompt: str, k: int) -> tuple[str, float, list[tuple[str, float]]]:
+        """The greedy next token, its log-probability and the `k` most likely `(token, lp)`."""
+        vocab = int(self.backend.model.config.vocab_size)
+        logp, _ = self.backend.next_token_logprobs([prompt], range(vocab), 1)
+        order = np.argsort(-logp[0], kind="stable")[: max(1, k)]
+        top = [(self.backend.tokenizer.decode([int(i)]), float(logp[0, i])) for i in order]
+        return top[0][0], top[0][1], top
+
+    def complete(self, prompt: str, max_tokens: int, k: int | None) -> dict[str, Any]:
+        """One completion: text, first-token log-probabilities (k given) and token counts."""
+        with self.lock:
+            first = self.top_logprobs(prompt, k or 1) if k is not None or max_tokens == 1 else None
+            if max_tokens == 1:
+                text = first[0]
+            else:
+                text = self.backend.generate([prompt], max_tokens, 1)[0][0]
+            prompt_tokens = self.backend.count_tokens(prompt)
+            completion_tokens = min(max_tokens, max(1, self.backend.count_tokens(text)))
+        return {"text": text, "first": first if k is not None and self.logprobs else None,
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                          "total_tokens": prompt_tokens + completion_tokens}}
+
+
+def _completion(served: Served, body: dict) -> dict:
+    prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+    k = body.get("logprobs")
+    choices, usage = [], {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    for i, prompt in enumerate(prompts):
+        out = served.complete(prompt, int(body.get("max_tokens") or 16), k)
+        lp = None
+        if out["first"] is not None:
+            token, logprob, top = out["first"]
+            lp = {"tokens": [token], "token_logprobs": [logprob], "text_offset": [0],
+                  "top_logprobs": [dict(reversed(top))]}  # most likely wins a repeated text
+        choices.append({"index": i, "text": out["text"], "logprobs": lp,
+                        "finish_reason": "length"})
+        usage = {key: usage[key] + out["usage"][key] for key in usage}
+    return {"id": f"cmpl-{time.time_ns()}", "object": "text_completion",
+            "created": int(time.time()), "model": served.name, "choices": choices,
+            "usage": usage}
+
+
+def _chat(served: Served, body: dict) -> dict:
+    tokenizer = served.backend.tokenizer
+    messages = body["messages"]
+    if getattr(tokenizer, "chat_template", None):
+        prompt = tokenizer.apply_chat_template(messages, tokenize=False,
+                                               add_generation_prompt=True)
+    else:
+        prompt = "\n\n".join(m["content"] for m in messages) + "\n\n"
+    k = body.get("top_logprobs", 0) if body.get("logprobs") else None
+    out = served.complete(prompt, int(body.get("max_completion_tokens")
+                                      or body.get("max_tokens") or 16), k)
+    lp = None
+    if out["first"] is not None:
+        token, logprob, top = out["first"]
+        entry = lambda t, x: {"token": t, "logprob": x, "bytes": list(t.encode())}
+        lp = {"content": [entry(token, logprob)
+                          | {"top_logprobs": [entry(t, x) for t, x in top]}]}
+    choice = {"index": 0, "message": {"role": "assistant", "content": out["text"]},
+              "logprobs": lp, "finish_reason": "length"}
+    return {"id": f"chatcmpl-{time.time_ns()}", "object": "chat.completion",
+            "created": int(time.time()), "model": served.name, "choices": [choice],
+            "usage": out["usage"]}
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    """Routes the three endpoints; errors are OpenAI-style JSON bodies."""
+
+    server: Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def send_json(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.server.hook is not None and self.server.hook(self):
+            return
+        served = self.server.served
+        if self.path.rstrip("/") != "/v1/models":
+            return self.send_json(404, {"error": {"message": f"no route {self.path}"}})
+        context = int(getattr(served.backend.model.config, "max_position_embeddings", 2048))
+        self.send_json(200, {"object": "list", "data": [
+            {"id": served.name, "object": "model", "created": 0, "owned_by": "sailor-jax",
+             "max_model_len": context}]})
+
+    def do_POST(self) -> None:
+        if self.server.hook is not None and self.server.hook(self):
+            return
+        routes = {"/v1/completions": _completion, "/v1/chat/completions": _chat}
+        route = routes.get(self.path.rstrip("/"))
+        if route is None:
+            return self.send_json(404, {"error": {"message": f"no route {self.path}"}})
+        try:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            self.send_json(200, route(self.server.served, body))
+        except (KeyError, TypeError, ValueError) as err:
+            self.send_json(400, {"error": {"message": f"bad request: {err}"}})
+
+
+class Server(http.server.ThreadingHTTPServer):
+    """`ThreadingHTTPServer` holding the served model and an optional request `hook`."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], served: Served) -> None:
+        super().__init__(address, Handler)
+        self.served = served
+        self.hook: Callable[[Handler], bool] | None = None
+
+
+def start(served: Served, host: str = "127.0.0.1", port: int = 0) -> Server:
+    """Serve in a background thread (port 0: a free one, see `server.server_address`)."""
+    server = Server((host, port), served)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    return server
+
+
+def main(model: str | None = None, gguf_file: str | None = None, name: str | None = None,
+         host: str = "127.0.0.1", port: int = 8000, logprobs: bool = True,
+         device: str = "auto", dtype: str = "auto") -> None:
+    """Serve `model` (None: the embedded SmolLM2-135M-Instruct) until Ctrl-C.
+
+    Args:
+      model: HF model id or local folder (None: the embedded SmolLM2-135M-Instruct).
+      gguf_file: GGUF file inside `model`.
+      name: the model's name in the API (None: `model`, or "smollm2-135m-instruct").
+      host: address to listen on.
+      port: port to listen on.
+      logprobs: return log-probabilities (`--no-logprobs`: never, as many hosted APIs).
+      device: torch device, as `--sailor.ranker.llm.device`.
+      dtype: torch dtype, as `--sailor.ranker.llm.dtype`.
+    """
+    backend = hf_backend.load_model(model, gguf_file, dtype, device)
+    served = Served(backend, name or model or "smollm2-135m-instruct", logprobs)
+    server = Server((host, port), served)
+    print(f"serving {served.name} on http://{host}:{server.server_address[1]}/v1", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    import tyro
+
+    tyro.cli(main)

@@ -1,0 +1,331 @@
+"""The LLM judge behind an OpenAI-compatible endpoint, over real HTTP on localhost.
+
+The server is `judges.openai_server` over the tiny test model, started in this process on a free
+port; the judge talks to it through the `openai` client. Faults (429, a hang, a body that is not
+JSON, a server that answers no log-probabilities) are the server's `hook` answering a request
+itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from llm_fixtures import random_games
+from test_experiments import PAPER_UPDATE, ROOT, TINY_PPO
+from test_fault_injection import _files
+
+from sailor_jax.config import LLMRankerConfig
+from sailor_jax.errors import UserError
+from sailor_jax.judges import hf_backend, openai_server
+from sailor_jax.judges.endpoint import EndpointError, TokenBudgetError, TokenUsage
+from sailor_jax.judges.llm import LLMRanker
+from sailor_jax.judges.parsing import parse_label
+
+VOCAB = 512
+"""The tiny model's vocabulary: asking for this many top log-probabilities reads every label."""
+
+
+@pytest.fixture(scope="module")
+def tiny_backend(tiny_llm_dir):
+    return hf_backend.load_model(tiny_llm_dir, None, "float32", "cpu")
+
+
+@pytest.fixture
+def serve(tiny_backend, tiny_llm_dir):
+    """`serve(name=..., logprobs=...) -> (server, url)`; every server is shut down after."""
+    servers = []
+
+    def start(name: str | None = None, logprobs: bool = True):
+        served = openai_server.Served(tiny_backend, name or tiny_llm_dir, logprobs)
+        server = openai_server.start(served)
+        servers.append(server)
+        return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+GROUPS = [random_games(4, 30, seed=s) for s in range(2)]
+
+
+def _ranker(url: str, **kw) -> LLMRanker:
+    return LLMRanker(LLMRankerConfig(endpoint=url, top_logprobs=VOCAB, max_new_tokens=12, **kw))
+
+
+def _events(ranker: LLMRanker, event: str) -> list[dict]:
+    return [r for r in ranker.records if r["event"] == event]
+
+
+@pytest.mark.parametrize("mode", ["pairwise", "pointwise"])
+def test_endpoint_scores_equal_in_process_scores(serve, tiny_backend, tiny_llm_dir, mode):
+    local = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, mode=mode, device="cpu"),
+                      backend=tiny_backend).rank_groups(GROUPS)
+    _, url = serve()  # served under its folder's name: the tokenizer loads, completions API
+    ranker = _ranker(url, mode=mode)
+    remote = ranker.rank_groups(GROUPS)
+    for a, b in zip(local, remote, strict=True):
+        np.testing.assert_array_equal(a.order, b.order)
+        np.testing.assert_allclose(a.scores, b.scores, atol=1e-4)
+        np.testing.assert_allclose(a.pairwise_prob, b.pairwise_prob, atol=1e-4)
+    assert _events(ranker, "endpoint") == [{"event": "endpoint", "endpoint": url,
+                                            "model": tiny_llm_dir, "api": "completions",
+                                            "logprobs": True}]
+    usage = ranker.token_usage
+    prompts = [r for r in ranker.records if r["event"].endswith("_prompt")]
+    assert usage.prompt == sum(r["prompt_tokens"] for r in prompts)  # the server's counts
+    assert usage.completion == len(prompts)  # one token each
+
+
+def test_listwise_generates_the_same_answer(serve, tiny_backend, tiny_llm_dir):
+    cfg = LLMRankerConfig(model=tiny_llm_dir, mode="listwise", device="cpu", max_new_tokens=12)
+    local = LLMRanker(cfg, backend=tiny_backend)
+    local.rank_groups(GROUPS)
+    _, url = serve()
+    ranker = _ranker(url, mode="listwise")
+    ranker.rank_groups(GROUPS)
+    answers = lambda r: [x["output"] for x in _events(r, "listwise")]
+    assert answers(ranker) == answers(local) and len(answers(local)) == 2
+
+
+def test_chat_api_without_tokenizer(serve):
+    _, url = serve(name="served-name")  # no tokenizer by that name: the chat API
+    ranker = _ranker(url, mode="pairwise", model="served-name")
+    rankings = ranker.rank_groups(GROUPS)
+    assert all(r is not None and sorted(r.order) == [0, 1, 2, 3] for r in rankings)
+    assert _events(ranker, "endpoint")[0]["api"] == "chat"
+    assert np.mean([r["label_mass"] for r in _events(ranker, "pairwise_prompt")]) > 0
+    assert ranker.token_usage.total > 0
+
+
+def test_no_logprobs_falls_back_to_generated_labels(serve):
+    server, url = serve(name="hosted", logprobs=False)
+    ranker = _ranker(url, mode="pairwise")
+    ranker.rank_groups(GROUPS[:1])  # the random model names no label: no ranking, no error
+    assert _events(ranker, "endpoint")[0]["logprobs"] is False
+
+    def answer_b(handler):  # a model that always answers "Trajectory B"
+        body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
+        assert "logprobs" not in body  # the fallback asks for text only
+        handler.send_json(200, {"id": "x", "object": "chat.completion", "created": 0,
+                                "model": "hosted", "choices": [{
+                                    "index": 0, "finish_reason": "stop", "logprobs": None,
+                                    "message": {"role": "assistant", "content": "Trajectory B"}}],
+                                "usage": {"prompt_tokens": 5, "completion_tokens": 2,
+                                          "total_tokens": 7}})
+        return True
+
+    server.hook = answer_b
+    ranker.rank_groups(GROUPS[:1])
+    prompts = _events(ranker, "pairwise_prompt")[-12:]
+    assert all(r["p_first"] == 0.0 and r["label_mass"] == 1.0 for r in prompts)  # B each time
+
+
+def test_429_then_200_is_retried(serve):
+    server, url = serve()
+    seen = []
+
+    def rate_limit_twice(handler):
+        seen.append(handler.path)
+        if len(seen) > 2:
+            return False
+        handler.send_response(429)
+        handler.send_header("retry-after-ms", "10")
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+        return True
+
+    server.hook = rate_limit_twice
+    ranker = _ranker(url, mode="pointwise", concurrency=1, max_retries=2)
+    assert all(r is not None for r in ranker.rank_groups(GROUPS[:1]))
+    assert len(seen) > 2
+
+
+@pytest.mark.parametrize("fault", ["hang", "not_json", "server_error"])
+def test_faults_raise_one_clear_error(serve, fault):
+    server, url = serve()
+    ranker = _ranker(url, mode="pointwise", concurrency=2, max_retries=1, timeout_s=0.5)
+
+    def broken(handler):
+        if fault == "hang":
+            time.sleep(2.0)
+            return True
+        if fault == "server_error":
+            handler.send_json(503, {"error": {"message": "overloaded"}})
+            return True
+        data = b"{this is not json"
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+        return True
+
+    server.hook = broken
+    with pytest.raises(EndpointError, match=f"judge endpoint {url} failed") as err:
+        ranker.rank_groups(GROUPS[:1])
+    assert "--resume" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_token_budget_stops_before_it_is_passed(serve):
+    _, url = serve()
+    ranker = _ranker(url, mode="pointwise", max_tokens_per_run=10_000)
+    ranker.rank_groups(GROUPS[:1])
+    spent = ranker.token_usage.total
+    assert 0 < spent < 10_000
+    ranker.token_usage.start(spent_before=10_001 - spent)  # one token short of the same again
+    with pytest.raises(TokenBudgetError, match="max-tokens-per-run 10000"):
+        ranker.rank_groups(GROUPS[:1])
+    assert ranker.token_usage.total == 0  # nothing was sent
+
+
+def test_key_is_sent_but_never_shown(serve, monkeypatch):
+    server, url = serve()
+    monkeypatch.setenv("MY_JUDGE_KEY", "sk-test-6f1d")
+    headers = []
+
+    def reject(handler):
+        headers.append(handler.headers["Authorization"])
+        handler.send_json(401, {"error": {"message": "bad key sk-test-6f1d"}})
+        return True
+
+    server.hook = reject
+    with pytest.raises(EndpointError) as err:
+        _ranker(url, mode="pointwise", api_key_env="MY_JUDGE_KEY", max_retries=0)
+    assert headers == ["Bearer sk-test-6f1d"]
+    assert "sk-test-6f1d" not in str(err.value) and "***" in str(err.value)
+
+
+def test_model_must_be_served(serve):
+    from sailor_jax.judges.endpoint import check_endpoint
+
+    _, url = serve(name="served-name")
+    check_endpoint(LLMRankerConfig(endpoint=url, model="served-name"))
+    with pytest.raises(EndpointError, match="serves served-name"):
+        check_endpoint(LLMRankerConfig(endpoint=url, model="other"))
+
+
+def test_unreachable_endpoint():
+    with pytest.raises(EndpointError, match="http://127.0.0.1:9/v1 failed"):
+        _ranker("http://127.0.0.1:9/v1", max_retries=0, timeout_s=1.0)
+
+
+@pytest.mark.parametrize("bad", [dict(endpoint="127.0.0.1:8000"), dict(api_key_env="A-B"),
+                                 dict(concurrency=0), dict(timeout_s=0.0),
+                                 dict(max_retries=-1), dict(max_tokens_per_run=0),
+                                 dict(top_logprobs=0)])
+def test_config_rejects(bad):
+    with pytest.raises(ValueError):
+        LLMRankerConfig(**bad)
+
+
+def test_token_usage_check():
+    usage = TokenUsage(limit=100)
+    usage.add(30, 10)
+    usage.check(60, 3)  # 100: at the limit is allowed
+    with pytest.raises(UserError, match="spent 40"):
+        usage.check(61, 3)
+    usage.start(spent_before=90)
+    assert usage.total == 0
+    with pytest.raises(TokenBudgetError):
+        usage.check(11, 1)
+    TokenUsage().check(10**12, 1)  # no limit
+
+
+def test_parse_label():
+    assert parse_label(" B", ["A", "B"]) == 1
+    assert parse_label("Answer: A, not B", ["A", "B"]) == 0  # "Answer" is no label
+    assert parse_label("I rate it **7**/9", [str(r) for r in range(1, 10)]) == 6
+    assert parse_label("17", ["1", "7"]) is None
+    assert parse_label(None, ["A"]) is None and parse_label("A", []) is None
+
+
+
+SAILOR = os.path.join(ROOT, "experiments", "sailor.py")
+KEY = "sk-e2e-3c9b71f0"
+
+
+def _sailor(out: str, url: str, *extra: str) -> subprocess.CompletedProcess:
+    """The README's smoke command against `url`, shrunk to 2 iterations with the sizes and
+    update of `test_run_failures` (their compiled programs come from the shared cache)."""
+    command = [sys.executable, SAILOR, "--preset", "smoke", "--out", out,
+               "--sailor.ranker.llm.endpoint", url, "--sailor.ranker.llm.top-logprobs",
+               str(VOCAB), "--sailor.ranker.llm.timeout-s", "5", "--sailor.ranker.llm.max-retries",
+               "1", "--sailor.iterations", "2", "--sailor.num-seeds", "1",
+               "--sailor.trajectories", "4", *PAPER_UPDATE, "--sailor.ranker.llm.mode",
+               "pairwise", "--sailor.max-len", "20", "--sailor.eval.episodes", "2",
+               "--sailor.eval.max-len", "50", *TINY_PPO,
+               "--sailor.ranker.llm.max-pairs-per-group", "6", "--sailor.alignment.bo-calls",
+               "6", "--sailor.alignment.bo-initial-points", "3", *extra]
+    env = {k: v for k, v in os.environ.items() if k != "SAILOR_DEBUG"} | {"OPENAI_API_KEY": KEY}
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _iterations_logged(out: str) -> list[int]:
+    with open(os.path.join(out, "llm.jsonl"), encoding="utf-8") as f:
+        return [r["iteration"] for r in map(json.loads, f) if r["event"] == "group"]
+
+
+def test_sailor_run_survives_a_dead_server(serve, tmp_path):
+    """A run whose server dies in iteration 1 stops with one error line naming the endpoint
+    and resumes against a new server on another port (the URL may change on --resume); the
+    tokens are counted per iteration and per run, and the key is in no file of the run."""
+    out = str(tmp_path / "run")
+    server, url = serve()
+
+    def die_after_iteration_0(handler):  # the first request after iteration 0 was logged
+        if not os.path.exists(os.path.join(out, "llm.jsonl")) or not _iterations_logged(out):
+            return False
+        handler.close_connection = True  # no answer; then the port closes
+        server.hook = None
+        threading.Thread(target=lambda: (server.shutdown(), server.server_close())).start()
+        return True
+
+    server.hook = die_after_iteration_0
+    died = _sailor(out, url)
+    assert died.returncode == 2, died.stderr
+    assert f"error: judge endpoint {url} failed" in died.stderr.strip().splitlines()[-1]
+    assert _iterations_logged(out) == [0] and not os.path.exists(os.path.join(out, "results.json"))
+    with open(os.path.join(out, "llm.jsonl"), encoding="utf-8") as f:
+        spent = sum(r["prompt_tokens"] + 1 for r in map(json.loads, f)
+                    if r["event"].endswith("_prompt"))  # one completion token each
+
+    _, url = serve()
+    finished = _sailor(out, url, "--resume")
+    assert finished.returncode == 0, finished.stderr
+    assert _iterations_logged(out) == [0, 1]
+    with open(os.path.join(out, "results.json"), encoding="utf-8") as f:
+        results = json.load(f)
+    per_iteration = [r["judge_tokens"] for r in results["iterations"]]
+    assert per_iteration[0]["prompt"] + per_iteration[0]["completion"] == spent
+    assert results["judge_tokens"]["total"] == sum(t["prompt"] + t["completion"]
+                                                   for t in per_iteration)
+    assert results["ranker"]["endpoint"] == url
+    assert all(KEY.encode() not in data for data in _files(out).values())
+
+
+def test_judge_quality_measures_the_served_model(serve, tiny_llm_dir, capsys):
+    """`benchmarks/judge_quality.py --judge llm --llm.endpoint URL` measures the served model
+    as the in-process judge measures the same model."""
+    from test_experiments import _load
+    from test_judge_quality import TINY_POOL
+
+    bench = _load("benchmarks/judge_quality.py")
+    _, url = serve()
+    llm = dict(max_prompt_tokens=1024, max_records=10_000)
+    local = bench.run(bench.Args(judge="llm", llm=LLMRankerConfig(
+        model=tiny_llm_dir, device="cpu", **llm), **TINY_POOL))
+    remote = bench.run(bench.Args(judge="llm", llm=LLMRankerConfig(
+        endpoint=url, top_logprobs=VOCAB, **llm), **TINY_POOL))
+    assert remote["endpoint"] == url and remote["served_model"] == tiny_llm_dir
+    assert remote["tokens"] > 0 and remote["logprobs"] is True
+    for key in ("skill_order_accuracy", "kendall_tau", "prompts", "failed_groups"):
+        assert remote[key] == pytest.approx(local[key], abs=1e-6), key
