@@ -31,10 +31,8 @@ so the judge's modes, prompts and arithmetic are the same whichever runs the mod
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import math
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -42,12 +40,16 @@ from typing import Any
 import numpy as np
 
 from sailor_jax.config import LLMRankerConfig
-from sailor_jax.errors import UserError
 from sailor_jax.judges.hf_backend import LLMBackend
 from sailor_jax.judges.parsing import parse_label
+from sailor_jax.judges.transport import EndpointError, TokenBudgetError, TokenUsage
 
-CHARS_PER_TOKEN = 2.5
-"""Token estimate of the chat API (no tokenizer): digits and board text tokenise densely."""
+__all__ = ["EndpointBackend", "EndpointError", "TokenBudgetError", "TokenUsage",
+           "check_endpoint"]
+
+CHARS_PER_TOKEN = 1.6
+"""Token estimate of the chat API (no tokenizer), on the safe side: board text and digits
+tokenise densely (SmolLM2's tokenizer read the pairwise prompts at 1.84 characters a token)."""
 GENERATED_LABEL_TOKENS = 8
 """Most tokens of a generated label answer (servers without log-probabilities)."""
 NO_KEY = "EMPTY"
@@ -55,55 +57,10 @@ NO_KEY = "EMPTY"
 _UNKNOWN_CONTEXT = 1 << 20
 
 
-class EndpointError(UserError):
-    """The endpoint failed after the client's retries, or answered something unreadable."""
-
-
-class TokenBudgetError(UserError):
-    """Judging the next prompts would pass `--sailor.ranker.llm.max-tokens-per-run`."""
-
-
 class ChatPrompt(str):
     """A prompt for the chat API: its text is what is logged; `messages` are what is sent."""
 
     messages: list[dict[str, str]]
-
-
-@dataclasses.dataclass
-class TokenUsage:
-    """Prompt and completion tokens the endpoint reported, and the run's budget. Thread-safe.
-
-    `spent_before` is what earlier iterations of the run spent (set by the loop on resume);
-    `prompt` and `completion` count from there.
-    """
-
-    limit: int | None = None
-    spent_before: int = 0
-    prompt: int = 0
-    completion: int = 0
-    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
-
-    @property
-    def total(self) -> int:
-        return self.prompt + self.completion
-
-    def add(self, prompt: int, completion: int) -> None:
-        with self._lock:
-            self.prompt, self.completion = self.prompt + prompt, self.completion + completion
-
-    def start(self, spent_before: int) -> None:
-        """Count from zero again, `spent_before` tokens already spent by the run."""
-        with self._lock:
-            self.spent_before, self.prompt, self.completion = spent_before, 0, 0
-
-    def check(self, estimate: int, num_prompts: int) -> None:
-        """Raise `TokenBudgetError` if `estimate` more tokens would pass the limit."""
-        spent = self.spent_before + self.total
-        if self.limit is not None and spent + estimate > self.limit:
-            raise TokenBudgetError(
-                f"--sailor.ranker.llm.max-tokens-per-run {self.limit}: judging the next "
-                f"{num_prompts} prompts (about {estimate:,} tokens) would pass it; the run has "
-                f"spent {spent:,}", "raise it and continue with --resume")
 
 
 def _load_tokenizer(name: str | None) -> Any:
@@ -328,8 +285,16 @@ class EndpointBackend:
     def _map(self, fn: Callable[[str], Any], prompts: Sequence[str]) -> list[Any]:
         if len(prompts) <= 1 or self.config.concurrency == 1:
             return [fn(p) for p in prompts]
-        with concurrent.futures.ThreadPoolExecutor(self.config.concurrency) as pool:
+        pool = concurrent.futures.ThreadPoolExecutor(self.config.concurrency)
+        try:
             return list(pool.map(fn, prompts))
+        except BaseException:  # an error or Ctrl-C: drop queued requests, end running ones
+            pool.shutdown(wait=False, cancel_futures=True)
+            self.client.close()
+            self._connect(self.config)
+            raise
+        finally:
+            pool.shutdown(wait=False)
 
     def _redact(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key != NO_KEY else text

@@ -37,10 +37,11 @@ import numpy as np
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.judges import bradley_terry, hf_backend, pairwise, pointwise, prompts
 from sailor_jax.judges.base import Ranker, group_size
-from sailor_jax.judges.endpoint import EndpointBackend, TokenUsage
+from sailor_jax.judges.endpoint import EndpointBackend
 from sailor_jax.judges.hf_backend import LLMBackend
 from sailor_jax.judges.parsing import parse_ranking, parse_ranking_verbose
 from sailor_jax.judges.text import fit_trajectory_text
+from sailor_jax.judges.transport import TokenUsage
 from sailor_jax.logging import JsonlSink
 from sailor_jax.types import Ranking, TrajectoryBatch
 

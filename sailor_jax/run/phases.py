@@ -174,7 +174,6 @@ def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | 
         usage.start((total_tokens(state.iterations) or {}).get("total", 0))
     rankings = ctx.ranker.rank_groups([jax.tree.map(lambda x, i=i: x[i], batch)
                                        for i in range(s)])
-    tokens = None if usage is None else {"prompt": usage.prompt, "completion": usage.completion}
     rank_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     stalled = [k >= cfg.refine.patience for k in state.stall]
@@ -186,6 +185,8 @@ def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | 
                                      ctx.advisor, stalled, history, kept=kept,
                                      aggregate=getattr(ctx.ranker, "aggregate", "sum"))
     refined = [k for k, update in enumerate(updates) if update.refine is not None]
+    tokens = None if usage is None else {  # the judge's and a sharing refinement advisor's
+        "prompt": usage.prompt, "completion": usage.completion}
     return Judgement(new_thetas, updates, {"rank": rank_s, "update": time.perf_counter() - t0},
                      refined, kept, tokens)
 
