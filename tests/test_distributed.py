@@ -37,8 +37,12 @@ def _free_port() -> int:
 
 
 def _env() -> dict:
+    """One CPU device per process (no forced device count); the session's other XLA flags
+    (conftest's fast-compile optimisation level) are kept: every run here gets the same."""
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)  # one CPU device per process
+    env["XLA_FLAGS"] = " ".join(
+        f for f in env.get("XLA_FLAGS", "").split()
+        if not f.startswith("--xla_force_host_platform_device_count"))
     return env
 
 

@@ -25,9 +25,12 @@ from sailor_jax.run import run_dir
 
 SAILOR = os.path.join(ROOT, "experiments", "sailor.py")
 TIMEOUT_S = 240
-ITERATIONS = 20
-"""Long enough that run A is still judging after run B has started and stopped (the theta
-update takes ~0.1 s here since issue 23: 5 iterations ended before B was done once)."""
+ITERATIONS = 6
+"""Long enough that run A is still mid-run when it is stopped (SIGSTOP, right after its first
+checkpoint is seen; it stays stopped while run B starts and ends): 5 more iterations and the
+final evaluation, seconds of A's own work against the milliseconds between seeing the
+checkpoint and the SIGSTOP. (Before A was stopped during B, 5 iterations ended before B was
+done once; 20 were needed then, and only made the resume after the Ctrl-C longer since.)"""
 
 
 def _command(out: str, llm: str) -> list[str]:

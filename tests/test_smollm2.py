@@ -23,8 +23,8 @@ def pairwise() -> LLMRanker:
 
 
 def test_embedded_smollm2_pairwise_label_mass(pairwise):
-    ranking = pairwise.rank(random_games(3, 120, seed=1))
-    assert sorted(ranking.order.tolist()) == [0, 1, 2]
+    ranking = pairwise.rank(random_games(2, 120, seed=1))  # one pair: its prompts in both orders
+    assert sorted(ranking.order.tolist()) == [0, 1]
     assert pairwise.last_label_mass > 0.3  # ~0.9 measured; a wrong label token gives ~0
     print(f"SmolLM2 load {pairwise.load_seconds:.1f} s, {pairwise.last_seconds_per_prompt:.2f} "
           f"s/prompt, label mass {pairwise.last_label_mass:.3f}")

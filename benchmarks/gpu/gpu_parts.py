@@ -63,6 +63,7 @@ TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], p
              pool_games=8,
              main_args=("--sailor.iterations", "1", "--sailor.num-seeds", "1",
                         "--sailor.ppo.num-envs", "8", "--sailor.ppo.updates-per-segment", "1",
+                        "--sailor.ppo.num-steps", "8", "--sailor.ppo.network.hidden-sizes", "16",
                         "--sailor.eval.episodes", "2", "--sailor.eval.max-len", "300",
                         "--sailor.max-len", "300", "--sailor.ranker.llm.batch-size", "4",
                         "--sailor.reference-games", "0"))
