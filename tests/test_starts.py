@@ -20,6 +20,16 @@ def test_named_starts_are_valid_thetas_with_a_reason():
         assert len(start.why) > 20 and start.why.endswith(".")
         RewardSpec().validate(start.theta)
         assert parse_start(name) is start
+        assert start.severity in ("", "mild", "gross")
+    screened = {n: s.severity for n, s in STARTS.items() if s.severity}
+    assert screened["corner_obsessed"] == "mild" and screened["free_cells_only"] == "gross"
+
+
+def test_a_start_with_an_unknown_severity_is_refused():
+    from sailor_jax.config.starts import _start
+
+    with pytest.raises(ValueError, match="severity must be one of"):
+        _start("x", {"score_gain": 1.0}, "A reason long enough to pass.", "terrible")
 
 
 def test_written_out_start():

@@ -14,6 +14,10 @@ import dataclasses
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import BASELINE_THETA, RewardSpec, theta_from
 
+SEVERITIES = ("", "mild", "gross")
+"""How far a start kept fixed falls below theta0 kept fixed (issue 49's screen: 8 paired seeds,
+the repair `cpu` preset's ~1M env steps): mild 10-30% below, gross more; "" not screened."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Start:
@@ -22,15 +26,19 @@ class Start:
     name: str
     theta: tuple[float, ...]
     why: str
+    severity: str = ""
+    """One of `SEVERITIES`: what the screen measured."""
 
 
-def _start(name: str, weights: dict[str, float], why: str) -> Start:
+def _start(name: str, weights: dict[str, float], why: str, severity: str = "") -> Start:
     try:
         theta = theta_from(weights)
     except ValueError as e:
         raise ValueError(f"start {name!r}: {e}") from None
     RewardSpec().validate(theta)
-    return Start(name, theta, why)
+    if severity not in SEVERITIES:
+        raise ValueError(f"start {name!r}: severity must be one of {SEVERITIES}, got {severity!r}")
+    return Start(name, theta, why, severity)
 
 
 STARTS: dict[str, Start] = {s.name: s for s in (
@@ -51,6 +59,16 @@ STARTS: dict[str, Start] = {s.name: s for s in (
            "Rewards only what the game is about, a new largest tile, and nothing on the way: "
            "the sparse 'reward the outcome' design that a person or an LLM writes when told "
            "not to shape."),
+    # Issue 49's screen (benchmarks/results.md): kept fixed, 8 paired seeds at ~1M env steps,
+    # theta0 11,877; kept only those at least 10% below it.
+    _start("corner_obsessed", {"score_gain": 0.01, "max_tile_in_corner": 1.0, "game_over": -1.0},
+           "A scale error: the score term shrunk 100 times ('scores run into the thousands') "
+           "while the corner bonus stays at full weight, so keeping the largest tile in a "
+           "corner outweighs merging (kept fixed: 9,841, 17% below theta0).", "mild"),
+    _start("free_cells_only", {"empty_cells": 1.0, "game_over": -1.0},
+           "Takes the strategy guides' 'keep as many cells free as you can' for the whole "
+           "objective, with a death penalty and no score (kept fixed: 7,350, 38% below "
+           "theta0).", "gross"),
 )}
 """The named starts, by name."""
 
