@@ -201,10 +201,10 @@ class LLMRanker(Ranker):
         rank = {"pairwise": self._rank_pairwise, "pointwise": self._rank_pointwise,
                 "listwise": self._rank_listwise}[self.config.mode]
         out = rank(groups)
-        protocol = getattr(self.backend, "protocol", None)
-        if protocol is not None and protocol() != self._protocol:  # logged when it changes
-            self._protocol = protocol()
-            self._sink.write({"event": "endpoint", **self._protocol})
+        protocol = getattr(self.backend, "protocol", lambda: None)()
+        if protocol is not None and protocol != self._protocol:  # logged when it changes
+            self._protocol = protocol
+            self._sink.write({"event": "endpoint", **protocol})
         return out
 
     def _pair_prompt(self, text_a: str, text_b: str) -> str:

@@ -127,10 +127,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         served = self.server.served
         if self.path.rstrip("/") != "/v1/models":
             return self.send_json(404, {"error": {"message": f"no route {self.path}"}})
-        context = int(getattr(served.backend.model.config, "max_position_embeddings", 2048))
         self.send_json(200, {"object": "list", "data": [
             {"id": served.name, "object": "model", "created": 0, "owned_by": "sailor-jax",
-             "max_model_len": context}]})
+             "max_model_len": served.backend.context_length}]})
 
     def do_POST(self) -> None:
         if self.server.hook is not None and self.server.hook(self):
