@@ -35,7 +35,7 @@ from sailor_jax.game.reward import RewardSpec
 from sailor_jax.logging import to_jsonable
 from sailor_jax.run import run_guard, runner
 from sailor_jax.run.fixed_reward import FixedReward
-from sailor_jax.run.results import final_thetas
+from sailor_jax.run.trained import final_thetas
 
 VARIANTS: tuple[str, str] = ("dqn_sailor_theta", "dqn_baseline_theta")
 
@@ -74,7 +74,7 @@ class Args:
 
 
 load_sailor_thetas = final_thetas
-"""`(thetas float32[S, F], judge)` of a SAILOR run (`results.final_thetas`)."""
+"""`(thetas float32[S, F], judge)` of a SAILOR run (`trained.final_thetas`)."""
 
 
 def _curve(metrics: dict, num_seeds: int) -> dict:
@@ -114,7 +114,7 @@ def run(args: Args, progress=None) -> dict:
     """Train both rewards, evaluate, write the tables and results.json. Host-only.
 
     Raises:
-      UserError: see `load_sailor_thetas` (`results.final_thetas`) and
+      UserError: see `load_sailor_thetas` (`trained.final_thetas`) and
         `run_guard.claim_out_dir` (`--out` holds a started run, or a different one, or
         another process runs there; the disk became full while running).
     """

@@ -15,8 +15,8 @@ from sailor_jax.run.results import (
     LoopState,
     SailorResults,
     SeedUpdate,
-    final_thetas,
 )
+from sailor_jax.run.trained import final_thetas
 
 SPEC = RewardSpec()
 

@@ -2,7 +2,8 @@
 
 Host-only. The one place that knows the schema of a SAILOR `results.json` and of the loop
 state saved in each checkpoint: `SailorResults.to_json` writes it, `SailorResults.load` reads
-and validates it (`experiments/` read results only through here). Every record converts with
+and validates it (`experiments/` read results only through here; `trained.final_thetas` reads
+the final thetas through `read_json`). Every record converts with
 `to_json()` (plain JSON values; NaN becomes null through `logging.to_jsonable`) and
 `from_json(d)`.
 """
@@ -17,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from sailor_jax.errors import MissingFileError, UserError
-from sailor_jax.game.reward import RewardSpec
 from sailor_jax.logging import open_text, stored_path, to_jsonable
 from sailor_jax.run import run_dir
 
@@ -273,44 +273,3 @@ def read_json(path: str) -> tuple[str, dict]:
         raise UserError(f"{file} is not a SAILOR results.json (not a JSON object)")
     return file, d
 
-
-def final_thetas(path: str, spec: RewardSpec | None = None) -> tuple[np.ndarray, str]:
-    """The final per-seed thetas and the judge kind of a SAILOR run. Host-only.
-
-    Args:
-      path: `results.json` of `experiments/sailor.py`, or the folder holding it. Uses
-        `theta_history[-1]` (`[S][F]`, in the order of `feature_names` when present).
-      spec: the reward specification thetas are validated against and reordered to
-        (default `RewardSpec()`).
-
-    Returns:
-      `(thetas float32[S, F] in spec order, judge)`; judge is `ranker.kind` or "-".
-
-    Raises:
-      MissingFileError: no results.json at `path`.
-      UserError: not JSON, no usable `theta_history`, unknown feature names, or a theta of the
-        wrong length or out of bounds (the message names the file and the seed).
-    """
-    spec = spec or RewardSpec()
-    file, results = read_json(path)
-    history = results.get("theta_history")
-    if not isinstance(history, list) or not history or not isinstance(history[-1], list) \
-            or not history[-1]:
-        raise UserError(f"{file} has no 'theta_history' (a non-empty [iterations][seeds][F] "
-                        "list); is it a SAILOR results.json?")
-    names = list(results.get("feature_names") or spec.names)
-    if sorted(names) != sorted(spec.names):
-        raise UserError(f"{file}: feature_names {names} do not match {list(spec.names)}")
-    order = [names.index(n) for n in spec.names]
-    thetas = []
-    for s, theta in enumerate(history[-1]):
-        if not isinstance(theta, list) or len(theta) != len(names):
-            raise UserError(f"{file}: final theta of seed {s} must be a list of {len(names)} "
-                            f"numbers ({names}), got {theta!r}")
-        try:
-            thetas.append(spec.validate([theta[k] for k in order]))
-        except (ValueError, TypeError) as err:
-            raise UserError(f"{file}: final theta of seed {s}: {err}") from err
-    ranker = results.get("ranker")
-    judge = str(ranker.get("kind", "-")) if isinstance(ranker, dict) else "-"
-    return np.stack(thetas), judge
