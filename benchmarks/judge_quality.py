@@ -65,6 +65,10 @@ class Args:
     """Reward of the linear-oracle judge (8 values); None = the baseline theta0."""
     expert_depth: int = 2
     """Depth of the expert judge (and of the reference expert)."""
+    noise: float = 0.0
+    """The expert judges' verdicts made this noisy (`--sailor.ranker.noise`: Gaussian noise of
+    sigma times the group's spread, the judge of dialled quality); the record then also gives
+    `tau_clean`, Kendall's tau with the same judge without noise."""
     pool: PoolFlags = judge_eval.PoolArgs()
     """The graded-skill pool and group draw (`--epsilons`, `--m`, `--groups`, ...)."""
     json: bool = False
@@ -96,16 +100,27 @@ def make_judge(args: Args, kind: str | None = None):
         cfg = RankerConfig(kind="linear_oracle", theta_star=tuple(theta_star))
     else:
         cfg = RankerConfig(kind=kind, llm=args.llm, expert_depth=args.expert_depth,
-                           expert_verdict=verdict or "regret")
+                           expert_verdict=verdict or "regret",
+                           noise=args.noise if kind == "expert" else 0.0)
     check_ranker(cfg)
     return cfg, make_ranker(cfg)
+
+
+def tau_clean(cfg: RankerConfig, rankings, groups) -> dict:
+    """`{"noise": sigma, "tau_clean": tau}` for a noisy expert judge (Kendall's tau with the
+    same judge without noise, mean over groups); `{}` for any other judge."""
+    if cfg.kind != "expert" or cfg.noise == 0:
+        return {}
+    clean = make_ranker(dataclasses.replace(cfg, noise=0.0)).rank_groups(groups)
+    return {"noise": cfg.noise, "tau_clean": judge_eval.tau_with(rankings, clean)}
 
 
 def _label(cfg: RankerConfig) -> str:
     """The judge's name in the tables: `judge_name`, with the expert's verdict if not regret."""
     name = judge_name(cfg)
-    return f"{name}:{cfg.expert_verdict}" if cfg.kind == "expert" and \
-        cfg.expert_verdict != "regret" else name
+    if cfg.kind == "expert" and cfg.expert_verdict != "regret":
+        name = f"{name}:{cfg.expert_verdict}"
+    return f"{name}+noise{cfg.noise:g}" if cfg.noise > 0 else name
 
 
 def run(args: Args) -> dict:
@@ -121,7 +136,7 @@ def run(args: Args) -> dict:
     record = {"judge": _label(cfg), "kind": args.judge,
               **judge_eval.judge_metrics(rankings, [pool.epsilon[i] for i in index],
                                          references),
-              "seconds_per_group": seconds / args.pool.groups}
+              "seconds_per_group": seconds / args.pool.groups, **tau_clean(cfg, rankings, groups)}
     if cfg.kind == "llm":
         record |= {"mode": args.llm.mode, **judge_eval.llm_prompt_stats(judge.records)}
     usage = getattr(judge, "token_usage", None)
@@ -154,7 +169,9 @@ def run_sailor(args: Args) -> dict:
             rows.append({"judge": _label(cfg), "policy": policy,
                          **policy_groups.outcome_correlations([rankings[g] for g in pick],
                                                            [groups[g] for g in pick]),
-                         "seconds_per_group": seconds / len(groups)})
+                         "seconds_per_group": seconds / len(groups),
+                         **tau_clean(cfg, [rankings[g] for g in pick],
+                                     [groups[g] for g in pick])})
     windows = [jax.device_get(cut_windows(g, jax.random.key(args.pool.seed + g_i), args.window))
                for g_i, g in enumerate(groups)]
     spread = {}
@@ -212,8 +229,9 @@ def main(args: Args) -> dict:
     print(f"judge {record['judge']}: skill-order accuracy {record['skill_order_accuracy']:.3f} "
           f"over {record['skill_pairs']} pairs, agreement with expert "
           f"{record['agreement_expert']:.3f}, with outcome {record['agreement_outcome']:.3f}, "
-          f"Kendall tau {record['kendall_tau']:.3f}, {record['seconds_per_group']:.2f} s/group",
-          file=out, flush=True)
+          f"Kendall tau {record['kendall_tau']:.3f}, {record['seconds_per_group']:.2f} s/group"
+          + (f", tau with the clean judge {record['tau_clean']:.3f}" if "tau_clean" in record
+             else ""), file=out, flush=True)
     if args.json:
         out = {k: v for k, v in record.items() if k != "kendall_tau_per_group"}
         print(json.dumps(out), flush=True)

@@ -215,10 +215,12 @@ def _config_error(message: str, root: type, argv: list[str], error: BaseExceptio
                   ) -> tuple[str, str]:
     """`(what, fix)` of a config dataclass's `ValueError` `message`; tyro's error carries
     the field path of the config that raised it (`arg`, e.g. `__tyro-dummy-inner__.sailor`
-    under presets; a root dataclass's own error has none)."""
+    under presets; a root dataclass's own error has none, or under presets its class name)."""
     path = getattr(error, "arg", "")
     path = [p.replace("-", "_") for p in path.split(".") if p and not p.startswith("__tyro")
             ] if isinstance(path, str) else []
+    if path[:1] == [root.__name__]:  # under presets, the root's own error names its class
+        path = path[1:]
     cls, prefix = config_at(root, path)
     if cls is None:
         return message, "see --help"

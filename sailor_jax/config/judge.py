@@ -184,8 +184,16 @@ class RankerConfig:
     """Verdict of the expert judge: per-move normalised regret or agreement with its move
     (means over the moves), or "value": score gained + change of the expert's value of the
     position over the trajectory (a sum; `judges.expert`)."""
+    noise: float = 0.0
+    """A judge of dialled quality (kind=expert): each verdict plus Gaussian noise of this many
+    standard deviations of its group's verdicts (0 = the expert; `judges.expert`, issue 50)."""
 
     def __post_init__(self) -> None:
+        if not (np.isfinite(self.noise) and self.noise >= 0):
+            raise ValueError(f"noise must be finite and >= 0, got {self.noise}")
+        if self.noise > 0 and self.kind != "expert":
+            raise ValueError(f"noise applies to the expert judge only (kind 'expert'), got "
+                             f"kind {self.kind!r}")
         if self.kind not in RANKER_KINDS:
             raise ValueError(f"ranker kind must be one of {', '.join(RANKER_KINDS)}, "
                              f"got {self.kind!r}")

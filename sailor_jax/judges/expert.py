@@ -30,6 +30,13 @@ trajectory `i` played better than `j` is `Phi((s_i - s_j) / sqrt(se_i^2 + se_j^2
 CDF of the difference of the two means over its standard error), so it is confident only
 when the difference is large against the per-move noise: the weighted-preference options
 read it as the judge's confidence.
+
+A judge of dialled quality (issue 50): with `noise = sigma > 0`, every trajectory's verdict
+gets Gaussian noise of standard deviation `sigma` times the spread (standard deviation) of the
+verdicts in its group before ranking, so sigma is in units of the group's own differences and
+means the same for every verdict: 0 is the expert, large sigma a random order. The draws come
+from the judge's generator, which the loop reseeds per iteration (`Ranker.reseed`), so a
+resumed run sees the same noise.
 """
 
 from __future__ import annotations
@@ -142,20 +149,27 @@ class ExpertRanker(Ranker):
       depth: expectimax depth of the expert (player moves searched, >= 1).
       verdict: "regret", "agreement" or "value".
       chunk: boards per compiled call.
+      noise: sigma of the judge of dialled quality (module docstring); 0 = the expert.
+      seed: seed of the noise generator (the loop reseeds it per iteration).
 
     Raises:
-      ValueError: unknown verdict, or depth / chunk not positive ints.
+      ValueError: unknown verdict, depth / chunk not positive ints, or noise not finite >= 0.
     """
 
     def __init__(self, depth: int = 2,
                  verdict: Literal["regret", "agreement", "value"] = "regret",
-                 chunk: int = 1024) -> None:
+                 chunk: int = 1024, noise: float = 0.0, seed: int = 0) -> None:
         if verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
         if isinstance(depth, bool) or int(depth) != depth or depth < 1 or chunk < 1:
             raise ValueError(f"depth and chunk must be positive ints, got {depth}, {chunk}")
+        if not (np.isfinite(noise) and noise >= 0):
+            raise ValueError(f"noise must be finite and >= 0, got {noise}")
         self.depth, self.verdict, self.chunk = int(depth), verdict, int(chunk)
-        self.name = f"expert-d{self.depth}" + ("-value" if verdict == "value" else "")
+        self.noise = float(noise)
+        self._rng = np.random.default_rng(seed)
+        self.name = (f"expert-d{self.depth}" + ("-value" if verdict == "value" else "")
+                     + (f"-noise{self.noise:g}" if self.noise > 0 else ""))
         self.aggregate = "sum" if verdict == "value" else "mean"
 
     def trajectory_scores(self, groups: Sequence[TrajectoryBatch]
@@ -183,13 +197,24 @@ class ExpertRanker(Ranker):
         out: list[Ranking | None] = []
         if self.verdict == "value":
             for batch in groups:
-                scores = value_verdicts(batch, self.depth, self.chunk)
+                scores = self.add_noise(value_verdicts(batch, self.depth, self.chunk))
                 out.append(Ranking(order=order_by_scores(scores), scores=scores.astype(np.float32)))
             return out
         for mean, stderr in self.trajectory_scores(groups):
+            mean = self.add_noise(mean)
             out.append(Ranking(order=order_by_scores(mean), scores=mean.astype(np.float32),
                                pairwise_prob=pairwise_probabilities(mean, stderr)))
         return out
+
+    def add_noise(self, verdicts: np.ndarray) -> np.ndarray:
+        """One group's verdicts `float64 [M]` plus `noise` x their spread x N(0, 1) each (NaN
+        stays NaN; one draw per trajectory from the judge's generator, none at noise 0)."""
+        if self.noise == 0:
+            return verdicts
+        draws = self._rng.standard_normal(verdicts.shape)
+        finite = verdicts[np.isfinite(verdicts)]
+        spread = float(np.std(finite)) if finite.size >= 2 else 0.0
+        return verdicts + self.noise * spread * draws
 
 
 def _mean_and_stderr(per_move: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

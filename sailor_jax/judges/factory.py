@@ -30,7 +30,7 @@ def make_ranker(cfg: RankerConfig, log_path: str | None = None) -> Ranker:
     if cfg.kind == "random":
         return RandomRanker()
     if cfg.kind == "expert":
-        return ExpertRanker(depth=cfg.expert_depth, verdict=cfg.expert_verdict)
+        return ExpertRanker(depth=cfg.expert_depth, verdict=cfg.expert_verdict, noise=cfg.noise)
     if cfg.kind == "linear_oracle":
         theta_star = RewardSpec().validate(cfg.theta_star)
         return LinearOracleRanker(theta_star, temperature=cfg.temperature)
@@ -78,7 +78,8 @@ def ranker_description(cfg: RankerConfig, ranker: Ranker | None = None) -> dict:
     elif cfg.kind == "linear_oracle":
         desc.update(theta_star=list(cfg.theta_star), temperature=cfg.temperature)
     elif cfg.kind == "expert":
-        desc.update(depth=cfg.expert_depth, verdict=cfg.expert_verdict)
+        desc.update(depth=cfg.expert_depth, verdict=cfg.expert_verdict,
+                    **({"noise": cfg.noise} if cfg.noise > 0 else {}))
     return desc
 
 

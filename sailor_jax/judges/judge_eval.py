@@ -163,6 +163,16 @@ def judge_metrics(rankings: Sequence[Ranking | None], epsilons: Sequence[np.ndar
     return out
 
 
+def tau_with(rankings: Sequence[Ranking | None], references: Sequence[Ranking | None]) -> float:
+    """Mean over groups of Kendall's tau-b between two judges' ranks of the same groups (1 =
+    the same order); groups either failed, or with a constant side, are skipped (NaN if all
+    are). Host-only."""
+    taus = [float(scipy.stats.kendalltau(r.rank, q.rank).statistic)
+            for r, q in zip(rankings, references, strict=True) if r is not None and q is not None]
+    taus = [t for t in taus if np.isfinite(t)]
+    return float(np.mean(taus)) if taus else float("nan")
+
+
 def llm_prompt_stats(records: Sequence[dict]) -> dict:
     """Cost and bias of an LLM judge from its log records (pairwise mode). Host-only.
 

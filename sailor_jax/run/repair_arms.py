@@ -9,6 +9,7 @@ issue-34 arms (`VALUE_JUDGES`), which share the conservative update set by `Valu
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Literal
 
 from sailor_jax.config import SailorConfig
@@ -61,6 +62,14 @@ class ValueArmSettings:
     epsilon-greedy expert (`--reference-epsilon`): groups that compare play, not luck."""
     reference_epsilon: float = _RECOMMENDED.reference_epsilon
     """Random-move probability of that reference expert (depth 1)."""
+    judge_noise: float = 0.0
+    """The expert judge of the sailor_value and sailor_value_regret arms with its verdicts made
+    this noisy (`RankerConfig.noise`: sigma in units of the group's spread; issue 50's judge of
+    dialled quality). 0 = the expert."""
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.judge_noise) and self.judge_noise >= 0):
+            raise ValueError(f"judge_noise must be finite and >= 0, got {self.judge_noise}")
 
 
 def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorConfig:
@@ -91,12 +100,15 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
 
 def value_arm(cfg: SailorConfig, method: str, args: ValueArmSettings | None = None
               ) -> SailorConfig:
-    """The sailor_value* arms' settings over `cfg`: `guarded` with the expert judge of
-    `VALUE_JUDGES[method]` (`args`: the settings, by default `ValueArmSettings()`)."""
+    """The sailor_value* arms' settings over `cfg`: `guarded` with the judge of
+    `VALUE_JUDGES[method]` (`args`: the settings, by default `ValueArmSettings()`; the expert's
+    verdicts made `args.judge_noise` noisy)."""
+    args = args or ValueArmSettings()
     kind, verdict = VALUE_JUDGES[method]
     cfg = guarded(cfg, args)
-    return dataclasses.replace(
-        cfg, ranker=dataclasses.replace(cfg.ranker, kind=kind, expert_verdict=verdict))
+    noise = args.judge_noise if kind == "expert" else 0.0
+    return dataclasses.replace(cfg, ranker=dataclasses.replace(
+        cfg.ranker, kind=kind, expert_verdict=verdict, noise=noise))
 
 
 def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: int,

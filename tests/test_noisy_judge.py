@@ -1,0 +1,121 @@
+"""Issue 50: the expert judge of dialled quality (`--sailor.ranker.noise SIGMA`): its verdicts
+against a hand computation, reproducible per reseed and under kill + `--resume`, and its
+skill-order accuracy falling as sigma grows."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from test_fault_injection import assert_resume_after_update_kill
+from test_judge_quality import TINY_POOL, bench  # noqa: F401 (fixture)
+from test_loop import TINY
+
+from sailor_jax.config import PAPER, AlignmentConfig, RankerConfig
+from sailor_jax.config.starts import STARTS
+from sailor_jax.judges import judge_eval
+from sailor_jax.judges.expert import ExpertRanker
+from sailor_jax.judges.factory import make_ranker, ranker_description
+from sailor_jax.run import loop
+from sailor_jax.run.repair_arms import ValueArmSettings, arm_config
+
+
+@pytest.fixture(scope="module")
+def groups():
+    pool, index = TINY_POOL["pool"].draw()
+    return judge_eval.group_batches(pool, index)
+
+
+@pytest.mark.parametrize("verdict", ["value", "regret"])
+def test_noise_is_sigma_times_the_groups_spread_times_seeded_normals(groups, verdict):
+    clean = ExpertRanker(depth=1, verdict=verdict).rank_groups(groups)
+    zero = make_ranker(RankerConfig(kind="expert", expert_depth=1, expert_verdict=verdict,
+                                    noise=0.0)).rank_groups(groups)
+    for c, z in zip(clean, zero, strict=True):  # sigma 0: the expert's verdicts exactly
+        np.testing.assert_array_equal(c.scores, z.scores)
+        np.testing.assert_array_equal(c.order, z.order)
+    noisy = ExpertRanker(depth=1, verdict=verdict, noise=0.7)
+    noisy.reseed(11)
+    got = noisy.rank_groups(groups)
+    rng = np.random.default_rng(11)  # by hand: one draw per trajectory, group after group
+    changed = 0
+    for c, n in zip(clean, got, strict=True):
+        verdicts = c.scores.astype(np.float64)
+        want = verdicts + 0.7 * np.std(verdicts) * rng.standard_normal(len(verdicts))
+        np.testing.assert_allclose(n.scores, want, rtol=1e-5, atol=1e-6 * np.ptp(verdicts))
+        np.testing.assert_array_equal(n.order, np.argsort(-n.scores, kind="stable"))
+        changed += not np.array_equal(n.order, c.order)
+    assert changed > 0  # the noise reorders something
+
+
+def test_reseed_reproduces_the_noise_and_another_seed_changes_it(groups):
+    judge = ExpertRanker(depth=1, verdict="value", noise=1.0)
+    runs = []
+    for seed in (3, 3, 4):
+        judge.reseed(seed)
+        runs.append(np.concatenate([r.scores for r in judge.rank_groups(groups)]))
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert not np.array_equal(runs[0], runs[2])
+    assert judge.name == "expert-d1-value-noise1"
+
+
+@pytest.mark.parametrize("noise", [-0.1, float("nan"), float("inf")])
+def test_bad_noise_is_refused(noise):
+    with pytest.raises(ValueError, match="noise must be finite and >= 0"):
+        RankerConfig(kind="expert", noise=noise)
+    with pytest.raises(ValueError, match="noise must be finite and >= 0"):
+        ExpertRanker(noise=noise)
+    with pytest.raises(ValueError, match="judge_noise must be finite and >= 0"):
+        ValueArmSettings(judge_noise=noise)
+    with pytest.raises(ValueError, match="expert judge only"):
+        RankerConfig(kind="outcome", noise=0.5)
+
+
+def test_repair_arms_make_only_the_expert_judge_noisy():
+    settings = ValueArmSettings(judge_noise=0.5)
+    start = STARTS["pays_for_dying"]
+    value = arm_config(start, "sailor_value", PAPER, 4, args=settings)
+    assert value.ranker.noise == 0.5 and value.ranker.expert_verdict == "value"
+    assert ranker_description(value.ranker)["noise"] == 0.5
+    for method in ("fixed", "sailor_value_random_judge", "sailor_value_outcome"):
+        assert arm_config(start, method, PAPER, 4, args=settings).ranker.noise == 0.0
+    # a fixed arm's config does not depend on the noise: the noise levels share it
+    assert arm_config(start, "fixed", PAPER, 4, args=settings) == \
+        arm_config(start, "fixed", PAPER, 4)
+    assert "noise" not in ranker_description(arm_config(start, "sailor_value", PAPER, 4).ranker)
+
+
+NOISY = dataclasses.replace(
+    TINY, iterations=3, baseline=False,
+    ranker=RankerConfig(kind="expert", expert_depth=1, expert_verdict="value", noise=1.0),
+    alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3,
+                              update_workers=1))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("noisy") / "run")
+    return out, loop.run(NOISY, out)
+
+
+def test_a_run_with_a_noisy_judge_records_it(reference):
+    _, results = reference
+    assert results.ranker == {"kind": "expert", "depth": 1, "verdict": "value", "noise": 1.0}
+
+
+def test_kill_then_resume_with_a_noisy_judge_equals_uninterrupted(reference, tmp_path,
+                                                                 monkeypatch):
+    assert_resume_after_update_kill(NOISY, str(tmp_path / "run"), reference, monkeypatch, 2,
+                                    frozenset({"metrics.jsonl"}))
+
+
+def test_skill_order_accuracy_and_tau_with_the_clean_judge_fall_as_sigma_grows(bench):  # noqa: F811
+    pool = dataclasses.replace(TINY_POOL["pool"], games_per_player=4, groups=6)
+    records = [bench.run(bench.Args(judge="expert:value", noise=noise, pool=pool,
+                                    expert_depth=1)) for noise in (0.0, 0.5, 4.0)]
+    accuracy = [r["skill_order_accuracy"] for r in records]
+    assert accuracy[0] > accuracy[2] and accuracy[0] >= accuracy[1] >= accuracy[2], accuracy
+    assert "tau_clean" not in records[0] and records[1]["noise"] == 0.5
+    assert 1.0 > records[1]["tau_clean"] > records[2]["tau_clean"]
+    assert records[2]["judge"] == "expert:value+noise4"
