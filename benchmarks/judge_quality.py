@@ -66,9 +66,9 @@ class Args:
     expert_depth: int = 2
     """Depth of the expert judge (and of the reference expert)."""
     noise: float = 0.0
-    """The expert judges' verdicts made this noisy (`--sailor.ranker.noise`: Gaussian noise of
-    sigma times the group's spread, the judge of dialled quality); the record then also gives
-    `tau_clean`, Kendall's tau with the same judge without noise."""
+    """The expert judges made this noisy (`--sailor.ranker.noise`, the judge of dialled
+    quality); the record then also gives `tau_clean`, Kendall's tau with the same judge
+    without noise."""
     pool: PoolFlags = judge_eval.PoolArgs()
     """The graded-skill pool and group draw (`--epsilons`, `--m`, `--groups`, ...)."""
     json: bool = False

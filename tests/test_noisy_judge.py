@@ -5,6 +5,7 @@ skill-order accuracy falling as sigma grows."""
 from __future__ import annotations
 
 import dataclasses
+import statistics
 
 import numpy as np
 import pytest
@@ -28,7 +29,7 @@ def groups():
 
 
 @pytest.mark.parametrize("verdict", ["value", "regret"])
-def test_noise_is_sigma_times_the_groups_spread_times_seeded_normals(groups, verdict):
+def test_noisy_scores_are_the_experts_normal_scores_plus_seeded_normals(groups, verdict):
     clean = ExpertRanker(depth=1, verdict=verdict).rank_groups(groups)
     zero = make_ranker(RankerConfig(kind="expert", expert_depth=1, expert_verdict=verdict,
                                     noise=0.0)).rank_groups(groups)
@@ -41,12 +42,27 @@ def test_noise_is_sigma_times_the_groups_spread_times_seeded_normals(groups, ver
     rng = np.random.default_rng(11)  # by hand: one draw per trajectory, group after group
     changed = 0
     for c, n in zip(clean, got, strict=True):
-        verdicts = c.scores.astype(np.float64)
-        want = verdicts + 0.7 * np.std(verdicts) * rng.standard_normal(len(verdicts))
-        np.testing.assert_allclose(n.scores, want, rtol=1e-5, atol=1e-6 * np.ptp(verdicts))
-        np.testing.assert_array_equal(n.order, np.argsort(-n.scores, kind="stable"))
+        m = len(c.order)
+        v = c.scores  # rank from the bottom, 1..m; tied verdicts share their mean rank
+        ranks = [np.sum(v < x) + (np.sum(v == x) + 1) / 2 for x in v]
+        normal_scores = [statistics.NormalDist().inv_cdf((r - 0.5) / m) for r in ranks]
+        want = np.array(normal_scores) + 0.7 * rng.standard_normal(m)
+        np.testing.assert_allclose(n.scores, want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(n.order, np.argsort(-want, kind="stable"))
+        i, j = n.order[0], n.order[-1]  # the judge's confidence: Phi(dz / (sigma sqrt 2))
+        assert n.pairwise_prob[i, j] == pytest.approx(
+            statistics.NormalDist().cdf((want[i] - want[j]) / (0.7 * np.sqrt(2))), abs=1e-6)
         changed += not np.array_equal(n.order, c.order)
     assert changed > 0  # the noise reorders something
+
+
+def test_ties_share_their_normal_score_and_nan_ranks_last():
+    judge = ExpertRanker(noise=1e-9)
+    ranking = judge.noisy_ranking(np.array([5.0, np.nan, 5.0, 9.0]))
+    z = statistics.NormalDist().inv_cdf
+    np.testing.assert_allclose(ranking.scores[[0, 2, 3]], [z(1 / 3), z(1 / 3), z(2.5 / 3)],
+                               atol=1e-6)
+    assert np.isnan(ranking.scores[1]) and ranking.order[0] == 3 and ranking.order[-1] == 1
 
 
 def test_reseed_reproduces_the_noise_and_another_seed_changes_it(groups):

@@ -67,6 +67,12 @@ def test_outcome_ranker_orders_by_score_then_max_tile_then_index():
     np.testing.assert_array_equal(ranking.scores, [10, 30, 20, 30, 10])
 
 
+def test_order_by_scores_puts_nan_last_and_keeps_ties_in_index_order():
+    from sailor_jax.judges.oracles import order_by_scores
+    order = order_by_scores(np.array([1.0, np.nan, 2.0, 1.0, np.nan]))
+    assert order.tolist() == [2, 0, 3, 1, 4] and order.dtype == np.int32
+
+
 def test_linear_oracle_exact_at_zero_temperature():
     phi = np.array([[1, 0], [0, 1], [1, 1], [0, 0]], np.float32)
     ranker = LinearOracleRanker([2.0, -1.0])

@@ -185,8 +185,9 @@ class RankerConfig:
     (means over the moves), or "value": score gained + change of the expert's value of the
     position over the trajectory (a sum; `judges.expert`)."""
     noise: float = 0.0
-    """A judge of dialled quality (kind=expert): each verdict plus Gaussian noise of this many
-    standard deviations of its group's verdicts (0 = the expert; `judges.expert`, issue 50)."""
+    """A judge of dialled quality (kind=expert): each group ranked by the normal scores of the
+    expert's order plus Gaussian noise of this standard deviation (0 = the expert; large = a
+    random order; `judges.expert`, issue 50)."""
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.noise) and self.noise >= 0):

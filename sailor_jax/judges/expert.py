@@ -31,12 +31,14 @@ CDF of the difference of the two means over its standard error), so it is confid
 when the difference is large against the per-move noise: the weighted-preference options
 read it as the judge's confidence.
 
-A judge of dialled quality (issue 50): with `noise = sigma > 0`, every trajectory's verdict
-gets Gaussian noise of standard deviation `sigma` times the spread (standard deviation) of the
-verdicts in its group before ranking, so sigma is in units of the group's own differences and
-means the same for every verdict: 0 is the expert, large sigma a random order. The draws come
-from the judge's generator, which the loop reseeds per iteration (`Ranker.reseed`), so a
-resumed run sees the same noise.
+A judge of dialled quality (issue 50): with `noise = sigma > 0`, a group's verdicts are
+replaced by their normal scores (`Phi^-1((rank - 1/2) / M)`, ties sharing their mean rank: the
+expert's order on a scale with spread ~1 whatever the verdict's units and outliers) plus
+independent `N(0, sigma^2)` noise each, and the group is ranked by those (a Thurstone judge
+over the expert's order). Sigma thus means the same for every verdict and group: 0 is the
+expert, and as sigma grows the order tends to a uniformly random one. Its pairwise probability
+is `Phi((z_i - z_j) / (sigma sqrt 2))`. The draws come from the judge's generator, which the loop
+reseeds per iteration (`Ranker.reseed`), so a resumed run sees the same noise.
 """
 
 from __future__ import annotations
@@ -149,7 +151,8 @@ class ExpertRanker(Ranker):
       depth: expectimax depth of the expert (player moves searched, >= 1).
       verdict: "regret", "agreement" or "value".
       chunk: boards per compiled call.
-      noise: sigma of the judge of dialled quality (module docstring); 0 = the expert.
+      noise: sigma of the judge of dialled quality (module docstring; in units of the normal
+        scores of the expert's order); 0 = the expert.
       seed: seed of the noise generator (the loop reseeds it per iteration).
 
     Raises:
@@ -197,24 +200,35 @@ class ExpertRanker(Ranker):
         out: list[Ranking | None] = []
         if self.verdict == "value":
             for batch in groups:
-                scores = self.add_noise(value_verdicts(batch, self.depth, self.chunk))
-                out.append(Ranking(order=order_by_scores(scores), scores=scores.astype(np.float32)))
+                verdicts = value_verdicts(batch, self.depth, self.chunk)
+                if self.noise > 0:
+                    out.append(self.noisy_ranking(verdicts))
+                    continue
+                out.append(Ranking(order=order_by_scores(verdicts),
+                                   scores=verdicts.astype(np.float32)))
             return out
         for mean, stderr in self.trajectory_scores(groups):
-            mean = self.add_noise(mean)
+            if self.noise > 0:
+                out.append(self.noisy_ranking(mean))
+                continue
             out.append(Ranking(order=order_by_scores(mean), scores=mean.astype(np.float32),
                                pairwise_prob=pairwise_probabilities(mean, stderr)))
         return out
 
-    def add_noise(self, verdicts: np.ndarray) -> np.ndarray:
-        """One group's verdicts `float64 [M]` plus `noise` x their spread x N(0, 1) each (NaN
-        stays NaN; one draw per trajectory from the judge's generator, none at noise 0)."""
-        if self.noise == 0:
-            return verdicts
+    def noisy_ranking(self, verdicts: np.ndarray) -> Ranking:
+        """The dialled-quality judge's ranking of one group's verdicts `float64 [M]` (module
+        docstring): normal scores plus `noise` x N(0, 1), one draw per trajectory from the
+        judge's generator; a NaN verdict stays NaN (ranked last)."""
         draws = self._rng.standard_normal(verdicts.shape)
-        finite = verdicts[np.isfinite(verdicts)]
-        spread = float(np.std(finite)) if finite.size >= 2 else 0.0
-        return verdicts + self.noise * spread * draws
+        finite = np.isfinite(verdicts)
+        scores = np.full(verdicts.shape, np.nan)
+        if finite.any():
+            ranks = scipy.stats.rankdata(verdicts[finite])  # 1..n, ties share their mean
+            scores[finite] = scipy.stats.norm.ppf((ranks - 0.5) / finite.sum())
+            scores[finite] += self.noise * draws[finite]
+        stderr = np.full(verdicts.shape, self.noise)
+        return Ranking(order=order_by_scores(scores), scores=scores.astype(np.float32),
+                       pairwise_prob=pairwise_probabilities(scores, stderr))
 
 
 def _mean_and_stderr(per_move: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

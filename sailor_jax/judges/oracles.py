@@ -23,7 +23,7 @@ def order_by_scores(scores: np.ndarray) -> np.ndarray:
     Host-only. NaN scores sort last.
     """
     scores = np.asarray(scores, dtype=np.float64)
-    key = np.where(np.isnan(scores), -np.inf, -scores)
+    key = np.where(np.isnan(scores), np.inf, -scores)  # -scores ascending: NaN at the end
     return np.argsort(key, kind="stable").astype(np.int32)
 
 

@@ -64,8 +64,7 @@ class ValueArmSettings:
     """Random-move probability of that reference expert (depth 1)."""
     judge_noise: float = 0.0
     """The expert judge of the sailor_value and sailor_value_regret arms with its verdicts made
-    this noisy (`RankerConfig.noise`: sigma in units of the group's spread; issue 50's judge of
-    dialled quality). 0 = the expert."""
+    this noisy (`RankerConfig.noise`: issue 50's judge of dialled quality). 0 = the expert."""
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.judge_noise) and self.judge_noise >= 0):
