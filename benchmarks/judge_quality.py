@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import time
 from typing import Annotated, Literal
@@ -46,7 +47,12 @@ from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges import ExpertRanker, OutcomeRanker, judge_eval, policy_groups
 from sailor_jax.judges.factory import check_ranker, judge_name, make_ranker
+from sailor_jax.judges.judge_curve import load_curve, predict, prediction_line
 from sailor_jax.logging import to_jsonable
+
+CURVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "judge_curve",
+                     "curve.json")
+"""The committed judge curve (`benchmarks/judge_curve.py`): what SAILOR did per accuracy."""
 
 PoolFlags = Annotated[judge_eval.PoolArgs, tyro.conf.OmitArgPrefixes]
 """Pool settings as flags without a prefix (`--epsilons`, `--m`, `--groups`, ...)."""
@@ -232,10 +238,21 @@ def main(args: Args) -> dict:
           f"Kendall tau {record['kendall_tau']:.3f}, {record['seconds_per_group']:.2f} s/group"
           + (f", tau with the clean judge {record['tau_clean']:.3f}" if "tau_clean" in record
              else ""), file=out, flush=True)
+    curve = load_curve(CURVE)
+    if curve is not None and _same_pool(curve["pool"], args.pool.record()):
+        print(prediction_line(curve, record["skill_order_accuracy"]), file=out, flush=True)
+        record["curve_prediction"] = predict(curve, record["skill_order_accuracy"])
     if args.json:
         out = {k: v for k, v in record.items() if k != "kendall_tau_per_group"}
         print(json.dumps(out), flush=True)
     return record
+
+
+def _same_pool(curve_pool: dict, pool: dict) -> bool:
+    """Whether an accuracy on `pool` reads on the curve's axis: the same players and games
+    (the number of groups drawn may differ)."""
+    keys = ("epsilons", "games_per_player", "max_len", "pool_depth", "m", "seed")
+    return all(curve_pool.get(k) == pool.get(k) for k in keys)
 
 
 if __name__ == "__main__":
