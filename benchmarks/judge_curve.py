@@ -4,11 +4,11 @@
     python benchmarks/judge_curve.py --finished-only     # the curve from the arms finished so far
 
 The judge is the expert's `value` verdict (the recommended SAILOR's) dialled down by
-`--sailor.ranker.noise SIGMA` (Gaussian noise on the normal scores of its order,
+`RankerConfig.noise` (Gaussian noise of sigma on the normal scores of its order,
 `judges.expert`). For each level in `--levels`, and for the random judge (chance):
 
-- its **skill-order accuracy** on `judge_quality.py`'s graded pool (`--groups` groups of 8
-  drawn from one pool; 95% bootstrap interval over groups) and Kendall's tau with the clean
+- its **skill-order accuracy** on `judge_quality.py`'s graded pool (`--pool.groups` groups of
+  8 drawn from one pool; 95% bootstrap interval over groups) and Kendall's tau with the clean
   expert: the number a user measures for their own LLM with `judge_quality.py`;
 - `experiments/repair.py`'s recommended SAILOR (`sailor_value`; `--repair-flags`: the `cpu`
   preset with 32 updates of 4 PPO updates, ~1M env steps, 8 paired seeds) from each of
@@ -17,8 +17,8 @@ The judge is the expert's `value` verdict (the recommended SAILOR's) dialled dow
   fixed twin.
 
 At the levels in `--query-levels`, the same with `--query-factors` times the windows judged
-per update (`--trajectories` and `--reference-games` scaled): does a weaker judge with more
-queries match a stronger one?
+per update (repair.py's windows per group and reference games scaled): does a weaker judge
+with more queries match a stronger one?
 
 Each level runs `repair.py` in its own folder `OUT/<label>/`; the kept-fixed arms do not depend
 on the judge, so they run once (in the first level's folder) and are copied into the others
