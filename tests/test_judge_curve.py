@@ -61,7 +61,7 @@ def test_judge_curve_end_to_end_shares_the_fixed_arms(tmp_path, monkeypatch):
     flags = ("--preset", "smoke", *TINY, "--window", "20", "--trajectories", "4",
              "--reference-games", "2")
     args = bench.Args(levels=(0.0, 3.0), random_judge=False, starts=("pays_for_dying",),
-                      query_levels=(3.0,), query_factors=(2,), repair_flags=flags,
+                      query_levels=(), repair_flags=flags,
                       pool=judge_eval.PoolArgs(epsilons=(0.0, 1.0), games_per_player=3,
                                                max_len=40, pool_depth=1, m=4, groups=3),
                       expert_depth=1, out=str(tmp_path / "curve"))
@@ -77,10 +77,9 @@ def test_judge_curve_end_to_end_shares_the_fixed_arms(tmp_path, monkeypatch):
     assert calls == [("sigma0", "theta0.fixed", 0.0, 4),
                      ("sigma0", "pays_for_dying.fixed", 0.0, 4),
                      ("sigma0", "pays_for_dying.sailor_value", 0.0, 4),
-                     ("sigma3", "pays_for_dying.sailor_value", 3.0, 4),  # fixed arms copied
-                     ("sigma3_q2", "pays_for_dying.sailor_value", 3.0, 8)]
+                     ("sigma3", "pays_for_dying.sailor_value", 3.0, 4)]  # fixed arms copied
     assert [(p["label"], p["windows_per_update"]) for p in curve["points"]] == [
-        ("sigma0", 4), ("sigma3", 4), ("sigma3_q2", 8)]
+        ("sigma0", 4), ("sigma3", 4)]
     for p in curve["points"]:  # each number from that level's repair table
         row = next(r for r in json.load(open(tmp_path / "curve" / p["label"] / "repair.json"))
                    ["rows"] if r["arm"] == "pays_for_dying.sailor_value")
@@ -95,7 +94,23 @@ def test_judge_curve_end_to_end_shares_the_fixed_arms(tmp_path, monkeypatch):
     again = bench.main(bench.dataclasses.replace(args, finished_only=True))
     assert calls == [] and again["points"] == curve["points"]
     assert os.path.exists(tmp_path / "curve" / "judge_curve.png")
-    assert "| expert, sigma 3 | 8 |" in open(tmp_path / "curve" / "curve.md").read()
+    assert "| expert, sigma 3 | 4 |" in open(tmp_path / "curve" / "curve.md").read()
+
+
+def test_the_curves_runs_and_their_repair_flags():
+    bench = _load("benchmarks/judge_curve.py")
+    args = bench.Args(levels=(0.0, 2.0), query_levels=(2.0,), query_factors=(2, 4),
+                      repair_flags=("--preset", "cpu"), out="o")
+    plan = bench.runs(args)
+    assert [(r["label"], r["noise"], r["queries"], r["methods"][1]) for r in plan] == [
+        ("sigma0", 0.0, 1, "sailor_value"), ("random", None, 1, "sailor_value_random_judge"),
+        ("sigma2", 2.0, 1, "sailor_value"), ("sigma2_q2", 2.0, 2, "sailor_value"),
+        ("sigma2_q4", 2.0, 4, "sailor_value")]
+    _, defaults = _load("experiments/repair.py").parse(["--preset", "cpu"])
+    argv = bench.repair_argv(args, plan[4], defaults)
+    assert argv[-6:] == ["--judge-noise", "2.0", "--trajectories", "64", "--reference-games",
+                         "32"]
+    assert "--judge-noise" not in bench.repair_argv(args, plan[1], defaults)
 
 
 def test_judge_quality_prints_what_the_committed_curve_predicts(tmp_path, monkeypatch, capsys):
