@@ -59,8 +59,8 @@ STARTS: dict[str, Start] = {s.name: s for s in (
            "Rewards only what the game is about, a new largest tile, and nothing on the way: "
            "the sparse 'reward the outcome' design that a person or an LLM writes when told "
            "not to shape."),
-    # Issue 49's screen (benchmarks/results.md): kept fixed, 8 paired seeds at ~1M env steps,
-    # theta0 11,877; kept only those at least 10% below it.
+    # Issue 49's screen (benchmarks/results/screen49_cpu): kept fixed, 8 paired seeds at ~1M
+    # env steps, theta0 11,877; kept only those at least 10% below it.
     _start("corner_obsessed", {"score_gain": 0.01, "max_tile_in_corner": 1.0, "game_over": -1.0},
            "A scale error: the score term shrunk 100 times ('scores run into the thousands') "
            "while the corner bonus stays at full weight, so keeping the largest tile in a "
@@ -73,6 +73,28 @@ STARTS: dict[str, Start] = {s.name: s for s in (
            "Fears the end: a death penalty worth twenty moves of score, so staying alive "
            "outweighs merging toward large tiles (kept fixed: 8,340, 30% below theta0, at the "
            "edge of mild).", "mild"),
+    _start("score_as_cost", {"score_gain": -1.0, "max_tile_in_corner": 0.1, "game_over": -1.0},
+           "A sign error: theta0 written as a cost to minimise, the score term negated as in a "
+           "loss, and handed to a maximiser, so every merge is punished (kept fixed: 224, 98% "
+           "below theta0).", "gross"),
+    _start("crowds_the_board", {"score_gain": 1.0, "empty_cells": -1.0, "game_over": -1.0},
+           "A sign error on a per-move term: free cells penalised as 'wasted space', so every "
+           "move costs up to 1 and filling the board, which ends the game, is the way out "
+           "(kept fixed: 1,654, 86% below theta0).", "gross"),
+    _start("disorder_bonus",
+           {"score_gain": 1.0, "max_tile_in_corner": 0.1, "monotonicity": -1.0,
+            "game_over": -1.0},
+           "theta0 plus a monotonicity term of the wrong sign, written as if the feature "
+           "measured disorder: a per-move cost near 1 on tidy boards, so ending the game pays "
+           "(kept fixed: 208, 98% below theta0).", "gross"),
+    _start("rough_board", {"score_gain": 1.0, "smoothness": -1.0, "game_over": -1.0},
+           "'Penalise differences between neighbouring tiles' written on a feature that "
+           "already counts smoothness (1 = smooth): a per-move cost of ~0.9 that only the "
+           "game's end stops (kept fixed: 121, 99% below theta0).", "gross"),
+    _start("merges_only", {"merges_available": 1.0},
+           "Rewards a strategy guide's heuristic for its own sake, keeping merges available, "
+           "with no score and no death term: the board is kept ripe but rarely cashed in "
+           "(kept fixed: 5,233, 56% below theta0).", "gross"),
 )}
 """The named starts, by name."""
 
