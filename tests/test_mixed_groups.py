@@ -4,6 +4,7 @@ epsilon-greedy expert): cross-policy pairs, held-out acceptance in the loop, kil
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import jax
 import numpy as np
@@ -17,7 +18,7 @@ from sailor_jax.alignment.preferences import build_preferences
 from sailor_jax.config import PAPER, AlignmentConfig, PreferenceConfig
 from sailor_jax.game.expert import expert_act
 from sailor_jax.judges.oracles import OutcomeRanker
-from sailor_jax.run import loop
+from sailor_jax.run import loop, phases
 
 MIXED = dataclasses.replace(
     TINY, iterations=3, baseline=False, reference_games=2, reference_epsilon=0.5,
@@ -76,3 +77,23 @@ def test_kill_then_resume_with_mixed_groups_equals_uninterrupted(t, reference, t
                                                                 monkeypatch):
     assert_resume_after_update_kill(MIXED, str(tmp_path / "run"), reference, monkeypatch, t,
                                     frozenset({"metrics.jsonl"}))  # the outcome judge logs none
+
+
+def test_ended_counts_split_the_agents_windows_from_the_reference_policys():
+    phi = np.zeros((2, 5, 8), np.float32)  # 2 seeds, 5 trajectories, the last 2 reference
+    phi[0, [0, 3, 4], 7] = 1.0  # seed 0: one agent window and both reference ones end
+    phi[1, [1, 2], 7] = 1.0  # seed 1: two agent windows end
+    phi[1, 0, 6] = 1.0  # another feature firing is not an end
+    batch = types.SimpleNamespace(Phi=phi)
+    assert phases.ended_counts(batch, 2) == {"agent": [1, 2], "reference": [2, 0]}
+    assert phases.ended_counts(batch, 0) == {"agent": [3, 2], "reference": [0, 0]}
+    assert phases.ended_counts(None, 2) is None
+
+
+def test_results_count_the_judged_windows_that_end(reference):
+    _, ref = reference
+    for record in ref.iterations:
+        ended = record.sampled_ended
+        assert len(ended["agent"]) == MIXED.num_seeds == len(ended["reference"])
+        assert all(0 <= n <= 2 for n in ended["agent"] + ended["reference"])
+    assert ref.to_json()["iterations"][0]["sampled_ended"] == ref.iterations[0].sampled_ended

@@ -22,6 +22,7 @@ import numpy as np
 
 from sailor_jax.alignment import refinement
 from sailor_jax.config import SailorConfig
+from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges.base import Ranker
 from sailor_jax.logging import MetricLogger
@@ -226,10 +227,23 @@ def record_iteration(ctx: Context, state: LoopState, t: int, train_score: list[f
         theta=new_thetas.tolist(), seeds=updates, train_score=train_score,
         sampled_score_mean=None if batch is None else float(np.mean(batch.score)),
         sampled_length_mean=None if batch is None else float(np.mean(batch.lengths)),
-        judge_tokens=judge_tokens)
+        judge_tokens=judge_tokens, sampled_ended=ended_counts(batch, cfg.reference_games))
     logger.log(record.env_steps, {**_scalars(ctx.spec, record, new_thetas), "iteration": t,
                                   "seeds": [u.to_json() for u in updates]})
     return record
+
+
+def ended_counts(batch: Any, reference_games: int) -> dict[str, list[int]] | None:
+    """Per seed, the judged trajectories that contain their game's end, among the agent's and
+    among the reference policy's (the last `reference_games` of each group): where the judge
+    can see `game_over` at all (issue 49). `batch`: host `TrajectoryBatch` with `Phi [S, M, F]`,
+    or None."""
+    if batch is None:
+        return None
+    ended = np.asarray(batch.Phi)[..., FEATURE_NAMES.index("game_over")] > 0  # [S, M]
+    agents = ended.shape[1] - reference_games
+    return {"agent": ended[:, :agents].sum(axis=1).tolist(),
+            "reference": ended[:, agents:].sum(axis=1).tolist()}
 
 
 def _scalars(spec: RewardSpec, record: IterationRecord, thetas: np.ndarray) -> dict:

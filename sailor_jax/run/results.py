@@ -93,11 +93,14 @@ class IterationRecord:
     """Greedy evaluation after this iteration (`eval_every`), as `runner.evaluate_rows`."""
     judge_tokens: dict[str, int] | None = None
     """`{"prompt": n, "completion": n}` tokens an endpoint judge reported (None: no endpoint)."""
+    sampled_ended: dict[str, list[int]] | None = None
+    """Per seed, how many of the judged trajectories contain their game's end (`game_over`
+    fired): `{"agent": [S], "reference": [S]}` (`phases.ended_counts`; None without a judge)."""
 
     def to_json(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["seeds"] = [s.to_json() for s in self.seeds]
-        for optional in ("evaluation", "judge_tokens"):
+        for optional in ("evaluation", "judge_tokens", "sampled_ended"):
             if d[optional] is None:
                 del d[optional]
         return to_jsonable(d)
