@@ -29,6 +29,8 @@ CASES = {
                               ["--sailor.window", "--sailor.max-len=300"]),
     "sailor window above max-len": ("sailor", ["--sailor.max-len", "10", "--sailor.window",
                                                "20"], ["--sailor.window", "--sailor.max-len=10"]),
+    "sailor end-windows": ("sailor", ["--sailor.end-windows", "2"],
+                           ["--sailor.end-windows must be in [0, 1], got 2"]),
     "sailor num-seeds 0": ("sailor", ["--sailor.num-seeds", "0"], ["--sailor.num-seeds"]),
     "sailor theta0 nan": ("sailor", THETA_NAN, ["--sailor.theta0[0] ('score_gain') is nan"]),
     "sailor theta0 length": ("sailor", ["--sailor.theta0", "1", "2"],

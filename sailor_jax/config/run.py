@@ -95,6 +95,10 @@ class SailorConfig:
     window: int = 100
     """Judge and rank windows of this many consecutive moves, one per sampled game (start
     uniform, `rollout.cut_windows`), instead of whole games: 0 = whole games."""
+    end_windows: float = 0.0
+    """Probability that a judged game that ended gets the window ending at its last move
+    instead of a uniform one (`rollout.cut_windows`'s `end_fraction`): windows in which the
+    judge sees the game's end, the only ones that inform `game_over` (issue 49). 0 = uniform."""
     reference_games: int = 8
     """Of the `trajectories` judged per seed and iteration, this many are played by a
     reference policy instead of the agent (an epsilon-greedy expert, `reference_epsilon`),
@@ -147,6 +151,10 @@ class SailorConfig:
                              f"out), got {self.trajectories}")
         if not 0 <= self.window <= self.max_len:
             raise ValueError(f"window must be in [0, max_len={self.max_len}], got {self.window}")
+        if not (math.isfinite(self.end_windows) and 0 <= self.end_windows <= 1):
+            raise ValueError(f"end_windows must be in [0, 1], got {self.end_windows}")
+        if self.end_windows > 0 and not self.window:
+            raise ValueError("end_windows needs window > 0 (whole games always hold their end)")
         if self.eval_every < 0:
             raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
         spec = RewardSpec()

@@ -53,8 +53,8 @@ def _collector(cfg: SailorConfig) -> Callable:
         if reference is not None:
             batch = jax.tree.map(lambda a, b: jax.numpy.concatenate([a, b]), batch,
                                  reference(jax.random.fold_in(key, 2)))
-        return cut_windows(batch, jax.random.fold_in(key, 1), cfg.window) if cfg.window \
-            else batch
+        return cut_windows(batch, jax.random.fold_in(key, 1), cfg.window,
+                           end_fraction=cfg.end_windows) if cfg.window else batch
 
     return collect
 

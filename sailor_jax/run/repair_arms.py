@@ -62,6 +62,9 @@ class ValueArmSettings:
     epsilon-greedy expert (`--reference-epsilon`): groups that compare play, not luck."""
     reference_epsilon: float = _RECOMMENDED.reference_epsilon
     """Random-move probability of that reference expert (depth 1)."""
+    end_windows: float = _RECOMMENDED.end_windows
+    """Probability that a judged game that ended shows its last window in the sailor_value*
+    arms (`SailorConfig.end_windows`: where the judge sees `game_over`; issue 49)."""
     judge_noise: float = 0.0
     """The expert judge of the sailor_value and sailor_value_regret arms with its verdicts made
     this noisy (`RankerConfig.noise`: issue 50's judge of dialled quality). 0 = the expert."""
@@ -87,6 +90,7 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
     args = args or ValueArmSettings()
     return dataclasses.replace(
         cfg, window=min(args.window, cfg.max_len), trajectories=args.trajectories,
+        end_windows=args.end_windows,
         reference_games=args.reference_games, reference_epsilon=args.reference_epsilon,
         preferences=dataclasses.replace(cfg.preferences,
                                         compare=RECOMMENDED_PREFERENCES.compare),
