@@ -197,6 +197,24 @@ def markdown(curve: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def crossings(points: list[dict], starts) -> dict[str, dict]:
+    """Per wrong start, the accuracy at which recovery reaches 0.5 (`judge_curve.crossing`)
+    on the 1x-query points: of the mean, and of the 95% interval's upper and lower ends (the
+    crossing's interval); None where it does not within the measured range."""
+    out = {}
+    for start in starts:
+        have = [p for p in points if p["queries"] == 1 and start != "theta0"
+                and p["starts"][start]["recovery"] is not None]
+        if not have:
+            continue
+        acc = [p["accuracy"] for p in have]
+        cells = [p["starts"][start] for p in have]
+        out[start] = {"mean": crossing(acc, [c["recovery"] for c in cells]),
+                      "from_ci_high": crossing(acc, [c["recovery_ci"][1] for c in cells]),
+                      "from_ci_low": crossing(acc, [c["recovery_ci"][0] for c in cells])}
+    return out
+
+
 def main(args: Args) -> dict:
     """Run (or read back) every level, then write the curve."""
     repair = _load(os.path.join(HERE, os.pardir, "experiments", "repair.py"))
@@ -226,20 +244,8 @@ def main(args: Args) -> dict:
                         + " ".join(args.repair_flags) + "; graded pool of judge_quality.py, "
                         f"{args.pool.groups} groups", "pool": args.pool.record(),
              "points": points, "machine": report.machine(),
-             "smollm2_accuracy": SMOLLM2_ACCURACY, "crossing": {}}
-    ones = [p for p in points if p["queries"] == 1]
-    for start in args.starts:
-        if start == "theta0" or not ones:
-            continue
-        have = [p for p in ones if p["starts"][start]["recovery"] is not None]
-        acc = [p["accuracy"] for p in have]
-        cells = [p["starts"][start] for p in have]
-        if not have:
-            continue
-        curve["crossing"][start] = {
-            "mean": crossing(acc, [c["recovery"] for c in cells]),
-            "from_ci_high": crossing(acc, [c["recovery_ci"][1] for c in cells]),
-            "from_ci_low": crossing(acc, [c["recovery_ci"][0] for c in cells])}
+             "smollm2_accuracy": SMOLLM2_ACCURACY}
+    curve["crossing"] = crossings(points, args.starts)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "curve.json"), "w", encoding="utf-8") as f:
         json.dump(to_jsonable(curve), f, indent=1)
