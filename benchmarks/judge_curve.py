@@ -5,7 +5,7 @@
 
 The judge is the expert's `value` verdict (the recommended SAILOR's) dialled down by
 `RankerConfig.noise` (Gaussian noise of sigma on the normal scores of its order,
-`judges.expert`). For each level in `--levels`, and for the random judge (chance):
+`judges.expert`). For each level in `--levels` (inf: the random judge, chance):
 
 - its **skill-order accuracy** on `judge_quality.py`'s graded pool (`--pool.groups` groups of
   8 drawn from one pool; 95% bootstrap interval over groups) and Kendall's tau with the clean
@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import math
 import os
 import shutil
 import sys
@@ -55,10 +56,9 @@ SMOLLM2_ACCURACY = 0.543
 class Args:
     """Judge-quality curve."""
 
-    levels: tuple[float, ...] = (0.0, 5.0, 2.0, 1.0)
-    """Noise levels sigma of the dialled judge, run in this order (0 = the expert)."""
-    random_judge: bool = True
-    """Also the random judge (`sailor_value_random_judge`): the chance end of the curve."""
+    levels: tuple[float, ...] = (0.0, 2.0, math.inf, 1.0, 5.0)
+    """Noise levels sigma of the dialled judge, run in this order: 0 = the expert, inf = the
+    random judge (`sailor_value_random_judge`, the chance end of the curve)."""
     starts: tuple[str, ...] = ("theta0", "pays_for_dying", "chases_max_tile")
     """Starts of every level (names in STARTS)."""
     query_levels: tuple[float, ...] = (2.0, 1.0)
@@ -89,11 +89,10 @@ def _load(path: str):
 def runs(args: Args) -> list[dict]:
     """The curve's runs in order: `{"label", "noise", "queries", "methods"}` (noise None =
     the random judge)."""
-    out = [{"label": f"sigma{s:g}", "noise": s, "queries": 1, "methods": ["fixed", "sailor_value"]}
+    out = [{"label": "random", "noise": None, "queries": 1,
+            "methods": ["fixed", "sailor_value_random_judge"]} if math.isinf(s) else
+           {"label": f"sigma{s:g}", "noise": s, "queries": 1, "methods": ["fixed", "sailor_value"]}
            for s in args.levels]
-    if args.random_judge:
-        out.insert(1, {"label": "random", "noise": None, "queries": 1,
-                       "methods": ["fixed", "sailor_value_random_judge"]})
     out += [{"label": f"sigma{s:g}_q{f}", "noise": s, "queries": f,
              "methods": ["fixed", "sailor_value"]} for s in args.query_levels
             for f in args.query_factors]

@@ -60,7 +60,7 @@ def test_judge_curve_end_to_end_shares_the_fixed_arms(tmp_path, monkeypatch):
     bench = _load("benchmarks/judge_curve.py")
     flags = ("--preset", "smoke", *TINY, "--window", "20", "--trajectories", "4",
              "--reference-games", "2")
-    args = bench.Args(levels=(0.0, 3.0), random_judge=False, starts=("pays_for_dying",),
+    args = bench.Args(levels=(0.0, 3.0), starts=("pays_for_dying",),
                       query_levels=(), repair_flags=flags,
                       pool=judge_eval.PoolArgs(epsilons=(0.0, 1.0), games_per_player=3,
                                                max_len=40, pool_depth=1, m=4, groups=3),
@@ -99,7 +99,7 @@ def test_judge_curve_end_to_end_shares_the_fixed_arms(tmp_path, monkeypatch):
 
 def test_the_curves_runs_and_their_repair_flags():
     bench = _load("benchmarks/judge_curve.py")
-    args = bench.Args(levels=(0.0, 2.0), query_levels=(2.0,), query_factors=(2, 4),
+    args = bench.Args(levels=(0.0, float("inf"), 2.0), query_levels=(2.0,), query_factors=(2, 4),
                       repair_flags=("--preset", "cpu"), out="o")
     plan = bench.runs(args)
     assert [(r["label"], r["noise"], r["queries"], r["methods"][1]) for r in plan] == [
