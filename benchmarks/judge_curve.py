@@ -44,7 +44,7 @@ from sailor_jax.config import RankerConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.judges import judge_eval
 from sailor_jax.judges.factory import make_ranker
-from sailor_jax.judges.judge_curve import crossing, group_accuracy
+from sailor_jax.judges.judge_curve import crossings, group_accuracy, versus_random
 from sailor_jax.logging import to_jsonable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -158,6 +158,7 @@ def point(run: dict, rows: list[dict], calibration: dict, starts, queries_per_up
             rec = row.get("recovery", {})
             cell |= {"recovery": rec.get("fraction"),
                      "recovery_ci": [rec.get("ci_low"), rec.get("ci_high")]}
+        cell["scores"] = row["per_seed"]["score"]
         cells[start] = cell
     return {"label": run["label"], "noise": run["noise"], "queries": run["queries"],
             "windows_per_update": queries_per_update * run["queries"],
@@ -188,30 +189,23 @@ def markdown(curve: dict) -> str:
         lines.append(f"| {judge} | {p['windows_per_update']} | {p['accuracy']:.3f} "
                      f"[{p['accuracy_ci'][0]:.3f}, {p['accuracy_ci'][1]:.3f}] | "
                      f"{p['tau_clean']:.2f} | " + " | ".join(cells) + " |")
+    judged = [p for p in curve["points"] if "diff_to_random" in p["starts"][starts[0]]]
+    if judged:
+        lines += ["", "| judge | windows / update | " + " | ".join(
+            f"{s}: final score minus the random judge's [95% CI] (seeds higher)" for s in starts)
+            + " |", "|---|---:|" + "---:|" * len(starts)]
+        for p in judged:
+            cells = [f"{c['diff_to_random']:+,.0f} [{c['diff_to_random_ci'][0]:+,.0f}, "
+                     f"{c['diff_to_random_ci'][1]:+,.0f}] ({c['wins_over_random']}/"
+                     f"{len(c['scores'])})" for c in (p["starts"][s] for s in starts)]
+            lines.append(f"| expert, sigma {p['noise']:g} | {p['windows_per_update']} | "
+                         + " | ".join(cells) + " |")
     for start, x in curve["crossing"].items():
         lines.append(f"\nRecovery from {start} reaches 0.5 at skill-order accuracy "
                      + ("never (within the measured range)" if x["mean"] is None else
                         f"{x['mean']:.3f} (interval ends: {x['from_ci_high']}, "
                         f"{x['from_ci_low']})"))
     return "\n".join(lines) + "\n"
-
-
-def crossings(points: list[dict], starts) -> dict[str, dict]:
-    """Per wrong start, the accuracy at which recovery reaches 0.5 (`judge_curve.crossing`)
-    on the 1x-query points: of the mean, and of the 95% interval's upper and lower ends (the
-    crossing's interval); None where it does not within the measured range."""
-    out = {}
-    for start in starts:
-        have = [p for p in points if p["queries"] == 1 and start != "theta0"
-                and p["starts"][start]["recovery"] is not None]
-        if not have:
-            continue
-        acc = [p["accuracy"] for p in have]
-        cells = [p["starts"][start] for p in have]
-        out[start] = {"mean": crossing(acc, [c["recovery"] for c in cells]),
-                      "from_ci_high": crossing(acc, [c["recovery_ci"][1] for c in cells]),
-                      "from_ci_low": crossing(acc, [c["recovery_ci"][0] for c in cells])}
-    return out
 
 
 def main(args: Args) -> dict:
@@ -245,6 +239,7 @@ def main(args: Args) -> dict:
              "points": points, "machine": report.machine(),
              "smollm2_accuracy": SMOLLM2_ACCURACY}
     curve["crossing"] = crossings(points, args.starts)
+    versus_random(points)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "curve.json"), "w", encoding="utf-8") as f:
         json.dump(to_jsonable(curve), f, indent=1)

@@ -128,3 +128,14 @@ def test_judge_quality_prints_what_the_committed_curve_predicts(tmp_path, monkey
     other = bench.dataclasses.replace(TINY_POOL["pool"], max_len=41)  # another pool: no reading
     assert "curve_prediction" not in bench.main(bench.Args(judge="outcome", pool=other,
                                                            expert_depth=1))
+
+
+def test_versus_random_pairs_each_level_with_the_random_judge_seed_by_seed():
+    from sailor_jax.judges.judge_curve import versus_random
+    points = [{"noise": 0.0, "starts": {"a": {"scores": [10.0, 12.0, 9.0]}}},
+              {"noise": None, "starts": {"a": {"scores": [8.0, 12.5, 7.0]}}}]
+    versus_random(points)
+    cell = points[0]["starts"]["a"]
+    assert cell["diff_to_random"] == pytest.approx(np.mean([2.0, -0.5, 2.0]))
+    assert cell["wins_over_random"] == 2 and cell["diff_to_random_ci"][0] < 0
+    assert "diff_to_random" not in points[1]["starts"]["a"]  # not against itself

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from sailor_jax import report
 from sailor_jax.judges.judge_eval import _pair_signs
 from sailor_jax.types import Ranking
 
@@ -126,3 +127,36 @@ def prediction_line(curve: dict, accuracy: float) -> str:
              if len(near) == 1 else f"between the measured accuracies "
              f"{near[0]['accuracy']:.3f} and {near[1]['accuracy']:.3f}")
     return f"the judge curve ({curve['setting']}) predicts, {where}: " + "; ".join(parts)
+
+
+def crossings(points: list[dict], starts) -> dict[str, dict]:
+    """Per wrong start, the accuracy at which recovery reaches 0.5 (`judge_curve.crossing`)
+    on the 1x-query points: of the mean, and of the 95% interval's upper and lower ends (the
+    crossing's interval); None where it does not within the measured range."""
+    out = {}
+    for start in starts:
+        have = [p for p in points if p["queries"] == 1 and start != "theta0"
+                and p["starts"][start]["recovery"] is not None]
+        if not have:
+            continue
+        acc = [p["accuracy"] for p in have]
+        cells = [p["starts"][start] for p in have]
+        out[start] = {"mean": crossing(acc, [c["recovery"] for c in cells]),
+                      "from_ci_high": crossing(acc, [c["recovery_ci"][1] for c in cells]),
+                      "from_ci_low": crossing(acc, [c["recovery_ci"][0] for c in cells])}
+    return out
+
+
+def versus_random(points: list[dict]) -> None:
+    """Add to every judged point, per start, its paired difference in final score to the
+    random judge's arm from the same start (`diff_to_random`, `_ci`, `wins_over_random`):
+    how much of what it did the judge's information did, beyond the guarded update's own
+    drift. Seeds pair across the levels' folders (common random numbers)."""
+    chance = next((p for p in points if p["noise"] is None), None)
+    for p in points:
+        if chance is None or p is chance:
+            continue
+        for start, cell in p["starts"].items():
+            d = report.paired_difference(cell["scores"], chance["starts"][start]["scores"])
+            cell |= {"diff_to_random": d["mean"], "diff_to_random_ci": [d["ci_low"], d["ci_high"]],
+                     "wins_over_random": d["wins"]}
