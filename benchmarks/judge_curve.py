@@ -201,10 +201,12 @@ def markdown(curve: dict) -> str:
             lines.append(f"| expert, sigma {p['noise']:g} | {p['windows_per_update']} | "
                          + " | ".join(cells) + " |")
     for start, x in curve["crossing"].items():
+        ends = [f"{v:.3f}" if v is not None else "beyond the measured range"
+                for v in (x["from_ci_high"], x["from_ci_low"])]
         lines.append(f"\nRecovery from {start} reaches 0.5 at skill-order accuracy "
-                     + ("never (within the measured range)" if x["mean"] is None else
-                        f"{x['mean']:.3f} (interval ends: {x['from_ci_high']}, "
-                        f"{x['from_ci_low']})"))
+                     + ("- (not within the measured range)" if x["mean"] is None else
+                        f"{x['mean']:.3f} [{ends[0]}, {ends[1]}] (where the interval's upper "
+                        "and lower ends reach it)"))
     return "\n".join(lines) + "\n"
 
 
