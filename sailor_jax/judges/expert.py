@@ -197,22 +197,17 @@ class ExpertRanker(Ranker):
         """Rank each group by mean verdict; never fails. Host-only."""
         if not groups:
             return []
+        scored = ([(value_verdicts(b, self.depth, self.chunk), None) for b in groups]
+                  if self.verdict == "value" else self.trajectory_scores(groups))
         out: list[Ranking | None] = []
-        if self.verdict == "value":
-            for batch in groups:
-                verdicts = value_verdicts(batch, self.depth, self.chunk)
-                if self.noise > 0:
-                    out.append(self.noisy_ranking(verdicts))
-                    continue
-                out.append(Ranking(order=order_by_scores(verdicts),
-                                   scores=verdicts.astype(np.float32)))
-            return out
-        for mean, stderr in self.trajectory_scores(groups):
+        for verdicts, stderr in scored:  # the value verdict has no pairwise probabilities
             if self.noise > 0:
-                out.append(self.noisy_ranking(mean))
-                continue
-            out.append(Ranking(order=order_by_scores(mean), scores=mean.astype(np.float32),
-                               pairwise_prob=pairwise_probabilities(mean, stderr)))
+                out.append(self.noisy_ranking(verdicts))
+            else:
+                out.append(Ranking(order=order_by_scores(verdicts),
+                                   scores=verdicts.astype(np.float32),
+                                   pairwise_prob=None if stderr is None else
+                                   pairwise_probabilities(verdicts, stderr)))
         return out
 
     def noisy_ranking(self, verdicts: np.ndarray) -> Ranking:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from sailor_jax import report
-from sailor_jax.judges.judge_eval import _pair_signs
+from sailor_jax.judges.judge_eval import pair_counts, skill_truth
 from sailor_jax.types import Ranking
 
 
@@ -35,13 +35,7 @@ def group_accuracy(rankings: Sequence[Ranking | None], epsilons: Sequence[np.nda
     Returns:
       `{"accuracy": float, "accuracy_ci": [low, high], "pairs": int}`; NaN without pairs.
     """
-    right, total = [], []
-    for ranking, e in zip(rankings, epsilons, strict=True):
-        truth = np.sign(e[None, :] - e[:, None])
-        upper = np.triu(truth != 0, k=1)
-        total.append(int(upper.sum()))
-        right.append(0 if ranking is None else int(np.sum(upper & (_pair_signs(ranking) == truth))))
-    right, total = np.array(right), np.array(total)
+    right, total = pair_counts(rankings, skill_truth(epsilons))
     if total.sum() == 0:
         return {"accuracy": float("nan"), "accuracy_ci": [float("nan")] * 2, "pairs": 0}
     pick = np.random.default_rng(seed).integers(0, len(total), (resamples, len(total)))

@@ -118,20 +118,32 @@ def _pair_signs(ranking: Ranking) -> np.ndarray:
     return np.sign(rank[None, :] - rank[:, None])
 
 
-def pair_accuracy(rankings: Sequence[Ranking | None], truth: Sequence[np.ndarray]) -> float:
-    """Fraction of pairs `i < j` the rankings order as `truth` does. Host-only.
+def skill_truth(epsilons: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Per group, `[M, M]` +1 where trajectory i's player is the more skilled (lower epsilon,
+    so i should come first), -1 where less, 0 where equal: `pair_counts`' truth."""
+    return [np.sign(e[None, :] - e[:, None]) for e in epsilons]
 
-    `truth[g]` is `[M, M]`: +1 where i should come before j, -1 after, 0 = no preference
-    (such pairs are not counted). Groups with no ranking count every pair as wrong.
-    NaN when no pair is counted.
+
+def pair_counts(rankings: Sequence[Ranking | None], truth: Sequence[np.ndarray]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per group, `(pairs i < j ordered as truth orders them, pairs counted)`, `int [G]` each.
+
+    Host-only. `truth[g]` is `[M, M]`: +1 where i should come before j, -1 after, 0 = no
+    preference (such pairs are not counted). A group with no ranking has every pair wrong.
     """
-    right = total = 0
+    right, total = [], []
     for ranking, t in zip(rankings, truth, strict=True):
         upper = np.triu(t != 0, k=1)
-        total += int(upper.sum())
-        if ranking is not None:
-            right += int(np.sum(upper & (_pair_signs(ranking) == t)))
-    return right / total if total else float("nan")
+        total.append(int(upper.sum()))
+        right.append(0 if ranking is None else int(np.sum(upper & (_pair_signs(ranking) == t))))
+    return np.array(right, np.int64), np.array(total, np.int64)
+
+
+def pair_accuracy(rankings: Sequence[Ranking | None], truth: Sequence[np.ndarray]) -> float:
+    """Fraction of pairs `i < j` the rankings order as `truth` does, over all groups
+    (`pair_counts`); NaN when no pair is counted. Host-only."""
+    right, total = pair_counts(rankings, truth)
+    return int(right.sum()) / int(total.sum()) if total.sum() else float("nan")
 
 
 def judge_metrics(rankings: Sequence[Ranking | None], epsilons: Sequence[np.ndarray],
@@ -147,7 +159,7 @@ def judge_metrics(rankings: Sequence[Ranking | None], epsilons: Sequence[np.ndar
       dict with `skill_order_accuracy`, `skill_pairs`, `agreement_<name>` per reference,
       `kendall_tau` (mean over judged groups), `kendall_tau_per_group`, `failed_groups`.
     """
-    skill = [np.sign(e[None, :] - e[:, None]) for e in epsilons]  # i before j if e_i < e_j
+    skill = skill_truth(epsilons)
     out = {"skill_order_accuracy": pair_accuracy(rankings, skill),
            "skill_pairs": int(sum(np.triu(s != 0, k=1).sum() for s in skill))}
     for name, ref in references.items():
