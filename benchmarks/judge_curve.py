@@ -23,12 +23,13 @@ with more queries match a stronger one?
 Each level runs `repair.py` in its own folder `OUT/<label>/`; the kept-fixed arms do not depend
 on the judge, so they run once (in the first level's folder) and are copied into the others
 (without checkpoints). Running the same command again resumes. Output in `--out`:
-`curve.json` (the points; `sailor_jax.judges.judge_curve`), `curve.md` and `judge_curve.png`.
+`curve.json.gz` (the points; `sailor_jax.judges.judge_curve`), `curve.md` and `judge_curve.png`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import importlib.util
 import json
 import math
@@ -243,8 +244,9 @@ def main(args: Args) -> dict:
     curve["crossing"] = crossings(points, args.starts)
     versus_random(points)
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "curve.json"), "w", encoding="utf-8") as f:
-        json.dump(to_jsonable(curve), f, indent=1)
+    raw = json.dumps(to_jsonable(curve), indent=1).encode()
+    with open(os.path.join(args.out, "curve.json.gz"), "wb") as f:  # raw results stay gzipped
+        f.write(gzip.compress(raw, compresslevel=9, mtime=0))
     table = markdown(curve)
     with open(os.path.join(args.out, "curve.md"), "w", encoding="utf-8") as f:
         f.write(table)

@@ -3,6 +3,7 @@ to end on tiny arms (kept-fixed arms shared between levels, the curve read back)
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 
@@ -118,8 +119,8 @@ def test_judge_quality_prints_what_the_committed_curve_predicts(tmp_path, monkey
     bench = _load("benchmarks/judge_quality.py")
     curve = {"setting": "test", "pool": TINY_POOL["pool"].record(),
              "points": [_point(0.0, -0.5, 0.0), _point(1.0, 0.7, 1.0)]}
-    path = tmp_path / "curve.json"
-    path.write_text(json.dumps(curve))
+    path = tmp_path / "curve.json"  # committed gzipped: the reader finds curve.json.gz
+    (tmp_path / "curve.json.gz").write_bytes(gzip.compress(json.dumps(curve).encode()))
     monkeypatch.setattr(bench, "CURVE", str(path))
     record = bench.main(bench.Args(judge="outcome", **TINY_POOL))
     assert record["curve_prediction"] == predict(curve, record["skill_order_accuracy"])

@@ -20,6 +20,7 @@ import numpy as np
 
 from sailor_jax import report
 from sailor_jax.judges.judge_eval import pair_counts, skill_truth
+from sailor_jax.logging import open_text, stored_path
 from sailor_jax.types import Ranking
 
 
@@ -65,10 +66,11 @@ def crossing(accuracy: Sequence[float], value: Sequence[float], level: float = 0
 
 
 def load_curve(path: str) -> dict | None:
-    """The curve at `path` (`benchmarks/results/judge_curve/curve.json`), or None if absent."""
-    if not os.path.exists(path):
+    """The curve at `path` (`benchmarks/results/judge_curve/curve.json`, kept as `.json.gz`),
+    or None if neither the plain nor the compressed file exists."""
+    if not os.path.exists(stored_path(path)):
         return None
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         return json.load(f)
 
 
