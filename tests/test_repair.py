@@ -14,7 +14,8 @@ from test_experiments import _load
 from sailor_jax import report
 from sailor_jax.config.starts import STARTS
 from sailor_jax.errors import UserError
-from sailor_jax.run import loop, repair_arms
+from sailor_jax.run import loop, repair_arms, variants
+from sailor_jax.run.run_dir import config_json
 
 
 @pytest.fixture(scope="module")
@@ -184,3 +185,31 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
         repair.main([str(tmp_path / "fresh") if a == out else a for a in argv]
                     + ["--only", "pays_for_dying.sailor_kept"])
     assert calls == ["pays_for_dying.sailor_kept"]
+
+
+def test_a_kept_fixed_arm_is_the_same_cut_in_other_segments_and_is_read_back(
+        repair, tmp_path, monkeypatch):
+    def argv(out: str, iterations: int, updates: int) -> list[str]:
+        return ["--preset", "smoke", "--out", str(tmp_path / out), *TINY, "--starts", "theta0",
+                "--methods", "fixed", "--base.iterations", str(iterations),
+                "--base.ppo.updates-per-segment", str(updates)]
+
+    def scores(rows: list[dict]) -> list[float]:
+        return rows[0]["per_seed"]["score"]
+
+    two_by_two = repair.main(argv("a", 2, 2))
+    assert scores(repair.main(argv("b", 4, 1))) == scores(two_by_two)  # same to the last digit
+    calls = []
+    monkeypatch.setattr(loop, "run", lambda *a, **k: calls.append(a) or pytest.fail("ran"))
+    assert scores(repair.main(argv("a", 4, 1))) == scores(two_by_two) and calls == []
+    with pytest.raises(UserError, match="theta0.fixed' run with a different configuration"):
+        repair.main(argv("a", 3, 1))  # another total of PPO updates
+    def config(iterations: int, updates: int, method: str):
+        args = repair.parse(argv("c", iterations, updates) + ["--methods", method])[1]
+        return dict((a[0], a[3]) for a in repair_arms.arms(args))[f"theta0.{method}"]
+
+    saved = json.loads(config_json(config(2, 2, "sailor_value")))  # a SAILOR arm: refused
+    assert variants._differences(saved, config(4, 1, "sailor_value")) == [
+        "iterations: saved 2, given 4", "ppo.updates_per_segment: saved 2, given 1"]
+    saved = json.loads(config_json(config(2, 2, "fixed")))
+    assert variants._differences(saved, config(4, 1, "fixed")) == []

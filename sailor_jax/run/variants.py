@@ -36,7 +36,8 @@ def check_variant(name: str, cfg: SailorConfig, folder: str) -> None:
     """Check, before any work, that variant `name` can run (or be read back) in `folder`.
 
     A variant saved before a config field existed is read back when the field is at its
-    default (`run_dir.config_differences`).
+    default (`run_dir.config_differences`); a finished fixed-reward variant is read back
+    whatever its `SEGMENTATION`, if the total of PPO updates is the same.
 
     Raises:
       UserError: the folder holds a run of another configuration, or the judge's model
@@ -44,14 +45,35 @@ def check_variant(name: str, cfg: SailorConfig, folder: str) -> None:
     """
     results_path = os.path.join(folder, "results.json")
     if os.path.exists(results_path):
-        if config_differences(SailorResults.load(results_path).config,
-                              json.loads(config_json(cfg)), cfg):
+        if _differences(SailorResults.load(results_path).config, cfg):
             raise UserError(f"{folder} holds variant {name!r} run with a different "
                             "configuration", "choose another --out")
         return
     run_dir.check_out_dir(folder, cfg, os.path.exists(os.path.join(folder, "config.json")))
     if cfg.self_align:
         check_judges(cfg)
+
+
+SEGMENTATION = ("iterations", "ppo.updates_per_segment")
+"""How a run's PPO updates are cut into segments: a fixed-reward variant's training and final
+evaluation do not depend on it (same per-seed scores for 16 x 8 and 32 x 4 updates, tested)."""
+
+
+def _differences(saved: dict, cfg: SailorConfig) -> list[str]:
+    """`config_differences` between a finished variant's saved config and `cfg`, where a
+    fixed-reward variant (`self_align=False`) cut into other segments of the same total number
+    of PPO updates is no difference: it is read back, not run again."""
+    given = json.loads(config_json(cfg))
+    differences = config_differences(saved, given, cfg)
+    if cfg.self_align or saved.get("self_align", True):
+        return differences
+
+    def total(c: dict) -> object:
+        return c.get("iterations", 0) * c.get("ppo", {}).get("updates_per_segment", 0)
+
+    if total(saved) != total(given):
+        return differences
+    return [d for d in differences if d.split(":")[0] not in SEGMENTATION]
 
 
 def run_variant(name: str, cfg: SailorConfig, folder: str, console, progress=None,
