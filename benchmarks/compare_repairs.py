@@ -1,0 +1,155 @@
+"""Compare two `experiments/repair.py` folders start by start, paired per seed.
+
+A change to SAILOR (e.g. `--end-windows 0.25`) is measured by running `repair.py` twice with
+the same starts, seeds and budget, once with the change (folder B) and once without (folder
+A); the kept-fixed arms may be shared (copied: they do not depend on the change). For every
+start whose `METHOD` arm finished in both folders this prints:
+
+- B - A: the paired difference of the final greedy score [95% t-CI] and the seeds where B is
+  higher (seed s of both arms starts from the same network and games);
+- the recovery fraction in A and in B (`report.recovery_fraction`, against the start and
+  theta0 kept fixed in A; theta0 itself: the paired difference to theta0 kept fixed);
+- the final `game_over` weight (mean over seeds) in A and B, theta0's being -1;
+- the share of the agent's judged windows that hold their game's end, over the whole run
+  (`IterationRecord.sampled_ended`; "-" for a run recorded before it existed).
+
+    python benchmarks/compare_repairs.py --a runs/repair49 --b runs/repair49_end25 \\
+        --out benchmarks/results/repair49_end_windows
+
+Writes `compare.md` and `compare.json.gz` (per-seed numbers) in `--out`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import os
+import sys
+
+import numpy as np
+
+from sailor_jax import report
+from sailor_jax.cli import parse_args
+from sailor_jax.errors import UserError, report_user_errors
+from sailor_jax.game.features import FEATURE_NAMES
+from sailor_jax.logging import stored_path, to_jsonable
+from sailor_jax.run.repair_table import REFERENCE, score_samples
+from sailor_jax.run.results import SailorResults
+
+GAME_OVER = FEATURE_NAMES.index("game_over")
+
+
+@dataclasses.dataclass(frozen=True)
+class Args:
+    """Two repair.py folders, compared start by start."""
+
+    a: str
+    """The folder without the change (the baseline)."""
+    b: str
+    """The folder with the change."""
+    method: str = "sailor_value"
+    """The arm compared in both folders."""
+    label_a: str = "A"
+    label_b: str = "B"
+    """Column labels of the two folders."""
+    out: str = ""
+    """Where compare.md and compare.json.gz go (none: print only)."""
+
+
+def _load(folder: str, arm: str) -> SailorResults | None:
+    path = stored_path(os.path.join(folder, "variants", arm, "results.json"))
+    return SailorResults.load(path) if os.path.exists(path) else None
+
+
+def ended_share(results: SailorResults) -> float | None:
+    """Mean over iterations and seeds of the agent's judged windows holding their game's end,
+    as a share of the agent's windows (`trajectories - reference_games`); None if unrecorded."""
+    counts = [it.sampled_ended for it in results.iterations]
+    if not counts or any(c is None for c in counts):
+        return None
+    cfg = results.config
+    per_seed = cfg["trajectories"] - cfg.get("reference_games", 0)
+    return float(np.mean([c["agent"] for c in counts]) / per_seed)
+
+
+def compare_start(args: Args, start: str) -> dict | None:
+    """One start's row, or None where the arm has not finished in both folders."""
+    arm = f"{start}.{args.method}"
+    a, b = _load(args.a, arm), _load(args.b, arm)
+    fixed = _load(args.a, REFERENCE if start == "theta0" else f"{start}.fixed")
+    reference = _load(args.a, REFERENCE)
+    if a is None or b is None or fixed is None or reference is None:
+        return None
+    sa, sb, sf, sr = (score_samples(r)["score"] for r in (a, b, fixed, reference))
+    row = {"start": start, "b_minus_a": report.paired_difference(sb, sa),
+           "score": {args.label_a: sa, args.label_b: sb}, "fixed": sf,
+           "game_over": {lab: float(np.mean(np.asarray(r.theta_history[-1])[:, GAME_OVER]))
+                         for lab, r in ((args.label_a, a), (args.label_b, b))},
+           "ended_share": {args.label_a: ended_share(a), args.label_b: ended_share(b)}}
+    if start == "theta0":
+        row["vs_fixed"] = {lab: report.paired_difference(s, sf)
+                           for lab, s in ((args.label_a, sa), (args.label_b, sb))}
+    elif np.mean(sr) > np.mean(sf):
+        row["recovery"] = {lab: report.recovery_fraction(s, sf, sr)
+                           for lab, s in ((args.label_a, sa), (args.label_b, sb))}
+    return row
+
+
+def _starts(args: Args) -> list[str]:
+    names = [n for n in sorted(os.listdir(os.path.join(args.a, "variants")))
+             if n.endswith("." + args.method)] if os.path.isdir(os.path.join(args.a,
+                                                                              "variants")) else []
+    return [n[: -len(args.method) - 1] for n in names]
+
+
+def _ci(d: dict, fmt: str) -> str:
+    return f"{d['mean']:{fmt}} [{d['ci_low']:{fmt}}, {d['ci_high']:{fmt}}]"
+
+
+def markdown(args: Args, rows: list[dict]) -> str:
+    """The comparison table, one line per start."""
+    la, lb = args.label_a, args.label_b
+    lines = [f"| start | {lb} - {la}: final score [95% CI] (seeds higher) | recovery {la} | "
+             f"recovery {lb} | game_over {la} / {lb} | windows holding the end {la} / {lb} |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        d = r["b_minus_a"]
+        if "recovery" in r:
+            rec = [_ci(r["recovery"][lab] | {"mean": r["recovery"][lab]["fraction"]}, ".2f")
+                   for lab in (la, lb)]
+        elif "vs_fixed" in r:
+            rec = [_ci(r["vs_fixed"][lab], "+,.0f") + " (to fixed)" for lab in (la, lb)]
+        else:
+            rec = ["-", "-"]
+        ended = [f"{r['ended_share'][lab]:.2f}" if r["ended_share"][lab] is not None else "-"
+                 for lab in (la, lb)]
+        lines.append(f"| {r['start']} | {_ci(d, '+,.0f')} ({d['wins']}/{len(d['per_seed'])}) "
+                     f"| {rec[0]} | {rec[1]} | {r['game_over'][la]:+.2f} / "
+                     f"{r['game_over'][lb]:+.2f} | {ended[0]} / {ended[1]} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = parse_args(Args, sys.argv[1:] if argv is None else argv,
+                      description=__doc__.splitlines()[0])
+    rows = [r for r in (compare_start(args, s) for s in _starts(args)) if r is not None]
+    if not rows:
+        raise UserError(f"--a/--b: no {args.method} arm has finished in both {args.a} and "
+                        f"{args.b}", "run repair.py in both folders first")
+    table = markdown(args, rows)
+    print(table)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "compare.md"), "w", encoding="utf-8") as f:
+            f.write(table)
+        record = {"a": args.a, "b": args.b, "method": args.method, "rows": rows,
+                  "machine": report.machine()}
+        with open(os.path.join(args.out, "compare.json.gz"), "wb") as f:
+            f.write(gzip.compress(json.dumps(to_jsonable(record), indent=1).encode(), 9,
+                                  mtime=0))
+    return rows
+
+
+if __name__ == "__main__":
+    report_user_errors(main)

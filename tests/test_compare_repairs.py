@@ -1,0 +1,74 @@
+"""benchmarks/compare_repairs.py: two repair folders compared start by start, on made-up runs
+whose numbers are worked out by hand."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+from test_experiments import _load
+from test_results import _record
+
+from sailor_jax import report
+from sailor_jax.errors import UserError
+from sailor_jax.game.reward import RewardSpec
+from sailor_jax.run.results import PHASES, SailorResults
+
+THETA0 = list(RewardSpec().theta0)
+TILES = [str(t) for t in report.TILES]
+
+
+def _write(folder, arm: str, scores: list[float], game_over: float = -1.0,
+           ended: list[list[int]] | None = None) -> None:
+    theta = [THETA0[:-1] + [game_over]] * len(scores)
+    iterations = []
+    for t, counts in enumerate(ended or [None]):
+        record = _record(t)
+        record.sampled_ended = None if counts is None else {"agent": counts,
+                                                            "reference": [0] * len(counts)}
+        iterations.append(record)
+    per_seed = [{"score_mean": s, "win_rate": 0.0, "max_tile_rates": dict.fromkeys(TILES, 0.0)}
+                for s in scores]
+    results = SailorResults(config={"self_align": True, "trajectories": 8, "reference_games": 2},
+                            ranker={}, feature_names=list(RewardSpec().names),
+                            theta_history=[theta] * 2, iterations=iterations,
+                            env_steps_per_seed=100, evaluation={"per_seed": per_seed},
+                            baseline_evaluation=None, timings=dict.fromkeys(PHASES, 0.0))
+    path = folder / "variants" / arm
+    path.mkdir(parents=True)
+    results.write(str(path))
+
+
+def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_path, capsys):
+    bench = _load("benchmarks/compare_repairs.py")
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        _write(folder, "theta0.fixed", [100.0, 110.0, 90.0])
+        _write(folder, "pays.fixed", [10.0, 20.0, 0.0])
+    _write(a, "pays.sailor_value", [50.0, 60.0, 40.0], game_over=0.8, ended=[[3, 0, 3], [0, 0, 6]])
+    _write(b, "pays.sailor_value", [70.0, 60.0, 50.0], game_over=0.2, ended=[[6, 6, 6]])
+    _write(a, "theta0.sailor_value", [100.0, 100.0, 100.0])
+    _write(b, "theta0.sailor_value", [101.0, 112.0, 93.0])
+    _write(a, "other.sailor_value", [1.0, 2.0, 3.0])  # not in b: left out
+    rows = bench.main(["--a", str(a), "--b", str(b), "--label-a", "base", "--label-b", "end",
+                       "--out", str(tmp_path / "out")])
+    assert [r["start"] for r in rows] == ["pays", "theta0"]
+    pays, theta0 = rows
+    assert pays["b_minus_a"]["per_seed"] == [20.0, 0.0, 10.0] and pays["b_minus_a"]["wins"] == 2
+    assert pays["recovery"]["base"]["fraction"] == pytest.approx((50 - 10) / (100 - 10))
+    assert pays["recovery"]["end"]["fraction"] == pytest.approx((60 - 10) / (100 - 10))
+    assert pays["game_over"] == pytest.approx({"base": 0.8, "end": 0.2})
+    assert pays["ended_share"] == pytest.approx({"base": 2 / 6, "end": 1.0})
+    assert theta0["vs_fixed"]["end"]["per_seed"] == [1.0, 2.0, 3.0] and "recovery" not in theta0
+    assert theta0["ended_share"] == {"base": None, "end": None}
+    table = capsys.readouterr().out
+    assert "| pays | +10 [" in table and "(2/3) | 0.44 [" in table and "| 0.33 / 1.00 |" in table
+    assert open(tmp_path / "out" / "compare.md").read() in table
+    with gzip.open(tmp_path / "out" / "compare.json.gz", "rt") as f:
+        saved = json.load(f)
+    assert saved["rows"][0]["score"]["end"] == [70.0, 60.0, 50.0]
+    assert np.isclose(saved["rows"][0]["b_minus_a"]["mean"], 10.0)
+    with pytest.raises(UserError, match="--a/--b: no sailor_value arm has finished in both"):
+        bench.main(["--a", str(a), "--b", str(tmp_path / "none")])
