@@ -31,6 +31,8 @@ CASES = {
                                                "20"], ["--sailor.window", "--sailor.max-len=10"]),
     "sailor end-windows": ("sailor", ["--sailor.end-windows", "2"],
                            ["--sailor.end-windows must be in [0, 1], got 2"]),
+    "sailor reference-policy": ("sailor", ["--sailor.reference-policy", "best"],
+                                ["--sailor.reference-policy must be one of expert, previous"]),
     "sailor num-seeds 0": ("sailor", ["--sailor.num-seeds", "0"], ["--sailor.num-seeds"]),
     "sailor theta0 nan": ("sailor", THETA_NAN, ["--sailor.theta0[0] ('score_gain') is nan"]),
     "sailor theta0 length": ("sailor", ["--sailor.theta0", "1", "2"],

@@ -41,12 +41,13 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
         assert cfg.alignment.keep_iterations == (3 if method == "sailor_kept" else 0)
         assert cfg.alignment.method == ("bt_mcmc" if method == "sailor_bt_mcmc" else "bo")
     args = dataclasses.replace(repair.PRESETS["cpu"], window=50, trajectories=12,
-                               reference_games=4, heldout=0.25, value_step=0.4, end_windows=0.5)
+                               reference_games=4, heldout=0.25, value_step=0.4, end_windows=0.5,
+                               reference_policy="previous")
     for method, (kind, verdict) in repair_arms.VALUE_JUDGES.items():
         cfg = repair_arms.arm_config(start, method, base, 3, 0.1, args)
         assert (cfg.ranker.kind, cfg.ranker.expert_verdict) == (kind, verdict)
-        assert (cfg.window, cfg.trajectories, cfg.reference_games, cfg.end_windows) == \
-            (50, 12, 4, 0.5)
+        assert (cfg.window, cfg.trajectories, cfg.reference_games, cfg.end_windows,
+                cfg.reference_policy) == (50, 12, 4, 0.5, "previous")
         assert cfg.preferences.compare == "auto"
         assert (cfg.alignment.method, cfg.alignment.heldout,
                 cfg.alignment.mcmc_trust_region) == ("bt_mcmc", 0.25, 0.4)
@@ -58,7 +59,7 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
         assert dataclasses.replace(
             cfg, theta0=None, self_align=True, alignment=base.alignment, ranker=base.ranker,
             window=0, trajectories=8, reference_games=0, preferences=base.preferences,
-            end_windows=0.0
+            end_windows=0.0, reference_policy="expert"
         ) == dataclasses.replace(base, self_align=True)  # nothing else changes
     with pytest.raises(UserError, match="unknown arm 'nope'"):
         repair_arms.arm_config(start, "nope", base, 4)

@@ -70,6 +70,8 @@ likelihood (Zeng et al. 2024) in a box of +-0.3 around the current theta, fitted
 group's pairs and accepted only if it orders the held-out half better (sign test, z 1) and keeps
 the per-move reward level (the survival guard)."""
 RECOMMENDED_PREFERENCES = PreferenceConfig(compare="auto")
+REFERENCE_POLICIES = ("expert", "previous")
+"""`SailorConfig.reference_policy` values: who plays a group's reference games."""
 """Each side of a pair ranked like the judge's verdict (`compare="auto"`)."""
 
 
@@ -106,6 +108,10 @@ class SailorConfig:
     Hatgis-Kessell et al. 2025). 0 = the agent's games only."""
     reference_epsilon: float = 0.5
     """Random-move probability of the reference expert (depth 1; 0 = the expert itself)."""
+    reference_policy: str = "expert"
+    """Who plays the `reference_games`: "expert" (the epsilon-greedy expert) or "previous"
+    (the agent as it was before this iteration's segment: PBRR's reference policy, so that a
+    group compares the agent with its own recent past, games of like quality; issue 49)."""
     ppo: PPOConfig = PPOConfig()
     """PPO hyperparameters; updates_per_segment is k."""
     ranker: RankerConfig = RankerConfig()
@@ -146,6 +152,13 @@ class SailorConfig:
                              f" (at least one game of the agent), got {self.reference_games}")
         if not (math.isfinite(self.reference_epsilon) and 0 <= self.reference_epsilon <= 1):
             raise ValueError(f"reference_epsilon must be in [0, 1], got {self.reference_epsilon}")
+        if self.reference_policy not in REFERENCE_POLICIES:
+            raise ValueError(f"reference_policy must be one of {', '.join(REFERENCE_POLICIES)},"
+                             f" got {self.reference_policy!r}")
+        if self.reference_policy == "previous" and (self.pipeline or not self.reference_games):
+            raise ValueError("reference_policy='previous' needs reference_games > 0 and no "
+                             "pipeline (a resumed pipelined run lacks the agent before its "
+                             "last segment)")
         if self.alignment.heldout > 0 and self.trajectories < 4:
             raise ValueError(f"alignment.heldout needs trajectories >= 4 (2 fitted, 2 held "
                              f"out), got {self.trajectories}")

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from sailor_jax.alignment import refinement
@@ -44,7 +45,8 @@ class Context:
     theta0: np.ndarray
     """`float32[F]` initial (and baseline rows') reward weights."""
     collect: Callable
-    """Compiled `collect(params[S], keys[S]) -> TrajectoryBatch` with a leading seed axis."""
+    """Compiled `collect(params[S], reference_params[S], keys[S]) -> TrajectoryBatch` with a
+    leading seed axis (`loop._collector`)."""
     ranker: Ranker | None
     advisor: refinement.Advisor | None
     key_collect: jax.Array
@@ -58,6 +60,15 @@ class SailorHooks:
         self.ctx, self.state = ctx, state
         self.num_segments = ctx.cfg.iterations
         self.timings = state.timings
+        self.reference_params: Any = None
+        """With `reference_policy="previous"`: the agent's `[S, ...]` params before the
+        segment under way (a copy: the segment donates its input)."""
+
+    def before_segment(self, segment: int, runner_state: Any) -> None:
+        """Keep the agent as it is before `segment` trains, for the reference games."""
+        if self.ctx.cfg.reference_policy == "previous":
+            self.reference_params = jax.tree.map(
+                jnp.copy, runner.rows(runner_state.params, 0, self.ctx.cfg.num_seeds))
 
     def thetas(self) -> np.ndarray:
         """`float32[R, F]`: the S SAILOR rows, then (baseline) S rows of `theta0`."""
@@ -68,7 +79,8 @@ class SailorHooks:
 
     def after_segment(self, segment: int, runner_state: Any, metrics: Any, seconds: float,
                       logger: MetricLogger) -> str:
-        record = iteration(self.ctx, self.state, runner_state, metrics, seconds, logger)
+        record = iteration(self.ctx, self.state, runner_state, metrics, seconds, logger,
+                           self.reference_params)
         cfg = self.ctx.cfg
         if cfg.eval_every and (segment + 1) % cfg.eval_every == 0 \
                 and segment + 1 < cfg.iterations:
@@ -123,15 +135,17 @@ class Judgement:
 
 
 def iteration(ctx: Context, state: LoopState, runner_state: Any, metrics: Any,
-              seconds: float, logger: MetricLogger) -> IterationRecord:
-    """Everything after iteration t's segment: judge, update theta, log. Updates `state`."""
+              seconds: float, logger: MetricLogger, reference_params: Any = None
+              ) -> IterationRecord:
+    """Everything after iteration t's segment: judge, update theta, log. Updates `state`.
+    `reference_params`: as `collect_batch` takes them."""
     cfg, s, t = ctx.cfg, ctx.cfg.num_seeds, state.iteration
     phase_seconds = {"train": seconds}
     train_score = segment_scores(metrics, s)
     update_stall(state, train_score, cfg.refine.min_improvement)
     batch = None
     if cfg.self_align:
-        batch, phase_seconds["collect"] = collect_batch(ctx, runner_state, t)
+        batch, phase_seconds["collect"] = collect_batch(ctx, runner_state, t, reference_params)
         judged = judge(ctx, state, batch, train_score, t)
         phase_seconds |= judged.seconds
         new_thetas, updates, tokens = settle(state, judged), judged.updates, judged.tokens
@@ -142,13 +156,19 @@ def iteration(ctx: Context, state: LoopState, runner_state: Any, metrics: Any,
                             updates, logger, metrics, tokens)
 
 
-def collect_batch(ctx: Context, runner_state: Any, t: int) -> tuple[Any, float]:
-    """Sample iteration t's M games per seed (host `TrajectoryBatch [S, M, ...]`, seconds)."""
+def collect_batch(ctx: Context, runner_state: Any, t: int, reference_params: Any = None
+                  ) -> tuple[Any, float]:
+    """Sample iteration t's M games per seed (host `TrajectoryBatch [S, M, ...]`, seconds).
+
+    `reference_params`: the `[S, ...]` network that plays the reference games when
+    `reference_policy="previous"` (the agent before segment t); None: the current agent's,
+    which the expert reference does not read."""
     t0 = time.perf_counter()
     keys = np.asarray(jax.random.split(jax.random.fold_in(ctx.key_collect, t),
                                        ctx.cfg.num_seeds))
-    batch = sharding.to_host(ctx.collect(runner.rows(runner_state.params, 0,
-                                                     ctx.cfg.num_seeds), keys))
+    params = runner.rows(runner_state.params, 0, ctx.cfg.num_seeds)
+    batch = sharding.to_host(ctx.collect(
+        params, params if reference_params is None else reference_params, keys))
     return batch, time.perf_counter() - t0
 
 

@@ -62,6 +62,9 @@ class ValueArmSettings:
     epsilon-greedy expert (`--reference-epsilon`): groups that compare play, not luck."""
     reference_epsilon: float = _RECOMMENDED.reference_epsilon
     """Random-move probability of that reference expert (depth 1)."""
+    reference_policy: str = _RECOMMENDED.reference_policy
+    """Who plays those reference games (`SailorConfig.reference_policy`): the expert, or
+    "previous", the agent before the iteration's segment (issue 49)."""
     end_windows: float = _RECOMMENDED.end_windows
     """Probability that a judged game that ended shows its last window in the sailor_value*
     arms (`SailorConfig.end_windows`: where the judge sees `game_over`; issue 49)."""
@@ -92,6 +95,7 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
         cfg, window=min(args.window, cfg.max_len), trajectories=args.trajectories,
         end_windows=args.end_windows,
         reference_games=args.reference_games, reference_epsilon=args.reference_epsilon,
+        reference_policy=args.reference_policy,
         preferences=dataclasses.replace(cfg.preferences,
                                         compare=RECOMMENDED_PREFERENCES.compare),
         alignment=dataclasses.replace(

@@ -47,7 +47,9 @@ class SegmentHooks(Protocol):
     state through every checkpoint, so a resumed run continues exactly. Hooks with work in
     flight between segments (`pipeline.PipelinedHooks`) also define `after_restore(runner)`,
     called once after a checkpoint is restored, `finish(logger)`, called after the last
-    segment, and `abort()`, called when the run stops with an exception. Hooks whose logs
+    segment, and `abort()`, called when the run stops with an exception. Hooks that need the
+    state a segment starts from define `before_segment(segment, runner)` (the segment donates
+    it: copy what is kept). Hooks whose logs
     carry an `iteration` field define `next_iteration`, the first iteration whose records the
     restored state does not cover (`logging.rewind_logs` drops them on resume).
     """
@@ -123,6 +125,8 @@ def run_segments(out_dir: str, runner: Any, segment: Any, hooks: SegmentHooks, *
             task = progress.add_task(label, total=hooks.num_segments, completed=start) \
                 if progress else None
             for seg in range(start, hooks.num_segments):
+                if hasattr(hooks, "before_segment"):
+                    hooks.before_segment(seg, runner)
                 t0 = time.perf_counter()
                 runner, metrics = segment(runner, layout.put(hooks.thetas()))
                 metrics = layout.to_host(metrics)  # blocks until the segment is done
