@@ -1,9 +1,9 @@
 """Compare two `experiments/repair.py` folders start by start, paired per seed.
 
-A change to SAILOR (e.g. `--end-windows 0.25`) is measured by running `repair.py` twice with
-the same starts, seeds and budget, once with the change (folder B) and once without (folder
-A); the kept-fixed arms may be shared (copied: they do not depend on the change). For every
-start whose `METHOD` arm finished in both folders this prints:
+A change to SAILOR (e.g. judging end windows, `end_windows` 0.25) is measured by running
+`repair.py` twice with the same starts, seeds and budget, once with the change (folder B) and
+once without (folder A); the kept-fixed arms may be shared (copied: they do not depend on
+the change). For every start whose `METHOD` arm finished in both folders this prints:
 
 - B - A: the paired difference of the final greedy score [95% t-CI] and the seeds where B is
   higher (seed s of both arms starts from the same network and games);
