@@ -22,8 +22,6 @@ Writes `compare.md` and `compare.json.gz` (per-seed numbers) in `--out`.
 from __future__ import annotations
 
 import dataclasses
-import gzip
-import json
 import os
 import sys
 
@@ -33,7 +31,7 @@ from sailor_jax import report
 from sailor_jax.cli import parse_args
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
-from sailor_jax.logging import stored_path, to_jsonable
+from sailor_jax.logging import stored_path, write_json_gz
 from sailor_jax.run.repair_table import REFERENCE, score_samples
 from sailor_jax.run.results import SailorResults
 
@@ -97,10 +95,11 @@ def compare_start(args: Args, start: str) -> dict | None:
 
 
 def _starts(args: Args) -> list[str]:
-    names = [n for n in sorted(os.listdir(os.path.join(args.a, "variants")))
-             if n.endswith("." + args.method)] if os.path.isdir(os.path.join(args.a,
-                                                                              "variants")) else []
-    return [n[: -len(args.method) - 1] for n in names]
+    """The starts with a `METHOD` arm folder in `--a` (finished or not)."""
+    variants = os.path.join(args.a, "variants")
+    names = sorted(os.listdir(variants)) if os.path.isdir(variants) else []
+    suffix = "." + args.method
+    return [n[: -len(suffix)] for n in names if n.endswith(suffix)]
 
 
 def _ci(d: dict, fmt: str) -> str:
@@ -145,9 +144,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             f.write(table)
         record = {"a": args.a, "b": args.b, "method": args.method, "rows": rows,
                   "machine": report.machine()}
-        with open(os.path.join(args.out, "compare.json.gz"), "wb") as f:
-            f.write(gzip.compress(json.dumps(to_jsonable(record), indent=1).encode(), 9,
-                                  mtime=0))
+        write_json_gz(os.path.join(args.out, "compare.json.gz"), record)
     return rows
 
 

@@ -29,9 +29,7 @@ on the judge, so they run once (in the first level's folder) and are copied into
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import importlib.util
-import json
 import math
 import os
 import shutil
@@ -46,7 +44,7 @@ from sailor_jax.errors import report_user_errors
 from sailor_jax.judges import judge_eval
 from sailor_jax.judges.factory import make_ranker
 from sailor_jax.judges.judge_curve import crossings, group_accuracy, versus_random
-from sailor_jax.logging import to_jsonable
+from sailor_jax.logging import write_json_gz
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SMOLLM2_ACCURACY = 0.543
@@ -244,9 +242,7 @@ def main(args: Args) -> dict:
     curve["crossing"] = crossings(points, args.starts)
     versus_random(points)
     os.makedirs(args.out, exist_ok=True)
-    raw = json.dumps(to_jsonable(curve), indent=1).encode()
-    with open(os.path.join(args.out, "curve.json.gz"), "wb") as f:  # raw results stay gzipped
-        f.write(gzip.compress(raw, compresslevel=9, mtime=0))
+    write_json_gz(os.path.join(args.out, "curve.json.gz"), curve)
     table = markdown(curve)
     with open(os.path.join(args.out, "curve.md"), "w", encoding="utf-8") as f:
         f.write(table)

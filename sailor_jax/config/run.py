@@ -70,9 +70,9 @@ likelihood (Zeng et al. 2024) in a box of +-0.3 around the current theta, fitted
 group's pairs and accepted only if it orders the held-out half better (sign test, z 1) and keeps
 the per-move reward level (the survival guard)."""
 RECOMMENDED_PREFERENCES = PreferenceConfig(compare="auto")
+"""Each side of a pair ranked like the judge's verdict (`compare="auto"`)."""
 REFERENCE_POLICIES = ("expert", "previous")
 """`SailorConfig.reference_policy` values: who plays a group's reference games."""
-"""Each side of a pair ranked like the judge's verdict (`compare="auto"`)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
