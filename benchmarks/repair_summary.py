@@ -17,7 +17,8 @@ meet the target.
     python benchmarks/repair_summary.py --run runs/repair49 --out runs/repair49/summary
 
 Writes `summary.md`, `summary.json.gz` and `recovery.png` (recovery per gross start and the
-paired gain per mild and good start, 95% intervals) in `--out`.
+paired gain per mild and good start, 95% intervals; hollow: the random-judge control) in
+`--out`.
 """
 
 from __future__ import annotations
@@ -100,11 +101,16 @@ def summarize(rows: list[dict], method: str) -> dict:
         raise UserError("--run: the table has no theta0.fixed row",
                         "run repair.py with the fixed method")
     theta0_mean = by_arm[REFERENCE]["score"][0]
+    control = ("sailor_value_random_judge" if method.startswith("sailor_value")
+               else "sailor_random_judge")
     starts = []
     for r in rows:
         fixed = by_arm.get(REFERENCE if r["start"] == "theta0" else f"{r['start']}.fixed")
         if r["method"] == method and fixed is not None and "vs_fixed_start" in r:
             starts.append(start_summary(r, fixed, theta0_mean))
+            random_judge = by_arm.get(f"{r['start']}.{control}", {})
+            starts[-1]["random_judge"] = {k: random_judge[k] for k in ("recovery",
+                                          "vs_fixed_start") if k in random_judge} or None
     if not starts:
         raise UserError(f"--method: no {method} arm with its start kept fixed in the table",
                         "run repair.py with that method and the fixed one")
@@ -128,16 +134,18 @@ def _ci(d: dict, fmt: str, key: str = "mean") -> str:
 def markdown(summary: dict) -> str:
     """The per-start table and, under it, the gross starts' distribution."""
     lines = ["| start | class (kept fixed, below theta0) | result [95% CI] | seeds higher "
-             "| worst seed / fixed twin | vs random judge | target |",
-             "|---|---|---:|---:|---:|---:|---|"]
+             "| worst seed / fixed twin | random judge alone | SAILOR - random judge | target |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
     for s in summary["starts"]:
         d = s["vs_fixed"]
         result = (f"recovery {_ci(s['recovery'], '.2f', 'fraction')}" if "recovery" in s
                   else f"{_ci(d, '+,.0f')} over kept fixed")
-        rj = s["vs_random_judge"]
+        rj, alone = s["vs_random_judge"], s["random_judge"] or {}
+        alone = (_ci(alone["recovery"], ".2f", "fraction") if "recovery" in alone
+                 else _ci(alone["vs_fixed_start"], "+,.0f") if alone else "-")
         lines.append(f"| {s['start']} | {s['class']} ({s['fixed_score']:,.0f}, "
                      f"{s['shortfall']:.0%}) | {result} | {d['wins']}/{len(d['per_seed'])} "
-                     f"| {s['worst_ratio']:.2f} | {_ci(rj, '+,.0f') if rj else '-'} "
+                     f"| {s['worst_ratio']:.2f} | {alone} | {_ci(rj, '+,.0f') if rj else '-'} "
                      f"| {'met' if s['met'] else 'not met'} |")
     g = summary["gross"]
     if g:
@@ -154,7 +162,8 @@ def plot(summary: dict, path: str) -> None:
     import matplotlib.pyplot as plt
     gross = [s for s in summary["starts"] if s["class"] == "gross"]
     other = [s for s in summary["starts"] if s["class"] != "gross"]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 0.5 * max(len(gross), len(other), 4) + 1.5))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 0.5 * max(len(gross), len(other), 4) + 1.5),
+                             gridspec_kw={"wspace": 0.55})
     for ax, group, key in ((axes[0], gross, "recovery"), (axes[1], other, "vs_fixed")):
         y = np.arange(len(group))[::-1]
         mid = np.array([s[key]["fraction" if key == "recovery" else "mean"] for s in group])
@@ -163,6 +172,13 @@ def plot(summary: dict, path: str) -> None:
         colors = ["tab:green" if s["met"] else "tab:red" for s in group]
         ax.errorbar(mid, y, xerr=[mid - lo, hi - mid], fmt="none", ecolor="grey", capsize=3)
         ax.scatter(mid, y, c=colors, zorder=3)
+        rj = [(yy, s["random_judge"][key if key == "recovery" else "vs_fixed_start"])
+              for yy, s in zip(y, group, strict=True) if s["random_judge"]]
+        if rj:
+            ax.scatter([d["fraction" if key == "recovery" else "mean"] for _, d in rj],
+                       [yy for yy, _ in rj], facecolors="none", edgecolors="black", zorder=3,
+                       label="random-judge control")
+            ax.legend(fontsize=8, loc="lower right")
         ax.set_yticks(y, [f"{s['start']} ({s['class']})" for s in group])
         for x, style in ((0.8, "--"), (0.5, ":")) if key == "recovery" else ((0.0, "-"),):
             ax.axvline(x, color="black", linestyle=style, linewidth=0.8)

@@ -40,6 +40,7 @@ def _table() -> list[dict]:
         _row("g1", "fixed", gross1), _row("g1", "sailor_value", [91, 101, 81, 91], gross1,
                                           random_judge=[11, 12, 10, 11]),
         # recovery (60 - 50) / (100 - 50) = 0.2: not met
+        _row("g1", "sailor_value_random_judge", [11, 12, 10, 11], gross1),
         _row("g2", "fixed", gross2), _row("g2", "sailor_value", [60, 65, 55, 60], gross2),
         # 20% below theta0: mild; gains 10, 9, 11, 10, interval above 0: met
         _row("m1", "fixed", mild), _row("m1", "sailor_value", [90, 97, 83, 90], mild),
@@ -66,6 +67,8 @@ def test_summary_classes_targets_and_the_gross_distribution():
     assert by["m1"]["shortfall"] == pytest.approx(0.2)
     assert by["theta0"]["worst_ratio"] == pytest.approx(80 / 110)
     assert by["g1"]["vs_random_judge"]["mean"] == pytest.approx(80.0)
+    assert by["g1"]["random_judge"]["recovery"]["fraction"] == pytest.approx(1 / 90)
+    assert by["g2"]["random_judge"] is None
     g = s["gross"]
     assert (g["n"], g["met"]) == (2, 1)
     assert [g[k] for k in ("min", "q25", "median", "q75", "max")] == \
@@ -80,6 +83,7 @@ def test_main_reads_the_compressed_record_and_writes_table_json_and_figure(tmp_p
     summary_mod.main(["--run", str(record.parent), "--out", str(out)])
     table = capsys.readouterr().out
     assert "| g1 | gross (10, 90%) | recovery 0.90" in table
+    assert "| 0.01 [" in table and "| +80 [" in table  # the control alone, SAILOR - control
     assert "target (>= 0.8, lower end >= 0.5) met from 1." in table
     assert (out / "summary.md").read_text() == table.rstrip("\n") + "\n"
     stored = json.loads(gzip.decompress((out / "summary.json.gz").read_bytes()))
