@@ -141,8 +141,8 @@ def markdown(summary: dict) -> str:
         result = (f"recovery {_ci(s['recovery'], '.2f', 'fraction')}" if "recovery" in s
                   else f"{_ci(d, '+,.0f')} over kept fixed")
         rj, alone = s["vs_random_judge"], s["random_judge"] or {}
-        alone = (_ci(alone["recovery"], ".2f", "fraction") if "recovery" in alone
-                 else _ci(alone["vs_fixed_start"], "+,.0f") if alone else "-")
+        alone = ("-" if not alone else _ci(alone["recovery"], ".2f", "fraction")
+                 if "recovery" in s else _ci(alone["vs_fixed_start"], "+,.0f"))
         lines.append(f"| {s['start']} | {s['class']} ({s['fixed_score']:,.0f}, "
                      f"{s['shortfall']:.0%}) | {result} | {d['wins']}/{len(d['per_seed'])} "
                      f"| {s['worst_ratio']:.2f} | {alone} | {_ci(rj, '+,.0f') if rj else '-'} "

@@ -43,7 +43,9 @@ def _table() -> list[dict]:
         _row("g1", "sailor_value_random_judge", [11, 12, 10, 11], gross1),
         _row("g2", "fixed", gross2), _row("g2", "sailor_value", [60, 65, 55, 60], gross2),
         # 20% below theta0: mild; gains 10, 9, 11, 10, interval above 0: met
-        _row("m1", "fixed", mild), _row("m1", "sailor_value", [90, 97, 83, 90], mild),
+        _row("m1", "fixed", mild), _row("m1", "sailor_value", [90, 97, 83, 90], mild,
+                                          random_judge=[81, 89, 73, 81]),
+        _row("m1", "sailor_value_random_judge", [81, 89, 73, 81], mild),  # +1 on every seed
         # theta0: mean -6.25, interval holds 0, but seed 2 is 80 / 110 = 0.73 of its twin
         _row("theta0", "sailor_value", [95, 80, 99, 101], THETA0),
         _row("g3", "fixed", [1.0, 2.0, 3.0, 4.0]),  # its SAILOR arm has not run: left out
@@ -84,6 +86,7 @@ def test_main_reads_the_compressed_record_and_writes_table_json_and_figure(tmp_p
     table = capsys.readouterr().out
     assert "| g1 | gross (10, 90%) | recovery 0.90" in table
     assert "| 0.01 [" in table and "| +80 [" in table  # the control alone, SAILOR - control
+    assert "| +1 [+1, +1] | +9 [" in table  # a mild start's control: its gain, not recovery
     assert "target (>= 0.8, lower end >= 0.5) met from 1." in table
     assert (out / "summary.md").read_text() == table.rstrip("\n") + "\n"
     stored = json.loads(gzip.decompress((out / "summary.json.gz").read_bytes()))
