@@ -32,13 +32,10 @@ import numpy as np
 
 from sailor_jax import report
 from sailor_jax.cli import parse_args
+from sailor_jax.config.starts import severity
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.logging import open_text, write_json_gz
-from sailor_jax.run.repair_table import REFERENCE
-
-GROSS, MILD = 0.30, 0.10
-"""Shortfall of the start kept fixed below theta0 kept fixed (share of theta0's mean) above
-which a start is gross, and mild (the start screen's bands)."""
+from sailor_jax.run.repair_table import REFERENCE, random_judge_control
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,20 +62,18 @@ def load_rows(run: str) -> list[dict]:
                         ) from None
 
 
-def severity(shortfall: float) -> str:
-    """`gross`, `mild` or `good` from the start's shortfall below theta0 (a share)."""
-    return "gross" if shortfall > GROSS else "mild" if shortfall >= MILD else "good"
-
-
-def start_summary(row: dict, fixed: dict, theta0_mean: float) -> dict:
-    """One start's class, result and verdict; `row` the method's row, `fixed` the start's."""
+def start_summary(row: dict, fixed: dict, control: dict | None, theta0_mean: float) -> dict:
+    """One start's class, result and verdict; `row` the method's row, `fixed` the start's,
+    `control` its random-judge control's (None where it did not run)."""
     shortfall = 1.0 - fixed["score"][0] / theta0_mean
     kind = severity(shortfall) if row["start"] != "theta0" else "good"
     diff = row["vs_fixed_start"]
     out = {"start": row["start"], "class": kind, "shortfall": shortfall,
            "fixed_score": fixed["score"][0], "score": row["score"][0], "vs_fixed": diff,
            "worst_ratio": row["worst_ratio_to_fixed"],
-           "vs_random_judge": row.get("vs_random_judge")}
+           "vs_random_judge": row.get("vs_random_judge"),
+           "random_judge": {k: control[k] for k in ("recovery", "vs_fixed_start")
+                            if k in control} if control else None}
     if kind == "gross":
         rec = row["recovery"]
         out["recovery"] = rec
@@ -101,16 +96,13 @@ def summarize(rows: list[dict], method: str) -> dict:
         raise UserError("--run: the table has no theta0.fixed row",
                         "run repair.py with the fixed method")
     theta0_mean = by_arm[REFERENCE]["score"][0]
-    control = ("sailor_value_random_judge" if method.startswith("sailor_value")
-               else "sailor_random_judge")
+    control = random_judge_control(method)
     starts = []
     for r in rows:
         fixed = by_arm.get(REFERENCE if r["start"] == "theta0" else f"{r['start']}.fixed")
         if r["method"] == method and fixed is not None and "vs_fixed_start" in r:
-            starts.append(start_summary(r, fixed, theta0_mean))
-            random_judge = by_arm.get(f"{r['start']}.{control}", {})
-            starts[-1]["random_judge"] = {k: random_judge[k] for k in ("recovery",
-                                          "vs_fixed_start") if k in random_judge} or None
+            starts.append(start_summary(r, fixed, by_arm.get(f"{r['start']}.{control}"),
+                                        theta0_mean))
     if not starts:
         raise UserError(f"--method: no {method} arm with its start kept fixed in the table",
                         "run repair.py with that method and the fixed one")
@@ -140,9 +132,11 @@ def markdown(summary: dict) -> str:
         d = s["vs_fixed"]
         result = (f"recovery {_ci(s['recovery'], '.2f', 'fraction')}" if "recovery" in s
                   else f"{_ci(d, '+,.0f')} over kept fixed")
-        rj, alone = s["vs_random_judge"], s["random_judge"] or {}
-        alone = ("-" if not alone else _ci(alone["recovery"], ".2f", "fraction")
-                 if "recovery" in s else _ci(alone["vs_fixed_start"], "+,.0f"))
+        rj, alone = s["vs_random_judge"], "-"
+        if s["random_judge"] and "recovery" in s:
+            alone = _ci(s["random_judge"]["recovery"], ".2f", "fraction")
+        elif s["random_judge"]:
+            alone = _ci(s["random_judge"]["vs_fixed_start"], "+,.0f")
         lines.append(f"| {s['start']} | {s['class']} ({s['fixed_score']:,.0f}, "
                      f"{s['shortfall']:.0%}) | {result} | {d['wins']}/{len(d['per_seed'])} "
                      f"| {s['worst_ratio']:.2f} | {alone} | {_ci(rj, '+,.0f') if rj else '-'} "
@@ -165,17 +159,19 @@ def plot(summary: dict, path: str) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(13, 0.5 * max(len(gross), len(other), 4) + 1.5),
                              gridspec_kw={"wspace": 0.55})
     for ax, group, key in ((axes[0], gross, "recovery"), (axes[1], other, "vs_fixed")):
+        centre = "fraction" if key == "recovery" else "mean"
+        control_key = "recovery" if key == "recovery" else "vs_fixed_start"
         y = np.arange(len(group))[::-1]
-        mid = np.array([s[key]["fraction" if key == "recovery" else "mean"] for s in group])
+        mid = np.array([s[key][centre] for s in group])
         lo = np.array([s[key]["ci_low"] for s in group])
         hi = np.array([s[key]["ci_high"] for s in group])
         colors = ["tab:green" if s["met"] else "tab:red" for s in group]
         ax.errorbar(mid, y, xerr=[mid - lo, hi - mid], fmt="none", ecolor="grey", capsize=3)
         ax.scatter(mid, y, c=colors, zorder=3)
-        rj = [(yy, s["random_judge"][key if key == "recovery" else "vs_fixed_start"])
+        rj = [(yy, s["random_judge"][control_key])
               for yy, s in zip(y, group, strict=True) if s["random_judge"]]
         if rj:
-            ax.scatter([d["fraction" if key == "recovery" else "mean"] for _, d in rj],
+            ax.scatter([d[centre] for _, d in rj],
                        [yy for yy, _ in rj], facecolors="none", edgecolors="black", zorder=3,
                        label="random-judge control")
             ax.legend(fontsize=8, loc="lower right")

@@ -10,6 +10,7 @@ import pytest
 from test_experiments import _load
 
 from sailor_jax import report
+from sailor_jax.config.starts import severity
 from sailor_jax.errors import UserError
 
 summary_mod = _load("benchmarks/repair_summary.py")
@@ -53,7 +54,7 @@ def _table() -> list[dict]:
 
 
 def test_severity_bands_are_the_screens():
-    assert [summary_mod.severity(x) for x in (0.05, 0.10, 0.2, 0.30, 0.31, 0.99)] == \
+    assert [severity(x) for x in (0.05, 0.10, 0.2, 0.30, 0.31, 0.99)] == \
         ["good", "mild", "mild", "mild", "gross", "gross"]
 
 

@@ -17,6 +17,17 @@ from sailor_jax.game.reward import BASELINE_THETA, RewardSpec, theta_from
 SEVERITIES = ("", "mild", "gross")
 """How far a start kept fixed falls below theta0 kept fixed (issue 49's screen: 8 paired seeds,
 the repair `cpu` preset's ~1M env steps): mild 10-30% below, gross more; "" not screened."""
+GROSS_SHORTFALL, MILD_SHORTFALL = 0.30, 0.10
+"""The bands of `SEVERITIES`: a start kept fixed whose mean falls more than `GROSS_SHORTFALL`
+below theta0's kept fixed (a share of theta0's mean) is gross; from `MILD_SHORTFALL` to that,
+mild; less, good (no repair needed: the screen kept no such start)."""
+
+
+def severity(shortfall: float) -> str:
+    """`gross`, `mild` or `good` from a start's shortfall below theta0 (a share, `float`)."""
+    if shortfall > GROSS_SHORTFALL:
+        return "gross"
+    return "mild" if shortfall >= MILD_SHORTFALL else "good"
 
 
 @dataclasses.dataclass(frozen=True)

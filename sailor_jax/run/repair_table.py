@@ -17,6 +17,15 @@ SHORT = dict(zip(FEATURE_NAMES, ("score", "empty", "corner", "mono", "merges", "
 """Short feature names for the table's final-theta column."""
 
 
+CONTROLS = ("sailor_random_judge", "sailor_value_random_judge")
+"""The random-judge control arms: the same update with a uniformly random judge."""
+
+
+def random_judge_control(method: str) -> str:
+    """The random-judge control of a SAILOR arm `method` (one of `CONTROLS`)."""
+    return CONTROLS[1] if method.startswith("sailor_value") else CONTROLS[0]
+
+
 def score_samples(results) -> dict[str, list[float]]:
     """Per-seed final greedy score and 1024 / 2048 rates of one arm."""
     m = report.per_seed_metrics(results.evaluation)
@@ -47,11 +56,8 @@ def summarize(arm_list, results: dict) -> list[dict]:
             gap = report.paired_difference(ref, fixed_score)
             if gap["mean"] > 0 and len(ref) >= 2 and fixed != REFERENCE:
                 row["recovery"] = report.recovery_fraction(s["score"], fixed_score, ref)
-        control = f"{start.name}." + ("sailor_value_random_judge"
-                                      if method.startswith("sailor_value")
-                                      else "sailor_random_judge")
-        if method not in ("fixed", "sailor_random_judge", "sailor_value_random_judge") \
-                and control in results:
+        control = f"{start.name}.{random_judge_control(method)}"
+        if method != "fixed" and method not in CONTROLS and control in results:
             row["vs_random_judge"] = report.paired_difference(
                 s["score"], score_samples(results[control])["score"])
         if method == "fixed" and name != REFERENCE:
