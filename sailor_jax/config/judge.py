@@ -116,6 +116,10 @@ class AlignmentConfig:
     theta by a sign-test margin (`alignment.heldout`). 0 = accept on the fitted pairs."""
     heldout_z: float = 1.0
     """Margin of the held-out test: net pairs gained >= max(1, z sqrt(pairs changed))."""
+    heldout_tau_z: float = 0.0
+    """The held-out agreement gate (issue 50): the candidate's Kendall tau with the judge on
+    the held-out trajectories must be at least this many standard deviations of tau under
+    independence (`alignment.heldout.tau_null_sd`). 0 = no gate."""
     survival_guard: bool = False
     """Reject an update that lowers the per-move reward of the iteration's trajectories (the
     terminal feature left out; `alignment.heldout.survival_check`): how this project sets the
@@ -152,6 +156,8 @@ class AlignmentConfig:
                f"heldout must be in [0, 1), got {self.heldout}")
         _check(np.isfinite(self.heldout_z) and self.heldout_z >= 0,
                f"heldout_z must be finite and >= 0, got {self.heldout_z}")
+        _check(np.isfinite(self.heldout_tau_z) and self.heldout_tau_z >= 0,
+               f"heldout_tau_z must be finite and >= 0, got {self.heldout_tau_z}")
         _check(np.isfinite(self.keep_decay) and 0 < self.keep_decay <= 1,
                f"keep_decay must be in (0, 1], got {self.keep_decay}")
         _check(self.update_workers >= 0,

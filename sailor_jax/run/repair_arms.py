@@ -53,6 +53,10 @@ class ValueArmSettings:
     heldout_z: float = RECOMMENDED_ALIGNMENT.heldout_z
     """The held-out sign test's z in the sailor_value* arms: a step is accepted when
     gained - lost >= max(1, z sqrt(gained + lost)) on the held-out pairs."""
+    heldout_tau_z: float = RECOMMENDED_ALIGNMENT.heldout_tau_z
+    """The held-out agreement gate in the sailor_value* arms: a step is accepted only if its
+    Kendall tau with the judge on the held-out windows is at least this many null standard
+    deviations (`AlignmentConfig.heldout_tau_z`; 0 = no gate)."""
     survival_guard: bool = RECOMMENDED_ALIGNMENT.survival_guard
     """In the sailor_value* arms, reject an update that lowers the per-move reward of the
     iteration's trajectories (`AlignmentConfig.survival_guard`; off before 2026-11-25's
@@ -100,7 +104,8 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
                                         compare=RECOMMENDED_PREFERENCES.compare),
         alignment=dataclasses.replace(
             cfg.alignment, method=args.value_update, heldout=args.heldout, heldout_z=args.heldout_z,
-            beta=args.value_beta, survival_guard=args.survival_guard,
+            heldout_tau_z=args.heldout_tau_z, beta=args.value_beta,
+            survival_guard=args.survival_guard,
             **({"mcmc_trust_region": args.value_step} if args.value_update == "bt_mcmc"
                else {"trust_region": args.value_step})))
 
