@@ -11,7 +11,7 @@
 #     svgwrite==1.4.3 tyro==1.0.17 docstring-parser==0.18.0 typeguard==4.6.1 \
 #     scikit-optimize==0.10.2 pyaml==26.7.0 cma==4.5.0 tensorboardX==2.6.5 \
 #     orbax-checkpoint==0.12.8 optax==0.2.8 chex==0.1.92
-# then call the device tool with carry [".whl"], timeout_s 560 and the command
+# then call the device tool with carry [".whl"], timeout_s 590 and the command
 #   bash benchmarks/gpu/check.sh
 # Extra arguments go to gpu_check.py (e.g. `--parts ppo main_llm --deadlines 240 120`).
 # Rehearsed on the 2-core CPU with the wheels carried and the project's venv as python3

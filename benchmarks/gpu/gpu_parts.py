@@ -53,8 +53,8 @@ class Sizes:
 
 
 FULL = Sizes(env_batches=tuple(2**k for k in (22, 20, 18, 16, 14, 12)),
-             env_steps_per_call=2**26, trunks=TRUNKS, ppo_envs=(16384, 4096, 1024, 256),
-             ppo_seeds=(8, 1), ppo_updates=2, repeats=2, flops_envs=256, reference_envs=(4096,),
+             env_steps_per_call=2**26, trunks=TRUNKS, ppo_envs=(256, 2048, 16384),
+             ppo_seeds=(8,), ppo_updates=2, repeats=2, flops_envs=256, reference_envs=(4096,),
              judge_size="qwen2.5-1.5b", judge_batches=(8, 16, 32, 64), judge_groups=16,
              pool_epsilons=(1.0, 0.3), pool_games=64, main_args=("--sailor.iterations", "4"))
 TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], ppo_envs=(8,),
@@ -90,7 +90,7 @@ def _ppo_rows(sizes: Sizes, recipes: tuple[str, ...], envs: tuple[int, ...],
 
 
 def part_ppo(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
-    """FLOPs per env step of each trunk, then the PPO segment's rows (largest batch first)."""
+    """FLOPs per env step of each trunk, then the PPO segment's rows (in `Sizes.ppo_envs` order)."""
     once = None
     for name in sizes.trunks:
         flops = throughput.flops_per_env_step(name, sizes.flops_envs, once)
