@@ -12,6 +12,13 @@
 #     orbax-checkpoint==0.12.8 optax==0.2.8 chex==0.1.92
 # (not flax 0.12.8: it fails to import under jax 0.11.2). Then, on that machine:
 #   bash benchmarks/gpu/repair34.sh
+# Issue 49's whole table at ~5M env steps per seed (32 updates of 20 PPO updates; 30 arms in
+# priority order, about two calls; not yet run):
+#   DEADLINE=540 P=10 ARMS=benchmarks/gpu/repair49_5m.arms METHODS="fixed sailor_value \
+#     sailor_value_random_judge" STARTS="theta0 timid corner_obsessed hoards_merges \
+#     free_cells_only disorder_bonus rough_board merges_only crowds_the_board pays_for_dying \
+#     chases_max_tile score_as_cost" bash benchmarks/gpu/repair34.sh
+# then the same with SKIP set to the number of arms the first call finished.
 set -u
 source "$(dirname "$0")/setup.sh" || exit $?
 mkdir -p $G/logs
@@ -20,12 +27,14 @@ run_arm() {  # DIR ARM [flags]: one arm of --out $G/DIR, killed at the deadline
   local left=$(( START + DEADLINE - $(date +%s) ))
   if [ $left -lt 90 ]; then echo "not started: $dir $arm"; return 0; fi
   local t0=$(date +%s)
-  timeout -s INT $left python3 experiments/repair.py --preset cpu \
-    --starts theta0 ones pays_for_dying chases_max_tile \
-    --methods fixed sailor sailor_value sailor_value_regret sailor_value_outcome \
-    sailor_value_random_judge "$@" --out $G/$dir --only $arm > $G/logs/$dir.$arm.log 2>&1
+  timeout -s INT $left python3 experiments/repair.py --preset cpu --starts $STARTS \
+    --methods $METHODS "$@" --out $G/$dir --only $arm > $G/logs/$dir.$arm.log 2>&1
   echo "rc $? after $(( $(date +%s) - t0 )) s: $dir $arm"
 }
+# STARTS, METHODS: repair.py's --starts and --methods (each arm's start and method among them).
+export STARTS=${STARTS:-theta0 ones pays_for_dying chases_max_tile}
+export METHODS=${METHODS:-fixed sailor sailor_value sailor_value_regret sailor_value_outcome \
+sailor_value_random_judge}
 export -f run_arm
 default_arms() { cat <<'ARMS'
 b09 theta0.fixed --value-beta 0.9 --no-survival-guard
@@ -60,7 +69,8 @@ ARMS
 }
 # Arms of 2026-11-25 (before repair.py's value arms defaulted to beta 5 and the survival
 # guard: hence the flags). ARMS=FILE: other arms, one "DIR ARM [flags]" per line (e.g. benchmarks/gpu/repair34_z.arms)
-if [ -n "${ARMS:-}" ]; then cat "$ARMS"; else default_arms; fi | xargs -P $P -L 1 bash -c 'run_arm "$@"' _
+# SKIP=N: leave out the first N arms (those a previous call brought back).
+if [ -n "${ARMS:-}" ]; then cat "$ARMS"; else default_arms; fi | tail -n +$(( ${SKIP:-0} + 1 )) | xargs -P $P -L 1 bash -c 'run_arm "$@"' _
 echo "all arms ended after $(( $(date +%s) - START )) s"
 cd $G && find . -name results.json -o -name config.json -o -name metrics.jsonl \
   | tar czf $OUT/arms.tar.gz -T - logs && ls -la $OUT
