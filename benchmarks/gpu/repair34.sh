@@ -14,27 +14,20 @@
 #   bash benchmarks/gpu/repair34.sh
 # Issue 49's whole table at ~5M env steps per seed (32 updates of 20 PPO updates; 30 arms in
 # priority order, about two calls; not yet run):
-#   DEADLINE=540 P=10 ARMS=benchmarks/gpu/repair49_5m.arms METHODS="fixed sailor_value \
-#     sailor_value_random_judge" STARTS="theta0 timid corner_obsessed hoards_merges \
-#     free_cells_only disorder_bonus rough_board merges_only crowds_the_board pays_for_dying \
-#     chases_max_tile score_as_cost" bash benchmarks/gpu/repair34.sh
+#   DEADLINE=540 P=10 ARMS=benchmarks/gpu/repair49_5m.arms bash benchmarks/gpu/repair34.sh
 # then the same with SKIP set to the number of arms the first call finished.
 set -u
 source "$(dirname "$0")/setup.sh" || exit $?
 mkdir -p $G/logs
-run_arm() {  # DIR ARM [flags]: one arm of --out $G/DIR, killed at the deadline
-  local dir=$1 arm=$2; shift 2
+run_arm() {  # DIR START.METHOD [flags]: one arm of --out $G/DIR, killed at the deadline
+  local dir=$1 arm=$2; shift 2  # arms are independent: each runs with its own start and method
   local left=$(( START + DEADLINE - $(date +%s) ))
   if [ $left -lt 90 ]; then echo "not started: $dir $arm"; return 0; fi
   local t0=$(date +%s)
-  timeout -s INT $left python3 experiments/repair.py --preset cpu --starts $STARTS \
-    --methods $METHODS "$@" --out $G/$dir --only $arm > $G/logs/$dir.$arm.log 2>&1
+  timeout -s INT $left python3 experiments/repair.py --preset cpu --starts ${arm%%.*} \
+    --methods ${arm#*.} "$@" --out $G/$dir --only $arm > $G/logs/$dir.$arm.log 2>&1
   echo "rc $? after $(( $(date +%s) - t0 )) s: $dir $arm"
 }
-# STARTS, METHODS: repair.py's --starts and --methods (each arm's start and method among them).
-export STARTS=${STARTS:-theta0 ones pays_for_dying chases_max_tile}
-export METHODS=${METHODS:-fixed sailor sailor_value sailor_value_regret sailor_value_outcome \
-sailor_value_random_judge}
 export -f run_arm
 default_arms() { cat <<'ARMS'
 b09 theta0.fixed --value-beta 0.9 --no-survival-guard
