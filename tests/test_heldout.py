@@ -209,6 +209,8 @@ def test_align_step_with_heldout_keeps_theta_under_a_judge_the_fit_cannot_genera
     (lambda: AlignmentConfig(heldout=float("nan")), "heldout must be in"),
     (lambda: AlignmentConfig(heldout_z=-0.5), "heldout_z must be"),
     (lambda: AlignmentConfig(heldout_tau_z=-1.0), "heldout_tau_z must be"),
+    (lambda: AlignmentConfig(survival_floor=-0.1), "survival_floor must be"),
+    (lambda: AlignmentConfig(survival_floor=float("nan")), "survival_floor must be"),
     (lambda: PreferenceConfig(compare="median"), "compare must be one of"),
     (lambda: dataclasses.replace(PAPER, trajectories=3, alignment=AlignmentConfig(heldout=0.5)),
      "trajectories >= 4"),
@@ -252,6 +254,26 @@ def test_survival_check_never_lowers_the_per_move_reward(before, after, ok):
     assert f"{before:+.3f} -> {after:+.3f}" in message
 
 
+@pytest.mark.parametrize("before, after, floor, ok", [
+    (1.0, 0.6, 0.5, True),    # lowered, still above the floor
+    (1.0, 0.5, 0.5, True),    # down to the floor
+    (1.0, 0.4, 0.5, False),   # below it
+    (0.3, 0.2, 0.5, False),   # a level at or below the floor is never lowered
+    (0.3, 0.4, 0.5, True),
+    (0.3, 0.0, 0.0, True),    # floor 0: any level >= 0
+    (0.3, -0.01, 0.0, False),
+    (-0.2, -0.1, 0.5, True),
+])
+def test_survival_check_with_a_floor(before, after, floor, ok):
+    names = ("a", "game_over")
+    phi, lengths = np.array([[10.0, 1.0]]), [10]  # level = weight of "a"
+    accepted, message = heldout.survival_check([before, -1.0], [after, 5.0], phi, lengths,
+                                               names, floor)
+    assert accepted is ok
+    assert message.startswith("survival guard " + ("kept" if ok else "rejected"))
+    assert f"{before:+.3f} -> {after:+.3f} (floor {floor:+.3f})" in message
+
+
 def test_align_step_survival_guard_rejects_a_step_that_makes_living_cost():
     """The judge prefers windows whose (negative) feature 1 is closer to zero and whose
     feature 0 is smaller: the fitted step lowers the weight of feature 0 and raises that of
@@ -275,3 +297,9 @@ def test_align_step_survival_guard_rejects_a_step_that_makes_living_cost():
     kept, updates = align_step(theta0[None], batch, [ranking], SPEC, guarded, iteration=0)
     np.testing.assert_array_equal(kept[0], theta0)
     assert updates[0].accepted is False and "survival guard rejected" in updates[0].message
+    # A floor reaches the guard from the config; living that costs stays refused at floor 0.
+    floored = dataclasses.replace(guarded, alignment=dataclasses.replace(
+        guarded.alignment, survival_floor=0.0))
+    kept, updates = align_step(theta0[None], batch, [ranking], SPEC, floored, iteration=0)
+    np.testing.assert_array_equal(kept[0], theta0)
+    assert updates[0].accepted is False and "(floor +0.000)" in updates[0].message

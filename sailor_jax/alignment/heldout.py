@@ -39,6 +39,10 @@ runs every seed whose level an accepted step took below zero collapsed (final sc
 +0.015..+0.045 stalled near half their fixed twin. `survival_check` therefore lets an update
 raise the level but never lower it: in 2048 points are made only while the game goes on, so
 this project sets the level by that rule, not by the judge.
+With a floor (`AlignmentConfig.survival_floor`) an update may also lower a level that lies
+above the floor, down to the floor: a start that pays too much per move (a heuristic weighted
+1.0 on every move) can then be moved by the judge, while a level at or below the floor keeps
+the rule above (issue 49).
 """
 
 from __future__ import annotations
@@ -223,14 +227,19 @@ def survival_level(theta, Phi, lengths, names) -> float:
     return float(phi.sum(0) @ theta / lengths.sum())
 
 
-def survival_check(theta, candidate, Phi, lengths, names) -> tuple[bool, str]:
+def survival_check(theta, candidate, Phi, lengths, names,
+                   floor: float | None = None) -> tuple[bool, str]:
     """`(accepted, message)`: the survival guard (module docstring) on one update.
 
-    Accepted iff `survival_level(candidate) >= survival_level(theta)` (within 1e-9).
-    Arguments as `survival_level`.
+    Accepted iff `survival_level(candidate) >= min(survival_level(theta), floor)` (within
+    1e-9): the level may fall only while it stays at or above `floor` (reward units per move;
+    `AlignmentConfig.survival_floor`), and with `floor=None` never. Other arguments as
+    `survival_level`.
     """
     before = survival_level(theta, Phi, lengths, names)
     after = survival_level(candidate, Phi, lengths, names)
-    ok = after >= before - 1e-9
+    need = before if floor is None else min(before, floor)
+    ok = after >= need - 1e-9
     verdict = "kept" if ok else "rejected (theta unchanged)"
-    return ok, f"survival guard {verdict}: per-move reward {before:+.3f} -> {after:+.3f}"
+    bound = "" if floor is None else f" (floor {floor:+.3f})"
+    return ok, f"survival guard {verdict}: per-move reward {before:+.3f} -> {after:+.3f}{bound}"

@@ -124,6 +124,10 @@ class AlignmentConfig:
     """Reject an update that lowers the per-move reward of the iteration's trajectories (the
     terminal feature left out; `alignment.heldout.survival_check`): how this project sets the
     per-move level that no comparison of equal-length windows can see."""
+    survival_floor: float | None = None
+    """With `survival_guard`, the per-move level above which an update may lower it (never
+    below this floor; reward units per move, the terminal feature left out). None = never
+    lower it (issue 34's rule)."""
 
     def __post_init__(self) -> None:
         _check(self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}")
@@ -158,6 +162,9 @@ class AlignmentConfig:
                f"heldout_z must be finite and >= 0, got {self.heldout_z}")
         _check(np.isfinite(self.heldout_tau_z) and self.heldout_tau_z >= 0,
                f"heldout_tau_z must be finite and >= 0, got {self.heldout_tau_z}")
+        _check(self.survival_floor is None
+               or (np.isfinite(self.survival_floor) and self.survival_floor >= 0),
+               f"survival_floor must be None or finite and >= 0, got {self.survival_floor}")
         _check(np.isfinite(self.keep_decay) and 0 < self.keep_decay <= 1,
                f"keep_decay must be in (0, 1], got {self.keep_decay}")
         _check(self.update_workers >= 0,

@@ -61,6 +61,9 @@ class ValueArmSettings:
     """In the sailor_value* arms, reject an update that lowers the per-move reward of the
     iteration's trajectories (`AlignmentConfig.survival_guard`; off before 2026-11-25's
     table: `--no-survival-guard`)."""
+    survival_floor: float | None = RECOMMENDED_ALIGNMENT.survival_floor
+    """The survival guard's floor in the sailor_value* arms (`AlignmentConfig.survival_floor`:
+    an update may lower a per-move level above it, down to it; None = never lower it)."""
     reference_games: int = _RECOMMENDED.reference_games
     """Of the `trajectories` per group in the sailor_value* arms, this many are played by the
     epsilon-greedy expert (`--reference-epsilon`): groups that compare play, not luck."""
@@ -105,7 +108,7 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
         alignment=dataclasses.replace(
             cfg.alignment, method=args.value_update, heldout=args.heldout, heldout_z=args.heldout_z,
             heldout_tau_z=args.heldout_tau_z, beta=args.value_beta,
-            survival_guard=args.survival_guard,
+            survival_guard=args.survival_guard, survival_floor=args.survival_floor,
             **({"mcmc_trust_region": args.value_step} if args.value_update == "bt_mcmc"
                else {"trust_region": args.value_step})))
 

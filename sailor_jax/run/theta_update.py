@@ -99,7 +99,8 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
             theta = theta if accepted else thetas[s]
         if cfg.alignment.survival_guard and accepted:
             accepted, guard = heldout.survival_check(thetas[s], theta, batch.Phi[s],
-                                                     batch.lengths[s], spec.names)
+                                                     batch.lengths[s], spec.names,
+                                                     cfg.alignment.survival_floor)
             message = f"{message}; {guard}"
             theta = theta if accepted else thetas[s]
         new_thetas[s] = theta
