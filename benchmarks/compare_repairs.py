@@ -12,6 +12,8 @@ the change). For every start whose `METHOD` arm finished in both folders this pr
 - the final `game_over` weight (mean over seeds) in A and B, theta0's being -1;
 - the share of the agent's judged windows that hold their game's end, over the whole run
   (`IterationRecord.sampled_ended`; "-" for a run recorded before it existed).
+- what became of the seed-updates in A and B (`update_outcomes`): accepted, refused by the
+  held-out test, refused by the survival guard after passing it.
 
     python benchmarks/compare_repairs.py --a runs/repair49 --b runs/repair49_end25 \\
         --out benchmarks/results/repair49_end_windows
@@ -71,6 +73,22 @@ def ended_share(results: SailorResults) -> float | None:
     return float(np.mean([c["agent"] for c in counts]) / per_seed)
 
 
+def update_outcomes(results: SailorResults) -> dict[str, int]:
+    """Counts over iterations and seeds of the seed-updates (`SeedUpdate`): `accepted`,
+    `heldout` (refused by the held-out test), `guard` (passed it, refused by the survival
+    guard), `other` (no fit below the current error, no pairs, a failed judge), `total`.
+    Read from each update's `accepted` flag and message (`alignment.heldout`'s words)."""
+    counts = dict.fromkeys(("accepted", "heldout", "guard", "other", "total"), 0)
+    for it in results.iterations:
+        for seed in it.seeds:
+            key = ("accepted" if seed.accepted else "guard"
+                   if "survival guard rejected" in seed.message else "heldout"
+                   if "held-out rejected" in seed.message else "other")
+            counts[key] += 1
+            counts["total"] += 1
+    return counts
+
+
 def compare_start(args: Args, start: str) -> dict | None:
     """One start's row, or None where the arm has not finished in both folders."""
     arm = f"{start}.{args.method}"
@@ -84,7 +102,8 @@ def compare_start(args: Args, start: str) -> dict | None:
            "score": {args.label_a: sa, args.label_b: sb}, "fixed": sf,
            "game_over": {lab: float(np.mean(np.asarray(r.theta_history[-1])[:, GAME_OVER]))
                          for lab, r in ((args.label_a, a), (args.label_b, b))},
-           "ended_share": {args.label_a: ended_share(a), args.label_b: ended_share(b)}}
+           "ended_share": {args.label_a: ended_share(a), args.label_b: ended_share(b)},
+           "updates": {args.label_a: update_outcomes(a), args.label_b: update_outcomes(b)}}
     if start == "theta0":
         row["vs_fixed"] = {lab: report.paired_difference(s, sf)
                            for lab, s in ((args.label_a, sa), (args.label_b, sb))}
@@ -106,12 +125,17 @@ def _ci(d: dict, fmt: str) -> str:
     return f"{d['mean']:{fmt}} [{d['ci_low']:{fmt}}, {d['ci_high']:{fmt}}]"
 
 
+def _outcomes(u: dict) -> str:
+    return f"{u['accepted']} / {u['heldout']} / {u['guard']} of {u['total']}"
+
+
 def markdown(args: Args, rows: list[dict]) -> str:
     """The comparison table, one line per start."""
     la, lb = args.label_a, args.label_b
     lines = [f"| start | {lb} - {la}: final score [95% CI] (seeds higher) | recovery {la} | "
-             f"recovery {lb} | game_over {la} / {lb} | windows holding the end {la} / {lb} |",
-             "|---|---:|---:|---:|---:|---:|"]
+             f"recovery {lb} | game_over {la} / {lb} | windows holding the end {la} / {lb} | "
+             f"accepted / held-out refused / guard refused {la}; {lb} |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         d = r["b_minus_a"]
         if "recovery" in r:
@@ -125,7 +149,8 @@ def markdown(args: Args, rows: list[dict]) -> str:
                  for lab in (la, lb)]
         lines.append(f"| {r['start']} | {_ci(d, '+,.0f')} ({d['wins']}/{len(d['per_seed'])}) "
                      f"| {rec[0]} | {rec[1]} | {r['game_over'][la]:+.2f} / "
-                     f"{r['game_over'][lb]:+.2f} | {ended[0]} / {ended[1]} |")
+                     f"{r['game_over'][lb]:+.2f} | {ended[0]} / {ended[1]} | "
+                     f"{_outcomes(r['updates'][la])}; {_outcomes(r['updates'][lb])} |")
     return "\n".join(lines) + "\n"
 
 

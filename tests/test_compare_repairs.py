@@ -14,7 +14,7 @@ from test_results import _record
 from sailor_jax import report
 from sailor_jax.errors import UserError
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.run.results import PHASES, SailorResults
+from sailor_jax.run.results import PHASES, SailorResults, SeedUpdate
 
 THETA0 = list(RewardSpec().theta0)
 TILES = [str(t) for t in report.TILES]
@@ -41,6 +41,24 @@ def _write(folder, arm: str, scores: list[float], game_over: float = -1.0,
     results.write(str(path))
 
 
+def test_update_outcomes_reads_accepted_held_out_and_guard_refusals():
+    bench = _load("benchmarks/compare_repairs.py")
+    record = _record(0)
+    record.seeds = [SeedUpdate(accepted=True, message="accepted: ...; held-out accepted: ...; "
+                                                      "survival guard kept: ..."),
+                    SeedUpdate(accepted=False, message="accepted: ...; held-out rejected "
+                                                       "(theta unchanged): 28 pairs"),
+                    SeedUpdate(accepted=False, message="held-out accepted: ...; survival guard "
+                                                       "rejected (theta unchanged): ..."),
+                    SeedUpdate(accepted=False, message="rejected: weighted pair error 0.5 is "
+                                                       "not below 0.5; theta unchanged")]
+    results = SailorResults(config={}, ranker={}, feature_names=[], theta_history=[],
+                            iterations=[record, record], env_steps_per_seed=1, evaluation={},
+                            baseline_evaluation=None, timings={})
+    assert bench.update_outcomes(results) == {"accepted": 2, "heldout": 2, "guard": 2,
+                                              "other": 2, "total": 8}
+
+
 def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_path, capsys):
     bench = _load("benchmarks/compare_repairs.py")
     a, b = tmp_path / "a", tmp_path / "b"
@@ -63,8 +81,12 @@ def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_
     assert pays["ended_share"] == pytest.approx({"base": 2 / 6, "end": 1.0})
     assert theta0["vs_fixed"]["end"]["per_seed"] == [1.0, 2.0, 3.0] and "recovery" not in theta0
     assert theta0["ended_share"] == {"base": None, "end": None}
+    # _record's two seeds per iteration: one accepted, one judge failure.
+    assert pays["updates"]["base"] == {"accepted": 2, "heldout": 0, "guard": 0, "other": 2,
+                                       "total": 4}
     table = capsys.readouterr().out
     assert "| pays | +10 [" in table and "(2/3) | 0.44 [" in table and "| 0.33 / 1.00 |" in table
+    assert "| 0.33 / 1.00 | 2 / 0 / 0 of 4; 1 / 0 / 0 of 2 |" in table
     assert open(tmp_path / "out" / "compare.md").read() in table
     with gzip.open(tmp_path / "out" / "compare.json.gz", "rt") as f:
         saved = json.load(f)
