@@ -42,7 +42,8 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
         assert cfg.alignment.method == ("bt_mcmc" if method == "sailor_bt_mcmc" else "bo")
     args = dataclasses.replace(repair.PRESETS["cpu"], window=50, trajectories=12,
                                reference_games=4, heldout=0.25, value_step=0.4, end_windows=0.5,
-                               reference_policy="previous")
+                               reference_policy="previous", survival_floor=0.5,
+                               value_keep_iterations=2)
     for method, (kind, verdict) in repair_arms.VALUE_JUDGES.items():
         cfg = repair_arms.arm_config(start, method, base, 3, 0.1, args)
         assert (cfg.ranker.kind, cfg.ranker.expert_verdict) == (kind, verdict)
@@ -53,6 +54,7 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
                 cfg.alignment.mcmc_trust_region) == ("bt_mcmc", 0.25, 0.4)
         assert (cfg.alignment.beta, cfg.alignment.survival_guard, cfg.alignment.heldout_z) \
             == (5.0, True, 1.0)
+        assert (cfg.alignment.survival_floor, cfg.alignment.keep_iterations) == (0.5, 2)
         bo = repair_arms.arm_config(start, method, base, 3, 0.1,
                                dataclasses.replace(args, value_update="bo"))
         assert (bo.alignment.method, bo.alignment.trust_region) == ("bo", 0.4)

@@ -61,6 +61,10 @@ class ValueArmSettings:
     """In the sailor_value* arms, reject an update that lowers the per-move reward of the
     iteration's trajectories (`AlignmentConfig.survival_guard`; off before 2026-11-25's
     table: `--no-survival-guard`)."""
+    value_keep_iterations: int = RECOMMENDED_ALIGNMENT.keep_iterations
+    """In the sailor_value* arms, the fitted pairs of the last this many iterations also join
+    each update's fit (`AlignmentConfig.keep_iterations`; the held-out test still uses this
+    iteration's held-out windows only). 0 = this iteration's pairs only."""
     survival_floor: float | None = RECOMMENDED_ALIGNMENT.survival_floor
     """The survival guard's floor in the sailor_value* arms (`AlignmentConfig.survival_floor`:
     an update may lower a per-move level above it, down to it; None = never lower it)."""
@@ -109,6 +113,7 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
             cfg.alignment, method=args.value_update, heldout=args.heldout, heldout_z=args.heldout_z,
             heldout_tau_z=args.heldout_tau_z, beta=args.value_beta,
             survival_guard=args.survival_guard, survival_floor=args.survival_floor,
+            keep_iterations=args.value_keep_iterations,
             **({"mcmc_trust_region": args.value_step} if args.value_update == "bt_mcmc"
                else {"trust_region": args.value_step})))
 
