@@ -3,7 +3,8 @@
 A change to SAILOR (e.g. judging end windows, `end_windows` 0.25) is measured by running
 `repair.py` twice with the same starts, seeds and budget, once with the change (folder B) and
 once without (folder A); the kept-fixed arms may be shared (copied: they do not depend on
-the change). For every start whose `METHOD` arm finished in both folders this prints:
+the change; `--method-b` names B's arm where it is another, e.g. `sailor_value_regret`). For
+every start whose `METHOD` arm finished in both folders this prints:
 
 - B - A: the paired difference of the final greedy score [95% t-CI] and the seeds where B is
   higher (seed s of both arms starts from the same network and games);
@@ -50,6 +51,9 @@ class Args:
     """The folder with the change."""
     method: str = "sailor_value"
     """The arm compared in both folders."""
+    method_b: str = ""
+    """The arm of `--b` when it differs (e.g. sailor_value_regret against `--a`'s
+    sailor_value); empty = `--method`."""
     label_a: str = "A"
     label_b: str = "B"
     """Column labels of the two folders."""
@@ -91,8 +95,8 @@ def update_outcomes(results: SailorResults) -> dict[str, int]:
 
 def compare_start(args: Args, start: str) -> dict | None:
     """One start's row, or None where the arm has not finished in both folders."""
-    arm = f"{start}.{args.method}"
-    a, b = _load(args.a, arm), _load(args.b, arm)
+    a = _load(args.a, f"{start}.{args.method}")
+    b = _load(args.b, f"{start}.{args.method_b or args.method}")
     fixed = _load(args.a, REFERENCE if start == "theta0" else f"{start}.fixed")
     reference = _load(args.a, REFERENCE)
     if a is None or b is None or fixed is None or reference is None:
@@ -167,7 +171,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "compare.md"), "w", encoding="utf-8") as f:
             f.write(table)
-        record = {"a": args.a, "b": args.b, "method": args.method, "rows": rows,
+        record = {"a": args.a, "b": args.b, "method": args.method,
+                  "method_b": args.method_b or args.method, "rows": rows,
                   "machine": report.machine()}
         write_json_gz(os.path.join(args.out, "compare.json.gz"), record)
     return rows

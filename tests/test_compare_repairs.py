@@ -92,5 +92,10 @@ def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_
         saved = json.load(f)
     assert saved["rows"][0]["score"]["end"] == [70.0, 60.0, 50.0]
     assert np.isclose(saved["rows"][0]["b_minus_a"]["mean"], 10.0)
+    # Another arm in b: its rows pair with a's sailor_value arm.
+    _write(b, "pays.sailor_value_regret", [30.0, 20.0, 40.0])
+    rows = bench.main(["--a", str(a), "--b", str(b), "--method-b", "sailor_value_regret"])
+    assert [r["start"] for r in rows] == ["pays"]
+    assert rows[0]["b_minus_a"]["per_seed"] == [-20.0, -40.0, 0.0]
     with pytest.raises(UserError, match="--a/--b: no sailor_value arm has finished in both"):
         bench.main(["--a", str(a), "--b", str(tmp_path / "none")])
