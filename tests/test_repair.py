@@ -12,9 +12,11 @@ from test_ablations import TINY
 from test_experiments import _load
 
 from sailor_jax import report
+from sailor_jax.alignment import heldout
 from sailor_jax.config.starts import STARTS
 from sailor_jax.errors import UserError
-from sailor_jax.run import loop, repair_arms, variants
+from sailor_jax.judges import factory
+from sailor_jax.run import loop, repair_arms, repair_table, variants
 from sailor_jax.run.run_dir import config_json
 
 
@@ -49,7 +51,7 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
         assert (cfg.ranker.kind, cfg.ranker.expert_verdict) == (kind, verdict)
         assert (cfg.window, cfg.trajectories, cfg.reference_games, cfg.end_windows,
                 cfg.reference_policy) == (50, 12, 4, 0.5, "previous")
-        assert cfg.preferences.compare == "auto"
+        assert cfg.preferences.compare == repair_arms.COMPARED_AS.get(method, "auto")
         assert (cfg.alignment.method, cfg.alignment.heldout,
                 cfg.alignment.mcmc_trust_region) == ("bt_mcmc", 0.25, 0.4)
         assert (cfg.alignment.beta, cfg.alignment.survival_guard, cfg.alignment.heldout_z) \
@@ -80,6 +82,36 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
 
 class _Killed(Exception):
     pass
+
+
+def test_each_value_arm_has_a_control_that_differs_only_in_the_judge(repair):
+    """The random-judge control of a sailor_value* arm runs the same update and compares
+    `R_theta` the same way (sums or per-move means) as the arm: only the judge's order
+    differs. The regret verdict's is its own control, not the value verdict's."""
+    base = repair.PRESETS["cpu"].base
+    start = STARTS["timid"]
+    controls = {}
+    for method in repair_arms.VALUE_JUDGES:
+        if method in repair_table.CONTROLS:
+            continue
+        control = repair_table.random_judge_control(method)
+        controls[method] = control
+        arm = repair_arms.arm_config(start, method, base, 0)
+        ctrl = repair_arms.arm_config(start, control, base, 0)
+        assert ctrl.ranker.kind == "random"
+        compared = [heldout.resolve_comparison(c.preferences.compare,
+                                               factory.make_ranker(c.ranker).aggregate)
+                    for c in (arm, ctrl)]
+        assert compared[0] == compared[1]
+        assert dataclasses.replace(ctrl, ranker=arm.ranker,
+                                   preferences=arm.preferences) == arm
+    assert controls == {"sailor_value": "sailor_value_random_judge",
+                        "sailor_value_regret": "sailor_value_regret_random_judge",
+                        "sailor_value_outcome": "sailor_value_random_judge"}
+    assert heldout.resolve_comparison(
+        "auto", factory.make_ranker(repair_arms.arm_config(
+            start, "sailor_value_regret", base, 0).ranker).aggregate) == "mean"
+    assert repair_table.random_judge_control("sailor_kept") == "sailor_random_judge"
 
 
 def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):

@@ -20,11 +20,17 @@ from sailor_jax.run.repair_table import REFERENCE
 
 METHODS: tuple[str, ...] = ("fixed", "sailor", "sailor_kept", "sailor_trust", "sailor_bt_mcmc",
                             "sailor_random_judge", "sailor_value", "sailor_value_regret",
-                            "sailor_value_outcome", "sailor_value_random_judge")
+                            "sailor_value_outcome", "sailor_value_random_judge",
+                            "sailor_value_regret_random_judge")
 VALUE_JUDGES = {"sailor_value": ("expert", "value"), "sailor_value_regret": ("expert", "regret"),
                 "sailor_value_outcome": ("outcome", "regret"),
-                "sailor_value_random_judge": ("random", "regret")}
+                "sailor_value_random_judge": ("random", "regret"),
+                "sailor_value_regret_random_judge": ("random", "regret")}
 """Judge kind and expert verdict of the issue-34 arms (all share the conservative update)."""
+COMPARED_AS = {"sailor_value_regret_random_judge": "mean"}
+"""`PreferenceConfig.compare` of the arms that do not compare as their judge's verdict is made
+("auto"): a random judge's order carries no verdict (`RandomRanker.aggregate` is "sum"), so the
+regret verdict's matched control compares `R_theta` per move, as the regret arm does."""
 
 
 _RECOMMENDED = SailorConfig()
@@ -122,13 +128,17 @@ def value_arm(cfg: SailorConfig, method: str, args: ValueArmSettings | None = No
               ) -> SailorConfig:
     """The sailor_value* arms' settings over `cfg`: `guarded` with the judge of
     `VALUE_JUDGES[method]` (`args`: the settings, by default `ValueArmSettings()`; the expert's
-    verdicts made `args.judge_noise` noisy)."""
+    verdicts made `args.judge_noise` noisy), compared as `COMPARED_AS` says where it names
+    the arm."""
     args = args or ValueArmSettings()
     kind, verdict = VALUE_JUDGES[method]
     cfg = guarded(cfg, args)
     noise = args.judge_noise if kind == "expert" else 0.0
-    return dataclasses.replace(cfg, ranker=dataclasses.replace(
-        cfg.ranker, kind=kind, expert_verdict=verdict, noise=noise))
+    compare = COMPARED_AS.get(method, cfg.preferences.compare)
+    return dataclasses.replace(
+        cfg, ranker=dataclasses.replace(cfg.ranker, kind=kind, expert_verdict=verdict,
+                                        noise=noise),
+        preferences=dataclasses.replace(cfg.preferences, compare=compare))
 
 
 def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: int,

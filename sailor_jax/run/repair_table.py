@@ -17,12 +17,16 @@ SHORT = dict(zip(FEATURE_NAMES, ("score", "empty", "corner", "mono", "merges", "
 """Short feature names for the table's final-theta column."""
 
 
-CONTROLS = ("sailor_random_judge", "sailor_value_random_judge")
-"""The random-judge control arms: the same update with a uniformly random judge."""
+CONTROLS = ("sailor_random_judge", "sailor_value_random_judge", "sailor_value_regret_random_judge")
+"""The random-judge control arms: the same update with a uniformly random judge, its order
+compared like the arm's judge (sums; per-move means for the regret verdict)."""
 
 
 def random_judge_control(method: str) -> str:
-    """The random-judge control of a SAILOR arm `method` (one of `CONTROLS`)."""
+    """The random-judge control of a SAILOR arm `method` (one of `CONTROLS`): the one whose
+    update and comparison match the arm's, so only the judge differs."""
+    if method == "sailor_value_regret":
+        return CONTROLS[2]
     return CONTROLS[1] if method.startswith("sailor_value") else CONTROLS[0]
 
 
