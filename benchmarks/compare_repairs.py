@@ -19,6 +19,9 @@ every start whose `METHOD` arm finished in both folders this prints:
     python benchmarks/compare_repairs.py --a runs/repair49 --b runs/repair49_end25 \\
         --out benchmarks/results/repair49_end_windows
 
+More seeds: `--more-a` / `--more-b` name folders run the same way with other root seeds
+(`repair.py --base.seed 1`); their seeds are pooled with `--a`'s and `--b`'s, pair by pair.
+
 Writes `compare.md` and `compare.json.gz` (per-seed numbers) in `--out`.
 """
 
@@ -57,8 +60,19 @@ class Args:
     label_a: str = "A"
     label_b: str = "B"
     """Column labels of the two folders."""
+    more_a: tuple[str, ...] = ()
+    """Further seed sets of `--a`: folders run like it with other seeds (`repair.py
+    --base.seed`), each holding the arm, its start kept fixed and theta0 kept fixed; their
+    seeds are pooled after `--a`'s, in order."""
+    more_b: tuple[str, ...] = ()
+    """The same for `--b`, one folder per `--more-a` folder (none: `--more-a`'s own)."""
     out: str = ""
     """Where compare.md and compare.json.gz go (none: print only)."""
+
+    def __post_init__(self) -> None:
+        if self.more_b and len(self.more_b) != len(self.more_a):
+            raise UserError(f"--more-b: {len(self.more_b)} folders for {len(self.more_a)} in "
+                            "--more-a", "name one --more-b folder per --more-a folder, or none")
 
 
 def _load(folder: str, arm: str) -> SailorResults | None:
@@ -93,21 +107,40 @@ def update_outcomes(results: SailorResults) -> dict[str, int]:
     return counts
 
 
+def _side(folders: list[str], arm: str) -> dict | None:
+    """One arm pooled over seed sets (`folders`): per-seed scores in order, the final
+    `game_over` weight's mean over all seeds, the seed-weighted end-window share (None if any
+    set lacks it) and the summed update outcomes; None if any set has not finished it."""
+    runs = [_load(f, arm) for f in folders]
+    if any(r is None for r in runs):
+        return None
+    scores = [x for r in runs for x in score_samples(r)["score"]]
+    final = np.concatenate([np.asarray(r.theta_history[-1]) for r in runs])
+    shares = [ended_share(r) for r in runs]
+    weights = [len(score_samples(r)["score"]) for r in runs]
+    counts = [update_outcomes(r) for r in runs]
+    return {"score": scores, "game_over": float(final[:, GAME_OVER].mean()),
+            "ended": None if None in shares else float(np.average(shares, weights=weights)),
+            "updates": {k: sum(c[k] for c in counts) for k in counts[0]}}
+
+
 def compare_start(args: Args, start: str) -> dict | None:
-    """One start's row, or None where the arm has not finished in both folders."""
-    a = _load(args.a, f"{start}.{args.method}")
-    b = _load(args.b, f"{start}.{args.method_b or args.method}")
-    fixed = _load(args.a, REFERENCE if start == "theta0" else f"{start}.fixed")
-    reference = _load(args.a, REFERENCE)
+    """One start's row (seeds pooled over `--more-a`/`--more-b`), or None where the arm has
+    not finished in every folder."""
+    folders_a = [args.a, *args.more_a]
+    folders_b = [args.b, *(args.more_b or args.more_a)]
+    a = _side(folders_a, f"{start}.{args.method}")
+    b = _side(folders_b, f"{start}.{args.method_b or args.method}")
+    fixed = _side(folders_a, REFERENCE if start == "theta0" else f"{start}.fixed")
+    reference = _side(folders_a, REFERENCE)
     if a is None or b is None or fixed is None or reference is None:
         return None
-    sa, sb, sf, sr = (score_samples(r)["score"] for r in (a, b, fixed, reference))
+    sa, sb, sf, sr = (side["score"] for side in (a, b, fixed, reference))
     row = {"start": start, "b_minus_a": report.paired_difference(sb, sa),
            "score": {args.label_a: sa, args.label_b: sb}, "fixed": sf,
-           "game_over": {lab: float(np.mean(np.asarray(r.theta_history[-1])[:, GAME_OVER]))
-                         for lab, r in ((args.label_a, a), (args.label_b, b))},
-           "ended_share": {args.label_a: ended_share(a), args.label_b: ended_share(b)},
-           "updates": {args.label_a: update_outcomes(a), args.label_b: update_outcomes(b)}}
+           "game_over": {args.label_a: a["game_over"], args.label_b: b["game_over"]},
+           "ended_share": {args.label_a: a["ended"], args.label_b: b["ended"]},
+           "updates": {args.label_a: a["updates"], args.label_b: b["updates"]}}
     if start == "theta0":
         row["vs_fixed"] = {lab: report.paired_difference(s, sf)
                            for lab, s in ((args.label_a, sa), (args.label_b, sb))}
@@ -171,7 +204,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "compare.md"), "w", encoding="utf-8") as f:
             f.write(table)
-        record = {"a": args.a, "b": args.b, "method": args.method,
+        record = {"a": args.a, "b": args.b, "more_a": list(args.more_a),
+                  "more_b": list(args.more_b or args.more_a), "method": args.method,
                   "method_b": args.method_b or args.method, "rows": rows,
                   "machine": report.machine()}
         write_json_gz(os.path.join(args.out, "compare.json.gz"), record)

@@ -106,3 +106,34 @@ def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_
     assert rows[0]["b_minus_a"]["per_seed"] == [-20.0, -40.0, 0.0]
     with pytest.raises(UserError, match="--a/--b: no sailor_value arm has finished in both"):
         bench.main(["--a", str(a), "--b", str(tmp_path / "none")])
+
+
+def test_compare_repairs_pools_seed_sets_pair_by_pair(tmp_path, capsys):
+    """`--more-a` / `--more-b`: a second seed set's seeds follow the first's, each B seed
+    paired with the A seed of its own set; the recovery is over all seeds at once."""
+    bench = _load("benchmarks/compare_repairs.py")
+    a, b, a1 = tmp_path / "a", tmp_path / "b", tmp_path / "a1"
+    for folder, ref, fixed in ((a, [100.0, 110.0], [10.0, 20.0]), (a1, [90.0], [0.0])):
+        _write(folder, "theta0.fixed", ref)
+        _write(folder, "pays.fixed", fixed)
+    _write(a, "pays.sailor_value", [50.0, 60.0], game_over=0.8)
+    _write(b, "pays.sailor_value_regret", [70.0, 80.0], game_over=0.2)
+    _write(a1, "pays.sailor_value", [40.0], game_over=0.5)
+    _write(a1, "pays.sailor_value_regret", [45.0], game_over=-0.4)  # B's second set: in a1
+    argv = ["--a", str(a), "--b", str(b), "--method-b", "sailor_value_regret",
+            "--more-a", str(a1)]
+    (pays,) = bench.main(argv)
+    assert pays["score"] == {"A": [50.0, 60.0, 40.0], "B": [70.0, 80.0, 45.0]}
+    assert pays["b_minus_a"]["per_seed"] == [20.0, 20.0, 5.0]
+    assert pays["fixed"] == [10.0, 20.0, 0.0]
+    # recovery: mean(arm - fixed) / mean(theta0 - fixed) over the three seeds
+    assert pays["recovery"]["B"]["fraction"] == pytest.approx((60 + 60 + 45) / (90 + 90 + 90))
+    assert pays["game_over"] == pytest.approx({"A": (0.8 * 2 + 0.5) / 3, "B": (0.2 * 2 - 0.4) / 3})
+    assert pays["updates"]["A"]["total"] == 2 * 2  # two runs, _record's two seed-updates each
+    (same,) = bench.main([*argv, "--more-b", str(a1)])  # named: the same folder
+    assert same["b_minus_a"] == pays["b_minus_a"]
+    with pytest.raises(UserError, match="no sailor_value arm has finished"):
+        bench.main([*argv[:-1], str(tmp_path / "none")])  # a seed set without the arms
+    with pytest.raises(SystemExit):
+        bench.main([*argv, "--more-b", str(a1), str(b)])
+    assert "error: --more-b: 2 folders for 1 in --more-a" in capsys.readouterr().err
