@@ -9,7 +9,8 @@ every start whose `METHOD` arm finished in both folders this prints:
 - B - A: the paired difference of the final greedy score [95% t-CI] and the seeds where B is
   higher (seed s of both arms starts from the same network and games);
 - the recovery fraction in A and in B (`report.recovery_fraction`, against the start and
-  theta0 kept fixed in A; theta0 itself: the paired difference to theta0 kept fixed);
+  theta0 kept fixed in A; theta0 itself: the paired difference to theta0 kept fixed and the
+  worst seed's ratio to its fixed twin);
 - the final `game_over` weight (mean over seeds) in A and B, theta0's being -1;
 - the share of the agent's judged windows that hold their game's end, over the whole run
   (`IterationRecord.sampled_ended`; "-" for a run recorded before it existed).
@@ -144,6 +145,8 @@ def compare_start(args: Args, start: str) -> dict | None:
     if start == "theta0":
         row["vs_fixed"] = {lab: report.paired_difference(s, sf)
                            for lab, s in ((args.label_a, sa), (args.label_b, sb))}
+        row["worst_to_fixed"] = {lab: float(np.min(np.divide(s, sf)))
+                                 for lab, s in ((args.label_a, sa), (args.label_b, sb))}
     elif np.mean(sr) > np.mean(sf):
         row["recovery"] = {lab: report.recovery_fraction(s, sf, sr)
                            for lab, s in ((args.label_a, sa), (args.label_b, sb))}
@@ -179,7 +182,8 @@ def markdown(args: Args, rows: list[dict]) -> str:
             rec = [_ci(r["recovery"][lab] | {"mean": r["recovery"][lab]["fraction"]}, ".2f")
                    for lab in (la, lb)]
         elif "vs_fixed" in r:
-            rec = [_ci(r["vs_fixed"][lab], "+,.0f") + " (to fixed)" for lab in (la, lb)]
+            rec = [_ci(r["vs_fixed"][lab], "+,.0f")
+                   + f" (to fixed; worst seed {r['worst_to_fixed'][lab]:.2f})" for lab in (la, lb)]
         else:
             rec = ["-", "-"]
         ended = [f"{r['ended_share'][lab]:.2f}" if r["ended_share"][lab] is not None else "-"

@@ -87,6 +87,7 @@ def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_
     assert pays["game_over"] == pytest.approx({"base": 0.8, "end": 0.2})
     assert pays["ended_share"] == pytest.approx({"base": 2 / 6, "end": 1.0})
     assert theta0["vs_fixed"]["end"]["per_seed"] == [1.0, 2.0, 3.0] and "recovery" not in theta0
+    assert theta0["worst_to_fixed"] == pytest.approx({"base": 100 / 110, "end": 101 / 100})
     assert theta0["ended_share"] == {"base": None, "end": None}
     # _record's two seeds per iteration: one accepted, one judge failure.
     assert pays["updates"]["base"] == {"accepted": 2, "heldout": 0, "guard": 0, "other": 2,
@@ -94,6 +95,7 @@ def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_
     table = capsys.readouterr().out
     assert "| pays | +10 [" in table and "(2/3) | 0.44 [" in table and "| 0.33 / 1.00 |" in table
     assert "| 0.33 / 1.00 | 2 / 0 / 0 of 4; 1 / 0 / 0 of 2 |" in table
+    assert "(to fixed; worst seed 0.91) | +2 [" in table
     assert open(tmp_path / "out" / "compare.md").read() in table
     with gzip.open(tmp_path / "out" / "compare.json.gz", "rt") as f:
         saved = json.load(f)
