@@ -4,7 +4,9 @@ and every preset, ablation variant and repair arm still builds the config its ta
 `tests/data/measured_configs.json.gz` holds the `config.json` of each of them as built before
 the recommended settings became `SailorConfig()`'s defaults (163 configs: the three
 `experiments/sailor.py` presets, every variant of every `experiments/ablations.py` preset, every
-arm of the `experiments/repair.py` presets from theta0, `ones` and the named starts).
+arm of the `experiments/repair.py` presets from theta0, `ones` and the named starts), plus the
+8 arms of `sailor_value_regret_random_judge` as they were built when that arm was added and
+measured (2026-11-27; issue 49).
 """
 
 from __future__ import annotations

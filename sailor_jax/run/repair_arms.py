@@ -74,6 +74,11 @@ class ValueArmSettings:
     survival_floor: float | None = RECOMMENDED_ALIGNMENT.survival_floor
     """The survival guard's floor in the sailor_value* arms (`AlignmentConfig.survival_floor`:
     an update may lower a per-move level above it, down to it; None = never lower it)."""
+    value_compare: Literal["auto", "sum", "mean"] = RECOMMENDED_PREFERENCES.compare
+    """How the sailor_value* arms rank `R_theta` against the judge
+    (`PreferenceConfig.compare`): "auto" as the judge's verdict is made (sums for the value
+    verdict, per-move means for the regret verdict), or "sum" / "mean" for every arm and its
+    control alike (issue 49: the regret verdict compared as sums)."""
     reference_games: int = _RECOMMENDED.reference_games
     """Of the `trajectories` per group in the sailor_value* arms, this many are played by the
     epsilon-greedy expert (`--reference-epsilon`): groups that compare play, not luck."""
@@ -98,9 +103,10 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
     """Issue 34's guarded SAILOR over `cfg`, its judge kept: groups of `args.trajectories`
     windows of `args.window` moves (at most `cfg.max_len`), `args.reference_games` of them
     played by the epsilon-greedy expert; each side ranked like the judge's verdict
-    (`compare="auto"`); the update a step in a box of +-`args.value_step` around the current
-    theta (MH posterior mean, Zeng et al. 2024, or BO), accepted only if it orders the held-out
-    windows' pairs better (sign test) and keeps the per-move reward level (survival guard).
+    (`compare="auto"`; or `args.value_compare`); the update a step in a box of
+    +-`args.value_step` around the current theta (MH posterior mean, Zeng et al. 2024, or
+    BO), accepted only if it orders the held-out windows' pairs better (sign test) and keeps
+    the per-move reward level (survival guard).
     `guarded(PAPER)` is `SailorConfig()`; repair.py's sailor_value* arms apply their flags
     with it.
 
@@ -113,8 +119,7 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
         end_windows=args.end_windows,
         reference_games=args.reference_games, reference_epsilon=args.reference_epsilon,
         reference_policy=args.reference_policy,
-        preferences=dataclasses.replace(cfg.preferences,
-                                        compare=RECOMMENDED_PREFERENCES.compare),
+        preferences=dataclasses.replace(cfg.preferences, compare=args.value_compare),
         alignment=dataclasses.replace(
             cfg.alignment, method=args.value_update, heldout=args.heldout, heldout_z=args.heldout_z,
             heldout_tau_z=args.heldout_tau_z, beta=args.value_beta,
@@ -128,13 +133,14 @@ def value_arm(cfg: SailorConfig, method: str, args: ValueArmSettings | None = No
               ) -> SailorConfig:
     """The sailor_value* arms' settings over `cfg`: `guarded` with the judge of
     `VALUE_JUDGES[method]` (`args`: the settings, by default `ValueArmSettings()`; the expert's
-    verdicts made `args.judge_noise` noisy), compared as `COMPARED_AS` says where it names
-    the arm."""
+    verdicts made `args.judge_noise` noisy), compared as `args.value_compare` says, or with
+    "auto" as `COMPARED_AS` says where it names the arm."""
     args = args or ValueArmSettings()
     kind, verdict = VALUE_JUDGES[method]
     cfg = guarded(cfg, args)
     noise = args.judge_noise if kind == "expert" else 0.0
-    compare = COMPARED_AS.get(method, cfg.preferences.compare)
+    compare = (COMPARED_AS.get(method, "auto") if args.value_compare == "auto"
+               else args.value_compare)
     return dataclasses.replace(
         cfg, ranker=dataclasses.replace(cfg.ranker, kind=kind, expert_verdict=verdict,
                                         noise=noise),
