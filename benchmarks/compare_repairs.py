@@ -39,7 +39,7 @@ from sailor_jax.cli import parse_args
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.logging import stored_path, write_json_gz
-from sailor_jax.run.repair_table import REFERENCE, score_samples
+from sailor_jax.run.repair_table import REFERENCE, score_samples, worst_ratio
 from sailor_jax.run.results import SailorResults
 
 GAME_OVER = FEATURE_NAMES.index("game_over")
@@ -115,12 +115,13 @@ def _side(folders: list[str], arm: str) -> dict | None:
     runs = [_load(f, arm) for f in folders]
     if any(r is None for r in runs):
         return None
-    scores = [x for r in runs for x in score_samples(r)["score"]]
+    per_run = [score_samples(r)["score"] for r in runs]
     final = np.concatenate([np.asarray(r.theta_history[-1]) for r in runs])
     shares = [ended_share(r) for r in runs]
-    weights = [len(score_samples(r)["score"]) for r in runs]
+    weights = [len(scores) for scores in per_run]
     counts = [update_outcomes(r) for r in runs]
-    return {"score": scores, "game_over": float(final[:, GAME_OVER].mean()),
+    return {"score": [x for scores in per_run for x in scores],
+            "game_over": float(final[:, GAME_OVER].mean()),
             "ended": None if None in shares else float(np.average(shares, weights=weights)),
             "updates": {k: sum(c[k] for c in counts) for k in counts[0]}}
 
@@ -145,7 +146,7 @@ def compare_start(args: Args, start: str) -> dict | None:
     if start == "theta0":
         row["vs_fixed"] = {lab: report.paired_difference(s, sf)
                            for lab, s in ((args.label_a, sa), (args.label_b, sb))}
-        row["worst_to_fixed"] = {lab: float(np.min(np.divide(s, sf)))
+        row["worst_to_fixed"] = {lab: worst_ratio(s, sf)
                                  for lab, s in ((args.label_a, sa), (args.label_b, sb))}
     elif np.mean(sr) > np.mean(sf):
         row["recovery"] = {lab: report.recovery_fraction(s, sf, sr)

@@ -139,12 +139,11 @@ def value_arm(cfg: SailorConfig, method: str, args: ValueArmSettings | None = No
     kind, verdict = VALUE_JUDGES[method]
     cfg = guarded(cfg, args)
     noise = args.judge_noise if kind == "expert" else 0.0
-    compare = (COMPARED_AS.get(method, "auto") if args.value_compare == "auto"
-               else args.value_compare)
-    return dataclasses.replace(
-        cfg, ranker=dataclasses.replace(cfg.ranker, kind=kind, expert_verdict=verdict,
-                                        noise=noise),
-        preferences=dataclasses.replace(cfg.preferences, compare=compare))
+    if args.value_compare == "auto" and method in COMPARED_AS:  # else guarded's comparison
+        cfg = dataclasses.replace(cfg, preferences=dataclasses.replace(
+            cfg.preferences, compare=COMPARED_AS[method]))
+    return dataclasses.replace(cfg, ranker=dataclasses.replace(
+        cfg.ranker, kind=kind, expert_verdict=verdict, noise=noise))
 
 
 def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: int,

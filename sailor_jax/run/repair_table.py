@@ -30,6 +30,12 @@ def random_judge_control(method: str) -> str:
     return CONTROLS[1] if method.startswith("sailor_value") else CONTROLS[0]
 
 
+def worst_ratio(scores, fixed_scores) -> float:
+    """The worst seed's final score over its kept-fixed twin's (paired per seed; the no-loss
+    target's floor is 0.8)."""
+    return min(a / max(b, 1e-9) for a, b in zip(scores, fixed_scores, strict=True))
+
+
 def score_samples(results) -> dict[str, list[float]]:
     """Per-seed final greedy score and 1024 / 2048 rates of one arm."""
     m = report.per_seed_metrics(results.evaluation)
@@ -55,8 +61,7 @@ def summarize(arm_list, results: dict) -> list[dict]:
         if name != REFERENCE and method != "fixed" and fixed in results:
             fixed_score = score_samples(results[fixed])["score"]
             row["vs_fixed_start"] = report.paired_difference(s["score"], fixed_score)
-            row["worst_ratio_to_fixed"] = min(a / max(b, 1e-9) for a, b in
-                                              zip(s["score"], fixed_score, strict=True))
+            row["worst_ratio_to_fixed"] = worst_ratio(s["score"], fixed_score)
             gap = report.paired_difference(ref, fixed_score)
             if gap["mean"] > 0 and len(ref) >= 2 and fixed != REFERENCE:
                 row["recovery"] = report.recovery_fraction(s["score"], fixed_score, ref)
