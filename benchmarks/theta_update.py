@@ -71,7 +71,7 @@ def record(args: Args) -> None:
     cfg = sailor_cli.PRESETS["cpu"]
     cfg = dataclasses.replace(
         cfg, iterations=args.iterations, num_seeds=4,
-        ranker=dataclasses.replace(cfg.ranker, kind="expert"),
+        ranker=dataclasses.replace(cfg.ranker, kind="expert", expert_verdict="regret"),
         ppo=dataclasses.replace(cfg.ppo, num_envs=256, updates_per_segment=8),
         eval=dataclasses.replace(cfg.eval, episodes=8))
     problems, original = [], theta_update.update_many

@@ -78,8 +78,10 @@ from sailor_jax.scale import sharding  # noqa: E402
 FIXED_VARIANTS = ("baseline", "score_only")
 SAILOR_VARIANTS = ("sailor_bo", "sailor_bo_constrained", "sailor_bo_weighted_confidence",
                    "sailor_bo_weighted_discrepancy", "sailor_bt_mcmc", "sailor_bo_refine")
-JUDGE_SUFFIXES = {"_outcome": "outcome", "_expert": "expert"}
-"""Variant-name suffix -> the judge that replaces the LLM."""
+JUDGE_SUFFIXES = {"_outcome": {"kind": "outcome"},
+                  "_expert": {"kind": "expert", "expert_verdict": "regret"}}
+"""Variant-name suffix -> the judge that replaces the LLM (`RankerConfig` fields; the expert's
+per-move regret verdict, as issue 11 measured it)."""
 VARIANTS: tuple[str, ...] = (FIXED_VARIANTS + SAILOR_VARIANTS
                              + tuple(f"{v}{suffix}" for suffix in JUDGE_SUFFIXES
                                      for v in SAILOR_VARIANTS))
@@ -133,7 +135,7 @@ PRESETS: dict[str, Args] = {
     "expert": Args(base=dataclasses.replace(
         PAPER, iterations=8, num_seeds=5, trajectories=8, max_len=2000, baseline=False,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=512, num_steps=32, updates_per_segment=24),
-        ranker=RankerConfig(kind="expert"),
+        ranker=RankerConfig(kind="expert", expert_verdict="regret"),  # as measured
         alignment=AlignmentConfig(bo_calls=30, trust_region=0.25),
         eval=EvalConfig(episodes=64, max_len=50_000), tensorboard=False),
         variants=("baseline", "score_only", "sailor_bo_expert", "sailor_bt_mcmc_expert")),
@@ -157,10 +159,10 @@ def variant_config(name: str, base: SailorConfig,
         theta0 = tuple(1.0 if n == "score_gain" else 0.0 for n in FEATURE_NAMES)
         return dataclasses.replace(cfg, self_align=False, theta0=theta0, tunable=None)
     method, cfg = name, dataclasses.replace(cfg, self_align=True)
-    for suffix, kind in JUDGE_SUFFIXES.items():
+    for suffix, judge in JUDGE_SUFFIXES.items():
         if name.endswith(suffix):
             method = name.removesuffix(suffix)
-            cfg = dataclasses.replace(cfg, ranker=dataclasses.replace(cfg.ranker, kind=kind))
+            cfg = dataclasses.replace(cfg, ranker=dataclasses.replace(cfg.ranker, **judge))
     if method == "sailor_bo_constrained":
         cfg = dataclasses.replace(cfg, tunable=tuple(constrained_tunable))
     elif method.startswith("sailor_bo_weighted_"):

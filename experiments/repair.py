@@ -108,7 +108,8 @@ class Args(ValueArmSettings):
 _BASE_CPU = dataclasses.replace(
     PAPER, iterations=16, num_seeds=8, trajectories=8, max_len=2000, baseline=False,
     ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=8),
-    ranker=RankerConfig(kind="expert"), alignment=AlignmentConfig(),
+    ranker=RankerConfig(kind="expert", expert_verdict="regret"),  # issue 24's judge
+    alignment=AlignmentConfig(),
     eval=EvalConfig(episodes=64, max_len=50_000), tensorboard=False)
 
 PRESETS: dict[str, Args] = {

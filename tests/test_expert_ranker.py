@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
+
 import jax
 import numpy as np
 import pytest
+from test_experiments import _load
 
 from sailor_jax.agents.rollout import make_act_collect
-from sailor_jax.config import RankerConfig
+from sailor_jax.alignment.heldout import resolve_comparison
+from sailor_jax.config import RankerConfig, SailorConfig
 from sailor_jax.game.expert import expert_act
 from sailor_jax.judges import ExpertRanker
 from sailor_jax.judges.expert import move_verdicts, pairwise_probabilities
 from sailor_jax.judges.factory import make_ranker, ranker_description
+from sailor_jax.run.run_dir import config_differences, config_json
 from sailor_jax.types import TrajectoryBatch
 
 
@@ -75,3 +80,23 @@ def test_config_builds_the_expert_judge_and_rejects_bad_values():
         RankerConfig(kind="expert", expert_depth=0)
     with pytest.raises(ValueError, match="verdict must be one of"):
         ExpertRanker(verdict="vibes")
+
+
+def test_the_expert_judge_alone_is_the_recommended_value_verdict_compared_as_sums():
+    # `experiments/sailor.py cpu --sailor.ranker.kind expert`, the README's command
+    _, args = _load("experiments/sailor.py").parse(["cpu", "--sailor.ranker.kind", "expert"])
+    ranker = make_ranker(args.sailor.ranker)
+    assert args.sailor.ranker.expert_verdict == "value" and ranker.aggregate == "sum"
+    assert resolve_comparison(args.sailor.preferences.compare, ranker.aggregate) == "sum"
+
+
+def test_a_run_saved_under_the_old_default_verdict_resumes_only_where_it_ran_the_same():
+    llm = SailorConfig(ranker=RankerConfig(kind="llm"))
+    saved = json.loads(config_json(llm))
+    saved["ranker"]["expert_verdict"] = "regret"  # as saved before 2026-11-28
+    assert config_differences(saved, json.loads(config_json(llm)), llm) == []  # never read
+    expert = SailorConfig(ranker=RankerConfig(kind="expert"))
+    saved = json.loads(config_json(expert))
+    saved["ranker"]["expert_verdict"] = "regret"
+    assert config_differences(saved, json.loads(config_json(expert)), expert) == [
+        "ranker.expert_verdict: saved 'regret', given 'value'"]

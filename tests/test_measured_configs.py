@@ -6,7 +6,8 @@ the recommended settings became `SailorConfig()`'s defaults (163 configs: the th
 `experiments/sailor.py` presets, every variant of every `experiments/ablations.py` preset, every
 arm of the `experiments/repair.py` presets from theta0, `ones` and the named starts), plus the
 8 arms of `sailor_value_regret_random_judge` as they were built when that arm was added and
-measured (2026-11-27; issue 49).
+measured (2026-11-27; issue 49). The expert judge's default verdict became `value` on
+2026-11-28: the presets and arms measured with the `regret` verdict name it.
 """
 
 from __future__ import annotations

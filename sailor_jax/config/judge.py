@@ -193,14 +193,21 @@ class RankerConfig:
     """Linear oracle noise (Boltzmann temperature; 0 = exact)."""
     expert_depth: int = 2
     """Expectimax depth of the expert judge (kind=expert; player moves searched)."""
-    expert_verdict: Literal["regret", "agreement", "value"] = "regret"
-    """Verdict of the expert judge: per-move normalised regret or agreement with its move
-    (means over the moves), or "value": score gained + change of the expert's value of the
-    position over the trajectory (a sum; `judges.expert`)."""
+    expert_verdict: Literal["regret", "agreement", "value"] = "value"
+    """Verdict of the expert judge: "value" (the recommended; issue 34): score gained + change
+    of the expert's value of the position over the trajectory (a sum; `judges.expert`), or
+    per-move normalised "regret" or "agreement" with its move (means over the moves; compared
+    per move they cannot see an agent dying, docs/repair.md, issue 49). The default was
+    "regret" until 2026-11-28: runs of the expert judge saved before then name it."""
     noise: float = 0.0
     """A judge of dialled quality (kind=expert): each group ranked by the normal scores of the
     expert's order plus Gaussian noise of this standard deviation (0 = the expert; large = a
     random order; `judges.expert`, issue 50)."""
+
+    def unread_fields(self) -> tuple[str, ...]:
+        """The fields this judge never reads: the expert's settings under another judge. A
+        saved run that differs from a config only there ran the same (`run_dir`)."""
+        return () if self.kind == "expert" else ("expert_depth", "expert_verdict")
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.noise) and self.noise >= 0):
