@@ -7,7 +7,8 @@
 For every start in `--starts` (a name in `sailor_jax.config.starts.STARTS`, or one written out
 as `NAME:feature=w,feature=w`), at equal env steps and seeds, the arms in `--methods`:
   fixed        the start kept fixed (no judge)
-  sailor       SAILOR from the start, judged by the expert, the default update (BO)
+  sailor       SAILOR from the start, judged by the expert (its per-move regret verdict, as
+               issue 24 measured it), the paper's update (BO)
   sailor_kept  the same, each update also fitting the pairs of the last `--keep-iterations`
   sailor_trust    the same, BO confined to +-`--trust-region` around the current theta
   sailor_bt_mcmc  the same with Zeng et al.'s Bradley-Terry MCMC update
