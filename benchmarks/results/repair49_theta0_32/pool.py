@@ -9,6 +9,7 @@ value: `sailor_value` (the recommended SAILOR, the expert's value verdict); regr
 starts from the same network and games, so differences are paired per seed.
 """
 
+import functools
 import gzip
 import json
 import os
@@ -23,10 +24,15 @@ REGRET_AS_SUMS = ("repair49_regsum_cpu", "repair49_regsum_seed1_cpu",
                   "repair49_theta0_seed2_cpu", "repair49_theta0_seed3_cpu")
 
 
-def scores(folder: str, arm: str) -> list[float]:
+@functools.cache
+def rows(folder: str) -> dict[str, dict]:
+    """The rows of one committed repair table, by arm (each table read once)."""
     with gzip.open(os.path.join(HERE, "..", folder, "repair.json.gz"), "rt") as f:
-        rows = {r["arm"]: r for r in json.load(f)["rows"]}
-    return rows[arm]["per_seed"]["score"]
+        return {r["arm"]: r for r in json.load(f)["rows"]}
+
+
+def scores(folder: str, arm: str) -> list[float]:
+    return rows(folder)[arm]["per_seed"]["score"]
 
 
 def line(name: str, a: list[float], b: list[float], worst: str) -> str:
