@@ -17,13 +17,15 @@ as `NAME:feature=w,feature=w`), at equal env steps and seeds, the arms in `--met
   sailor_value    issue 34's conservative SAILOR: the expert's value verdict (score gained +
                   change of the expert's value of the position) on windows of `--window`
                   moves, `--trajectories` per seed of which `--reference-games` are played
-                  by an epsilon-greedy expert, R_theta compared as the judge's verdict
-                  is made (sums), Zeng et al.'s MH update (or BO: `--value-update`) in a
+                  by an epsilon-greedy expert, R_theta compared as `--value-compare`
+                  says (the presets: as the judge's verdict is made, here sums), Zeng et al.'s
+                  MH update (or BO: `--value-update`) in a
                   +-`--value-step` box (beta `--value-beta`), accepted only if it orders
                   the held-out half of the windows better and does not lower the per-move
                   reward (`--survival-guard`)
-  sailor_value_regret   the same with the expert's per-move regret verdict (compared as
-                  per-move means)
+  sailor_value_regret   the same with the expert's per-move regret verdict (the presets
+                  compare it per move; with `--value-compare sum` this arm is the
+                  recommended SAILOR, `SailorConfig()`, judged by the expert)
   sailor_value_outcome  the same with the outcome judge (score gained in the window)
   sailor_value_random_judge  the same update with a random judge (its control)
   sailor_value_regret_random_judge  the same, R_theta compared per move: the regret
@@ -118,9 +120,12 @@ PRESETS: dict[str, Args] = {
         _BASE_CPU, iterations=3, num_seeds=2, trajectories=4, max_len=300,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=64, num_steps=32, updates_per_segment=2),
         alignment=AlignmentConfig(bo_calls=12, bo_initial_points=4),
-        eval=EvalConfig(episodes=8, max_len=5_000)), starts=("pays_for_dying",)),
-    "cpu": Args(base=_BASE_CPU),
+        eval=EvalConfig(episodes=8, max_len=5_000)), starts=("pays_for_dying",),
+        value_compare="auto"),
+    "cpu": Args(base=_BASE_CPU, value_compare="auto"),
 }
+"""The presets compare `R_theta` as each judge's verdict is made (`--value-compare auto`), as
+the tables measured them; `--value-compare sum` is the recommended SAILOR's comparison."""
 PRESET_TIME = {"smoke": "about 3 minutes on a 2-core CPU",
                "cpu": "3 starts x 3 arms, ~8 min an arm on 2 cores (AMD EPYC without AVX-512)"}
 PRESET_HELP = {name: f"{PRESET_TIME[name]}: {preset_sizes(args.base)} (the (64, 64) trunk the "

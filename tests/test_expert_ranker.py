@@ -82,21 +82,35 @@ def test_config_builds_the_expert_judge_and_rejects_bad_values():
         ExpertRanker(verdict="vibes")
 
 
-def test_the_expert_judge_alone_is_the_recommended_value_verdict_compared_as_sums():
-    # `experiments/sailor.py cpu --sailor.ranker.kind expert`, the README's command
+def test_the_expert_judge_alone_is_the_recommended_regret_verdict_compared_as_sums():
+    # `experiments/sailor.py cpu --sailor.ranker.kind expert`, the README's command (issue 49)
     _, args = _load("experiments/sailor.py").parse(["cpu", "--sailor.ranker.kind", "expert"])
     ranker = make_ranker(args.sailor.ranker)
-    assert args.sailor.ranker.expert_verdict == "value" and ranker.aggregate == "sum"
+    assert args.sailor.ranker.expert_verdict == "regret" and ranker.aggregate == "mean"
+    assert args.sailor.ranker.aggregate == ranker.aggregate  # the config knows what it resolves to
     assert resolve_comparison(args.sailor.preferences.compare, ranker.aggregate) == "sum"
 
 
-def test_a_run_saved_under_the_old_default_verdict_resumes_only_where_it_ran_the_same():
+@pytest.mark.parametrize("verdict", ["regret", "agreement", "value"])
+def test_the_configs_aggregate_is_the_rankers(verdict):
+    cfg = RankerConfig(kind="expert", expert_depth=1, expert_verdict=verdict)
+    assert cfg.aggregate == make_ranker(cfg).aggregate
+    assert RankerConfig(kind="random").aggregate == make_ranker(RankerConfig(kind="random")
+                                                                ).aggregate == "sum"
+
+
+def test_a_run_saved_under_an_old_default_resumes_only_where_it_ran_the_same():
     llm = SailorConfig(ranker=RankerConfig(kind="llm"))
     saved = json.loads(config_json(llm))
-    saved["ranker"]["expert_verdict"] = "regret"  # as saved before 2026-11-28
-    assert config_differences(saved, json.loads(config_json(llm)), llm) == []  # never read
+    saved["ranker"]["expert_verdict"] = "value"  # as saved on 2026-11-28 before noon
+    saved["preferences"]["compare"] = "auto"  # as saved before that
+    assert config_differences(saved, json.loads(config_json(llm)), llm) == []  # the same run
     expert = SailorConfig(ranker=RankerConfig(kind="expert"))
     saved = json.loads(config_json(expert))
-    saved["ranker"]["expert_verdict"] = "regret"
+    saved["ranker"]["expert_verdict"] = "value"
     assert config_differences(saved, json.loads(config_json(expert)), expert) == [
-        "ranker.expert_verdict: saved 'regret', given 'value'"]
+        "ranker.expert_verdict: saved 'value', given 'regret'"]
+    saved = json.loads(config_json(expert))
+    saved["preferences"]["compare"] = "auto"  # the regret verdict compared per move
+    assert config_differences(saved, json.loads(config_json(expert)), expert) == [
+        "preferences.compare: saved 'auto', given 'sum'"]

@@ -7,7 +7,10 @@ the recommended settings became `SailorConfig()`'s defaults (163 configs: the th
 arm of the `experiments/repair.py` presets from theta0, `ones` and the named starts), plus the
 8 arms of `sailor_value_regret_random_judge` as they were built when that arm was added and
 measured (2026-11-27; issue 49). The expert judge's default verdict became `value` on
-2026-11-28: the presets and arms measured with the `regret` verdict name it.
+2026-11-28: the presets and arms measured with the `regret` verdict name it. Later that day the
+recommended comparison became "sum" (was "auto") and the default verdict `regret` again: the
+repair presets name "auto", as their tables measured, and an "auto" that resolves to the same
+comparison under the run's judge is no difference (`run_dir.config_differences`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,16 @@ import pytest
 from test_experiments import _load
 
 from sailor_jax.cli import preset_sizes
-from sailor_jax.config import PAPER, AlignmentConfig, PreferenceConfig, SailorConfig
+from sailor_jax.config import (
+    PAPER,
+    SMALL_NETWORK,
+    AlignmentConfig,
+    EvalConfig,
+    PPOConfig,
+    PreferenceConfig,
+    RankerConfig,
+    SailorConfig,
+)
 from sailor_jax.run import repair_arms
 from sailor_jax.run.run_dir import config_differences, config_json
 
@@ -60,7 +72,8 @@ def test_every_measured_config_is_built_as_before():
 def test_default_is_the_recommended_sailor_and_paper_the_papers():
     cfg = SailorConfig()
     assert (cfg.window, cfg.trajectories, cfg.reference_games) == (100, 16, 8)
-    assert cfg.preferences.compare == "auto"
+    assert cfg.preferences.compare == "sum"  # "auto" until 2026-11-28 (issue 49)
+    assert RankerConfig(kind="expert").expert_verdict == "regret"  # compared as sums
     assert cfg.alignment.method == "bt_mcmc" and cfg.alignment.heldout == 0.5
     assert cfg.alignment.survival_guard and cfg.alignment.mcmc_trust_region == 0.3
     assert repair_arms.guarded(PAPER) == cfg  # the guarded settings over the paper's
@@ -89,3 +102,32 @@ def test_help_says_what_each_preset_trains_and_why(capsys, monkeypatch):
         assert sailor.PRESET_WHY[name][1] in text
     assert "5,242,880 env steps per seed" in preset_sizes(sailor.PRESETS["gpu"])
     assert "64x64 trunk, 256 envs x 8 + 8 baseline seeds" in preset_sizes(sailor.PRESETS["gpu"])
+
+
+
+REGSUM_ARM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks",
+                          "results", "repair49_verdict_cpu", "theta0.sailor_value_regret.json.gz")
+
+
+def test_the_default_judged_by_the_expert_is_the_regret_arm_measured_as_sums():
+    """Issue 49's changed default, field by field: `SailorConfig()` with the expert judge (the
+    regret verdict, R_theta compared as sums), at the repair table's sizes, is the config the
+    `repair.py --value-compare sum` arm saved when it was measured; and that command still
+    builds it."""
+    with gzip.open(REGSUM_ARM, "rt", encoding="utf-8") as f:
+        saved = json.load(f)
+    repair = _load("experiments/repair.py")
+    _, args = repair.parse(["--preset", "cpu", "--base.iterations", "32",
+                            "--base.ppo.updates-per-segment", "4", "--value-compare", "sum",
+                            "--starts", "theta0", "--methods", "sailor_value_regret"])
+    (arm,) = [cfg for name, _, _, cfg in repair_arms.arms(args)
+              if name == "theta0.sailor_value_regret"]
+    assert config_differences(saved, json.loads(config_json(arm)), arm) == []
+    default = dataclasses.replace(  # the defaults, at the table's sizes, from theta0
+        SailorConfig(), ranker=RankerConfig(kind="expert"), theta0=arm.theta0,
+        iterations=32, num_seeds=8, baseline=False, tensorboard=False,
+        ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
+        eval=EvalConfig(episodes=64, max_len=50_000))
+    assert config_differences(saved, json.loads(config_json(default)), default) == []
+    assert saved["ranker"]["expert_verdict"] == "regret"
+    assert saved["preferences"]["compare"] == "sum"

@@ -43,9 +43,11 @@ class PreferenceConfig:
     """Returns within `tie_tol * max(1, |r_a|, |r_b|)` of each other count as tied."""
     compare: Literal["auto", "sum", "mean"] = "sum"
     """How `R_theta` ranks a trajectory against the judge: "sum" (`theta . Phi`, the whole
-    return), "mean" (`theta . Phi / length`, per move) or "auto" (as the judge's verdict is
-    made: per-move mean for the expert's regret, sum for its value verdict, the outcome and
-    the LLM; `alignment.heldout`)."""
+    return; the recommended, whatever the judge: a trajectory cut short by the game's end then
+    collects less of every per-move term, so the pairs see dying), "mean" (`theta . Phi /
+    length`, per move) or "auto" (as the judge's verdict is made, `RankerConfig.aggregate`:
+    per-move mean for the expert's regret, sum for its value verdict, the outcome and the
+    LLM; the recommended from 2026-11-25 until 2026-11-28; `alignment.heldout`)."""
 
     def __post_init__(self) -> None:
         if self.compare not in COMPARISONS:
@@ -193,16 +195,24 @@ class RankerConfig:
     """Linear oracle noise (Boltzmann temperature; 0 = exact)."""
     expert_depth: int = 2
     """Expectimax depth of the expert judge (kind=expert; player moves searched)."""
-    expert_verdict: Literal["regret", "agreement", "value"] = "value"
-    """Verdict of the expert judge: "value" (the recommended; issue 34): score gained + change
-    of the expert's value of the position over the trajectory (a sum; `judges.expert`), or
-    per-move normalised "regret" or "agreement" with its move (means over the moves; compared
-    per move they cannot see an agent dying, docs/repair.md, issue 49). The default was
-    "regret" until 2026-11-28: runs of the expert judge saved before then name it."""
+    expert_verdict: Literal["regret", "agreement", "value"] = "regret"
+    """Verdict of the expert judge: per-move normalised "regret" for the move played (the
+    recommended, with `R_theta` compared as sums: `PreferenceConfig.compare`; issue 49) or
+    "agreement" with the expert's move (means over the moves), or "value": score gained +
+    change of the expert's value of the position over the trajectory (a sum; `judges.expert`;
+    the default from 2026-11-28 01:00 until the regret verdict compared as sums was measured
+    from every named start, the same day; "regret" compared per move before that)."""
     noise: float = 0.0
     """A judge of dialled quality (kind=expert): each group ranked by the normal scores of the
     expert's order plus Gaussian noise of this standard deviation (0 = the expert; large = a
     random order; `judges.expert`, issue 50)."""
+
+    @property
+    def aggregate(self) -> str:
+        """What this judge's verdict on a trajectory is about: "mean" (the expert's per-move
+        regret and agreement) or "sum" (every other verdict); what `compare="auto"` resolves
+        to (`alignment.heldout.resolve_comparison`, `judges.base.Ranker.aggregate`)."""
+        return "mean" if self.kind == "expert" and self.expert_verdict != "value" else "sum"
 
     def unread_fields(self) -> tuple[str, ...]:
         """The fields this judge never reads: the expert's settings under another judge. A

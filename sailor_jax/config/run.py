@@ -69,8 +69,11 @@ RECOMMENDED_ALIGNMENT = AlignmentConfig(method="bt_mcmc", mcmc_trust_region=0.3,
 likelihood (Zeng et al. 2024) in a box of +-0.3 around the current theta, fitted on half of each
 group's pairs and accepted only if it orders the held-out half better (sign test, z 1) and keeps
 the per-move reward level (the survival guard)."""
-RECOMMENDED_PREFERENCES = PreferenceConfig(compare="auto")
-"""Each side of a pair ranked like the judge's verdict (`compare="auto"`)."""
+RECOMMENDED_PREFERENCES = PreferenceConfig(compare="sum")
+"""`R_theta` ranks a window by its sum, whatever the judge (`compare="sum"`: with the expert's
+per-move regret verdict it repairs as well as or better than the value verdict from every named
+start, issue 49; "auto", which compares that verdict per move, was the recommended until
+2026-11-28 and is what every judge but the expert's per-move verdicts resolves to anyway)."""
 REFERENCE_POLICIES = ("expert", "previous")
 """`SailorConfig.reference_policy` values: who plays a group's reference games."""
 

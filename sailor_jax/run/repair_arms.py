@@ -76,9 +76,11 @@ class ValueArmSettings:
     an update may lower a per-move level above it, down to it; None = never lower it)."""
     value_compare: Literal["auto", "sum", "mean"] = RECOMMENDED_PREFERENCES.compare
     """How the sailor_value* arms rank `R_theta` against the judge
-    (`PreferenceConfig.compare`): "auto" as the judge's verdict is made (sums for the value
-    verdict, per-move means for the regret verdict), or "sum" / "mean" for every arm and its
-    control alike (issue 49: the regret verdict compared as sums)."""
+    (`PreferenceConfig.compare`), every arm and its control alike: "sum" (the recommended
+    SAILOR's, `SailorConfig()`: with it `sailor_value_regret` is the recommended SAILOR
+    judged by the expert; issue 49), "mean", or "auto" as the judge's verdict is made (sums
+    for the value verdict, per-move means for the regret verdict: the repair experiment's
+    presets, as its tables before issue 49's last rows measured them)."""
     reference_games: int = _RECOMMENDED.reference_games
     """Of the `trajectories` per group in the sailor_value* arms, this many are played by the
     epsilon-greedy expert (`--reference-epsilon`): groups that compare play, not luck."""
@@ -102,8 +104,8 @@ class ValueArmSettings:
 def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorConfig:
     """Issue 34's guarded SAILOR over `cfg`, its judge kept: groups of `args.trajectories`
     windows of `args.window` moves (at most `cfg.max_len`), `args.reference_games` of them
-    played by the epsilon-greedy expert; each side ranked like the judge's verdict
-    (`compare="auto"`; or `args.value_compare`); the update a step in a box of
+    played by the epsilon-greedy expert; `R_theta` compared as `args.value_compare` says
+    (sums by default); the update a step in a box of
     +-`args.value_step` around the current theta (MH posterior mean, Zeng et al. 2024, or
     BO), accepted only if it orders the held-out windows' pairs better (sign test) and keeps
     the per-move reward level (survival guard).

@@ -72,12 +72,18 @@ def config_differences(saved: dict, given: dict, config: Any = None) -> list[str
     With `config` (the dataclass `given` was written from), a field the saved config lacks
     and `config` holds at its default is no difference: a run saved before that field
     existed ran as its default says, so it resumes under newer code. Nor is a field its
-    judge never reads (`RankerConfig.unread_fields`: the expert's verdict under an LLM judge).
+    judge never reads (`RankerConfig.unread_fields`: the expert's verdict under an LLM judge),
+    nor a comparison that resolves the same under `config`'s judge (`preferences.compare`
+    "auto" and "sum" under an LLM judge: `RankerConfig.aggregate`).
     """
     a, b = _flatten(saved), _flatten(given)
     missing = object()
     ranker = getattr(config, "ranker", None)
     unread = {f"ranker.{name}" for name in getattr(ranker, "unread_fields", tuple)()}
+    compare = "preferences.compare"
+    if (hasattr(ranker, "aggregate") and compare in a and compare in b
+            and {a[compare], b[compare]} - {"auto"} == {ranker.aggregate}):
+        unread.add(compare)  # "auto" resolves to the other side's comparison under this judge
     return [f"{key}: saved {a.get(key, missing)!r}, given {b.get(key, missing)!r}"
             .replace(repr(missing), "(absent)")
             for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)
