@@ -104,7 +104,6 @@ def test_help_says_what_each_preset_trains_and_why(capsys, monkeypatch):
     assert "64x64 trunk, 256 envs x 8 + 8 baseline seeds" in preset_sizes(sailor.PRESETS["gpu"])
 
 
-
 REGSUM_ARM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks",
                           "results", "repair49_verdict_cpu", "theta0.sailor_value_regret.json.gz")
 

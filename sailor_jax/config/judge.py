@@ -26,6 +26,12 @@ RANKER_KINDS = ("llm", "outcome", "linear_oracle", "expert", "random")
 EXPERT_VERDICTS = ("regret", "agreement", "value")
 
 
+def verdict_aggregate(verdict: str) -> str:
+    """What the expert's `verdict` on a trajectory is about: "sum" for the value verdict,
+    "mean" for the per-move regret and agreement (`Ranker.aggregate`)."""
+    return "sum" if verdict == "value" else "mean"
+
+
 def _check(ok: bool, message: str) -> None:
     if not ok:
         raise ValueError(message)
@@ -212,7 +218,7 @@ class RankerConfig:
         """What this judge's verdict on a trajectory is about: "mean" (the expert's per-move
         regret and agreement) or "sum" (every other verdict); what `compare="auto"` resolves
         to (`alignment.heldout.resolve_comparison`, `judges.base.Ranker.aggregate`)."""
-        return "mean" if self.kind == "expert" and self.expert_verdict != "value" else "sum"
+        return verdict_aggregate(self.expert_verdict) if self.kind == "expert" else "sum"
 
     def unread_fields(self) -> tuple[str, ...]:
         """The fields this judge never reads: the expert's settings under another judge. A

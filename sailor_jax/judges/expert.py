@@ -52,12 +52,12 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
+from sailor_jax.config.judge import EXPERT_VERDICTS as VERDICTS
+from sailor_jax.config.judge import verdict_aggregate
 from sailor_jax.game.expert import expert_action_values
 from sailor_jax.judges.base import Ranker
 from sailor_jax.judges.oracles import order_by_scores
 from sailor_jax.types import Ranking, TrajectoryBatch
-
-VERDICTS = ("regret", "agreement", "value")
 
 
 @functools.lru_cache(maxsize=8)
@@ -173,7 +173,7 @@ class ExpertRanker(Ranker):
         self._rng = np.random.default_rng(seed)
         self.name = (f"expert-d{self.depth}" + ("-value" if verdict == "value" else "")
                      + (f"-noise{self.noise:g}" if self.noise > 0 else ""))
-        self.aggregate = "sum" if verdict == "value" else "mean"
+        self.aggregate = verdict_aggregate(verdict)
 
     def trajectory_scores(self, groups: Sequence[TrajectoryBatch]
                           ) -> list[tuple[np.ndarray, np.ndarray]]:
