@@ -3,17 +3,15 @@
 Reads the theta trajectories of one `experiments/repair.py` run (`theta_trajectories.csv`, or
 its compressed copy `theta_trajectories.csv.gz`) and, for each arm named, prints the mean over
 seeds of its final theta as a written-out start (`NAME_dest:feature=w,...`, 3 decimals), the
-form `repair.py --starts` takes. Training that start kept fixed (`--methods fixed`, the same
-seeds and budget) separates what the reward became from how the agent got there: if the
+form repair.py's starts option takes. Training that start kept fixed (repair.py's fixed
+method, the same seeds and budget) separates what the reward became from how the agent got there: if the
 destination trained from scratch scores as theta0 and SAILOR's agent does not, the path
 (training on the reward while it was still wrong) limits repair, not the destination.
 
     python benchmarks/destination.py --run runs/r49i --arms disorder_bonus.sailor_value_regret
-    python experiments/repair.py --preset cpu --methods fixed --starts theta0 \
-        $(python benchmarks/destination.py --run runs/r49i --arms disorder_bonus.sailor_value_regret) \
-        --out runs/dest
 
-Prints one start per line, in the order the arms are named.
+Prints one start per line, in the order the arms are named, to paste (or substitute with
+`$(...)`) after repair.py's starts.
 """
 
 from __future__ import annotations
