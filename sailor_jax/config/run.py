@@ -115,6 +115,13 @@ class SailorConfig:
     """Who plays the `reference_games`: "expert" (the epsilon-greedy expert) or "previous"
     (the agent as it was before this iteration's segment: PBRR's reference policy, so that a
     group compares the agent with its own recent past, games of like quality; issue 49)."""
+    warmup_updates: int = 0
+    """Theta updates before the first segment trains (issue 49): each samples and judges a
+    group per seed from the untrained agent and the reference player and updates theta as an
+    iteration does, so that a wrong start is corrected before the agent learns it (Christiano
+    et al. 2017 fitted their reward predictor on a random policy's clips before RL began). No
+    env steps of training; `theta_history` then holds these updates after theta0, and
+    `SailorResults.warmup` their records. 0 = none."""
     ppo: PPOConfig = PPOConfig()
     """PPO hyperparameters; updates_per_segment is k."""
     ranker: RankerConfig = RankerConfig()
@@ -173,6 +180,8 @@ class SailorConfig:
             raise ValueError("end_windows needs window > 0 (whole games always hold their end)")
         if self.eval_every < 0:
             raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
+        if self.warmup_updates < 0:
+            raise ValueError(f"warmup_updates must be >= 0, got {self.warmup_updates}")
         spec = RewardSpec()
         if self.theta0 is not None:  # checked here so that the message names the field
             spec.validate(self.theta0, "theta0")

@@ -149,7 +149,7 @@ def _run_claimed(cfg: SailorConfig, out_dir: str, config: dict, resume: bool,
         feature_names=list(spec.names),
         theta_history=state.theta_history, iterations=state.iterations,
         env_steps_per_seed=cfg.iterations * cfg.ppo.steps_per_segment, evaluation=evaluation,
-        baseline_evaluation=baseline, timings=state.timings)
+        baseline_evaluation=baseline, timings=state.timings, warmup=state.warmup)
     if main:
         results.write(out_dir)
     return results

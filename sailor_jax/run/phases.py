@@ -65,10 +65,14 @@ class SailorHooks:
         segment under way (a copy: the segment donates its input)."""
 
     def before_segment(self, segment: int, runner_state: Any) -> None:
-        """Keep the agent as it is before `segment` trains, for the reference games."""
+        """Keep the agent as it is before `segment` trains, for the reference games; before
+        segment 0, run the warm-up updates (`warmup.warm_up`, `SailorConfig.warmup_updates`)."""
         if self.ctx.cfg.reference_policy == "previous":
             self.reference_params = jax.tree.map(
                 jnp.copy, runner.rows(runner_state.params, 0, self.ctx.cfg.num_seeds))
+        if segment == 0 and self.ctx.cfg.self_align and self.ctx.cfg.warmup_updates:
+            from sailor_jax.run.warmup import warm_up  # warmup builds on this module's phases
+            warm_up(self.ctx, self.state, runner_state, self.reference_params)
 
     def thetas(self) -> np.ndarray:
         """`float32[R, F]`: the S SAILOR rows, then (baseline) S rows of `theta0`."""

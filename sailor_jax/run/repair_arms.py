@@ -92,6 +92,10 @@ class ValueArmSettings:
     end_windows: float = _RECOMMENDED.end_windows
     """Probability that a judged game that ended shows its last window in the sailor_value*
     arms (`SailorConfig.end_windows`: where the judge sees `game_over`; issue 49)."""
+    warmup_updates: int = _RECOMMENDED.warmup_updates
+    """Theta updates before the first segment in the sailor_value* arms, judged on the
+    untrained agent's and the reference player's windows (`SailorConfig.warmup_updates`;
+    issue 49). 0 = none."""
     judge_noise: float = 0.0
     """The expert judge of the sailor_value and sailor_value_regret arms with its verdicts made
     this noisy (`RankerConfig.noise`: issue 50's judge of dialled quality). 0 = the expert."""
@@ -120,7 +124,7 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
         cfg, window=min(args.window, cfg.max_len), trajectories=args.trajectories,
         end_windows=args.end_windows,
         reference_games=args.reference_games, reference_epsilon=args.reference_epsilon,
-        reference_policy=args.reference_policy,
+        reference_policy=args.reference_policy, warmup_updates=args.warmup_updates,
         preferences=dataclasses.replace(cfg.preferences, compare=args.value_compare),
         alignment=dataclasses.replace(
             cfg.alignment, method=args.value_update, heldout=args.heldout, heldout_z=args.heldout_z,

@@ -120,10 +120,14 @@ class LoopState:
     per seed, the best segment game score and the iterations since it last improved (for
     LLM-guided refinement); `kept_pairs[s]` holds seed s's preference pairs kept for the next
     iterations' updates (`alignment.kept_pairs` entries; empty unless `keep_iterations > 0`).
+    With `SailorConfig.warmup_updates = K`, `warmup` holds the K updates made before the first
+    segment and `theta_history` is `[K + t + 1][S][F]`: theta0, the K warm-up thetas, then one
+    per iteration.
     """
 
     theta_history: list[list[list[float]]]
     iterations: list[IterationRecord] = dataclasses.field(default_factory=list)
+    warmup: list[IterationRecord] = dataclasses.field(default_factory=list)
     timings: dict[str, float] = dataclasses.field(default_factory=lambda: dict.fromkeys(
         PHASES, 0.0))
     best_score: list[float | None] = dataclasses.field(default_factory=list)
@@ -150,12 +154,14 @@ class LoopState:
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
         d["iterations"] = [r.to_json() for r in self.iterations]
+        d["warmup"] = [r.to_json() for r in self.warmup]
         return to_jsonable(d)
 
     @classmethod
     def from_json(cls, d: dict) -> LoopState:
         state = _from_fields(cls, d)
         state.iterations = [IterationRecord.from_json(r) for r in d["iterations"]]
+        state.warmup = [IterationRecord.from_json(r) for r in d.get("warmup", [])]
         return state
 
 
@@ -176,6 +182,8 @@ class SailorResults:
     `evaluation` / `baseline_evaluation` are `runner.evaluate_rows` dicts (pooled
     `evaluation.summarize` plus `per_seed`); `baseline_evaluation` is None without baseline
     rows. `preferences` and `agreement` in the JSON are per-iteration views of `iterations`.
+    `warmup` holds the updates made before the first segment (`SailorConfig.warmup_updates`;
+    their thetas follow theta0 in `theta_history`); left out of the JSON when there were none.
     """
 
     config: dict
@@ -187,6 +195,7 @@ class SailorResults:
     evaluation: dict
     baseline_evaluation: dict | None
     timings: dict[str, float]
+    warmup: list[IterationRecord] = dataclasses.field(default_factory=list)
 
     @property
     def preferences(self) -> list[dict[str, list[int]]]:
@@ -217,12 +226,14 @@ class SailorResults:
             "agreement": self.agreement, "judge_tokens": self.judge_tokens,
             "iterations": [r.to_json() for r in self.iterations],
             "env_steps_per_seed": self.env_steps_per_seed, "evaluation": self.evaluation,
-            "baseline_evaluation": self.baseline_evaluation, "timings": self.timings})
+            "baseline_evaluation": self.baseline_evaluation, "timings": self.timings,
+            **({"warmup": [r.to_json() for r in self.warmup]} if self.warmup else {})})
 
     @classmethod
     def from_json(cls, d: dict) -> SailorResults:
         results = _from_fields(cls, d)
         results.iterations = [IterationRecord.from_json(r) for r in d["iterations"]]
+        results.warmup = [IterationRecord.from_json(r) for r in d.get("warmup", [])]
         return results
 
     def write(self, out_dir: str) -> str:
@@ -242,7 +253,7 @@ class SailorResults:
             the missing keys).
         """
         file, d = read_json(path)
-        required = {f.name for f in dataclasses.fields(cls)} - {"baseline_evaluation"}
+        required = {f.name for f in dataclasses.fields(cls)} - {"baseline_evaluation", "warmup"}
         missing = sorted(required - set(d))
         if missing:
             raise UserError(f"{file} is not a SAILOR results.json: missing {missing}")

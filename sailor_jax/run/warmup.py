@@ -1,0 +1,53 @@
+"""Warm-up: theta updates before the first segment trains (issue 49; host orchestration).
+
+From a gross start SAILOR's reward ends where an agent trained on it from scratch scores as
+theta0, but the SAILOR agent learned on the way, on a reward still partly wrong, and ends
+lower (`benchmarks/results/dest49_cpu/`). A warm-up moves the reward before the agent learns
+anything: each of `SailorConfig.warmup_updates` rounds samples a group per seed from the
+untrained agent and the reference player, has it judged and updates theta exactly as an
+iteration does (the held-out test and the survival guard included), with no PPO update.
+Christiano et al. (2017), "Deep reinforcement learning from human preferences", likewise
+fitted their reward predictor on clips of a random policy before RL began.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sailor_jax.run import phases
+from sailor_jax.run.results import IterationRecord, LoopState
+
+__all__ = ["WARMUP_KEY", "warm_up"]
+
+WARMUP_KEY = 2**20
+"""Warm-up round k samples and judges with the keys of iteration `WARMUP_KEY + k`, apart from
+every training iteration's (`phases.collect_batch`, `phases.judge`)."""
+
+
+def warm_up(ctx: phases.Context, state: LoopState, runner_state: Any,
+            reference_params: Any = None) -> None:
+    """Run the warm-up rounds not yet in `state.warmup` on the agent in `runner_state`.
+
+    Appends each round's thetas (`float32[S, F]` as lists) to `state.theta_history` and its
+    record (iteration `k - K`, env_steps 0, train_score None) to `state.warmup`; adds its
+    collect/rank/update seconds to `state.timings`. Needs a judge (`ctx.ranker`); trains
+    nothing. `reference_params`: as `phases.collect_batch` takes them.
+    """
+    cfg, s = ctx.cfg, ctx.cfg.num_seeds
+    for k in range(len(state.warmup), cfg.warmup_updates):
+        t = WARMUP_KEY + k
+        batch, collect_s = phases.collect_batch(ctx, runner_state, t, reference_params)
+        judged = phases.judge(ctx, state, batch, [None] * s, t)
+        thetas = phases.settle(state, judged)
+        seconds = {"train": 0.0, "collect": collect_s, **judged.seconds}
+        for phase, dt in seconds.items():
+            state.timings[phase] = state.timings.get(phase, 0.0) + dt
+        state.theta_history.append(thetas.tolist())
+        state.warmup.append(IterationRecord(
+            iteration=k - cfg.warmup_updates, env_steps=0, sps=0.0, seconds=seconds,
+            host_overhead_s=sum(seconds.values()), theta=thetas.tolist(), seeds=judged.updates,
+            train_score=[None] * s, sampled_score_mean=float(np.mean(batch.score)),
+            sampled_length_mean=float(np.mean(batch.lengths)), judge_tokens=judged.tokens,
+            sampled_ended=phases.ended_counts(batch, cfg.reference_games)))

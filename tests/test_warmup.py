@@ -1,0 +1,72 @@
+"""Warm-up updates before the first segment (`SailorConfig.warmup_updates`, issue 49): the
+records and theta history they leave, that they train nothing, and kill-and-resume."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from test_loop import TINY, _DiesAfter
+
+from sailor_jax.config import SailorConfig
+from sailor_jax.run import loop
+from sailor_jax.run.results import SailorResults
+
+WARM = dataclasses.replace(TINY, iterations=2, warmup_updates=2)
+
+
+def test_warmup_updates_must_not_be_negative():
+    with pytest.raises(ValueError, match="warmup_updates must be >= 0, got -1"):
+        dataclasses.replace(TINY, warmup_updates=-1)
+    assert SailorConfig().warmup_updates == 0
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("warmup")
+    return (loop.run(WARM, str(root / "warm")),
+            loop.run(dataclasses.replace(WARM, warmup_updates=0), str(root / "cold")), root)
+
+
+def test_warmup_thetas_follow_theta0_and_their_records_are_kept(runs):
+    warm, cold, root = runs
+    assert len(warm.theta_history) == 1 + 2 + 2 and len(cold.theta_history) == 1 + 2
+    assert [r.iteration for r in warm.warmup] == [-2, -1]
+    assert [r.env_steps for r in warm.warmup] == [0, 0]
+    for k, record in enumerate(warm.warmup):
+        assert record.theta == warm.theta_history[1 + k]
+        assert record.train_score == [None, None]
+        assert len(record.seeds) == WARM.num_seeds
+    np.testing.assert_array_equal(warm.theta_history[0], cold.theta_history[0])
+    assert not np.array_equal(warm.theta_history[2], warm.theta_history[0])  # it moved theta
+    assert [r.iteration for r in warm.iterations] == [0, 1]
+    saved = json.loads((root / "warm" / "results.json").read_text())
+    assert len(saved["warmup"]) == 2 and "warmup" not in json.loads(
+        (root / "cold" / "results.json").read_text())
+    loaded = SailorResults.load(str(root / "warm"))
+    assert [r.theta for r in loaded.warmup] == [r.theta for r in warm.warmup]
+
+
+def test_warmup_trains_nothing(runs):
+    """The baseline rows train on theta0 in the same program: with or without a warm-up they
+    end the same, so the warm-up took no PPO update and no training randomness."""
+    warm, cold, _ = runs
+    assert warm.baseline_evaluation["per_seed"] == cold.baseline_evaluation["per_seed"]
+    assert warm.env_steps_per_seed == cold.env_steps_per_seed
+
+
+@pytest.mark.parametrize("calls", [1, 3])
+def test_a_run_killed_in_or_after_its_warmup_resumes_as_the_uninterrupted_one(
+        runs, tmp_path, calls):
+    """Killed in the second warm-up round (no checkpoint yet: the run starts again) or in
+    iteration 1's judging (after segment 0's checkpoint, which holds the warm-up records)."""
+    warm = runs[0]
+    out = str(tmp_path / "killed")
+    with pytest.raises(KeyboardInterrupt):
+        loop.run(WARM, out, ranker=_DiesAfter(calls))
+    resumed = loop.run(WARM, out, resume=True)
+    np.testing.assert_array_equal(np.asarray(resumed.theta_history),
+                                  np.asarray(warm.theta_history))
+    assert [r.theta for r in resumed.warmup] == [r.theta for r in warm.warmup]
