@@ -2,11 +2,12 @@
 
 Reads the theta trajectories of one `experiments/repair.py` run (`theta_trajectories.csv`, or
 its compressed copy `theta_trajectories.csv.gz`) and, for each arm named, prints the mean over
-seeds of its final theta as a written-out start (`NAME_dest:feature=w,...`, 3 decimals), the
-form repair.py's starts option takes. Training that start kept fixed (repair.py's fixed
-method, the same seeds and budget) separates what the reward became from how the agent got there: if the
-destination trained from scratch scores as theta0 and SAILOR's agent does not, the path
-(training on the reward while it was still wrong) limits repair, not the destination.
+seeds of its final theta as a written-out start (`NAME_dest:feature=w,...`, 3 decimals),
+the form repair.py's starts option takes. Training that start kept fixed (repair.py's fixed
+method, the same seeds and budget) separates what the reward became from how the agent got
+there: if the destination trained from scratch scores as theta0 and SAILOR's agent does not,
+the path (training on the reward while it was still wrong) limits repair, not the
+destination.
 
     python benchmarks/destination.py --run runs/r49i --arms disorder_bonus.sailor_value_regret
 
