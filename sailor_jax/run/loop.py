@@ -30,7 +30,7 @@ from sailor_jax.config import SailorConfig
 from sailor_jax.game.expert import expert_act
 from sailor_jax.judges.base import Ranker
 from sailor_jax.judges.factory import check_judges, make_ranker, ranker_description
-from sailor_jax.run import run_dir, run_guard, runner
+from sailor_jax.run import run_dir, run_guard, runner, warmup
 from sailor_jax.run.phases import Context, SailorHooks, evaluate_seeds
 from sailor_jax.run.pipeline import PipelinedHooks
 from sailor_jax.run.results import PHASES, LoopState, SailorResults
@@ -133,7 +133,8 @@ def _run_claimed(cfg: SailorConfig, out_dir: str, config: dict, resume: bool,
     if cfg.self_align and cfg.refine.enabled and advisor is None and main:
         advisor = refinement.make_advisor(cfg.refine, ranker,
                                           os.path.join(out_dir, "refine.jsonl"))
-    ctx = Context(cfg, spec, theta0, collect, ranker, advisor, key_collect, key_eval)
+    ctx = Context(cfg, spec, theta0, collect, ranker, advisor, key_collect, key_eval,
+                  warm_up=warmup.warm_up if cfg.self_align and cfg.warmup_updates else None)
     hooks_class = PipelinedHooks if cfg.pipeline and cfg.self_align else SailorHooks
     hooks = hooks_class(ctx, LoopState.start(theta0, cfg.num_seeds))
     runner_state = runner.run_segments(out_dir, init(key_init), segment, hooks, resume=resume,

@@ -51,6 +51,9 @@ class Context:
     advisor: refinement.Advisor | None
     key_collect: jax.Array
     key_eval: jax.Array
+    warm_up: Callable | None = None
+    """`warm_up(ctx, state, runner_state, reference_params)` before segment 0
+    (`warmup.warm_up` when `cfg.warmup_updates > 0` and theta is learned; None: none)."""
 
 
 class SailorHooks:
@@ -66,13 +69,12 @@ class SailorHooks:
 
     def before_segment(self, segment: int, runner_state: Any) -> None:
         """Keep the agent as it is before `segment` trains, for the reference games; before
-        segment 0, run the warm-up updates (`warmup.warm_up`, `SailorConfig.warmup_updates`)."""
+        segment 0, run the warm-up updates (`Context.warm_up`)."""
         if self.ctx.cfg.reference_policy == "previous":
             self.reference_params = jax.tree.map(
                 jnp.copy, runner.rows(runner_state.params, 0, self.ctx.cfg.num_seeds))
-        if segment == 0 and self.ctx.cfg.self_align and self.ctx.cfg.warmup_updates:
-            from sailor_jax.run.warmup import warm_up  # warmup builds on this module's phases
-            warm_up(self.ctx, self.state, runner_state, self.reference_params)
+        if segment == 0 and self.ctx.warm_up is not None:
+            self.ctx.warm_up(self.ctx, self.state, runner_state, self.reference_params)
 
     def thetas(self) -> np.ndarray:
         """`float32[R, F]`: the S SAILOR rows, then (baseline) S rows of `theta0`."""
