@@ -14,8 +14,8 @@ every start whose `METHOD` arm finished in both folders this prints:
 - the final `game_over` weight (mean over seeds) in A and B, theta0's being -1;
 - the share of the agent's judged windows that hold their game's end, over the whole run
   (`IterationRecord.sampled_ended`; "-" for a run recorded before it existed).
-- what became of the seed-updates in A and B (`update_outcomes`): accepted, refused by the
-  held-out test, refused by the survival guard after passing it.
+- what became of the seed-updates in A and B (`update_outcomes`, warm-up updates included):
+  accepted, refused by the held-out test, refused by the survival guard after passing it.
 
     python benchmarks/compare_repairs.py --a runs/repair49 --b runs/repair49_end25 \\
         --out benchmarks/results/repair49_end_windows
@@ -96,9 +96,10 @@ def update_outcomes(results: SailorResults) -> dict[str, int]:
     """Counts over iterations and seeds of the seed-updates (`SeedUpdate`): `accepted`,
     `heldout` (refused by the held-out test), `guard` (passed it, refused by the survival
     guard), `other` (no fit below the current error, no pairs, a failed judge), `total`.
-    Read from each update's `accepted` flag and message (`alignment.heldout`'s words)."""
+    Read from each update's `accepted` flag and message (`alignment.heldout`'s words). The
+    warm-up updates before the first segment (`SailorResults.warmup`) count with them."""
     counts = dict.fromkeys(("accepted", "heldout", "guard", "other", "total"), 0)
-    for it in results.iterations:
+    for it in [*results.warmup, *results.iterations]:
         for seed in it.seeds:
             key = ("accepted" if seed.accepted else "guard"
                    if "survival guard rejected" in seed.message else "heldout"

@@ -3,6 +3,7 @@ whose numbers are worked out by hand."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 
@@ -64,6 +65,10 @@ def test_update_outcomes_reads_accepted_held_out_and_guard_refusals():
                             baseline_evaluation=None, timings={})
     assert bench.update_outcomes(results) == {"accepted": 2, "heldout": 2, "guard": 2,
                                               "other": 2, "total": 8}
+    warm = dataclasses.replace(record, iteration=-1, seeds=record.seeds[:2])
+    results.warmup = [warm]  # the warm-up's updates count with the iterations'
+    assert bench.update_outcomes(results) == {"accepted": 3, "heldout": 3, "guard": 2,
+                                              "other": 2, "total": 10}
 
 
 def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_path, capsys):
