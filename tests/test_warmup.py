@@ -70,3 +70,12 @@ def test_a_run_killed_in_or_after_its_warmup_resumes_as_the_uninterrupted_one(
     np.testing.assert_array_equal(np.asarray(resumed.theta_history),
                                   np.asarray(warm.theta_history))
     assert [r.theta for r in resumed.warmup] == [r.theta for r in warm.warmup]
+
+
+def test_a_pipelined_run_warms_up_the_same_way(runs, tmp_path):
+    """The pipelined hooks inherit the warm-up: the same warm-up thetas as the plain run (the
+    pipeline only delays when the iterations' judged thetas start to train)."""
+    warm = runs[0]
+    piped = loop.run(dataclasses.replace(WARM, pipeline=True), str(tmp_path / "piped"))
+    assert len(piped.warmup) == 2 and len(piped.theta_history) == 1 + 2 + 2
+    assert [r.theta for r in piped.warmup] == [r.theta for r in warm.warmup]
