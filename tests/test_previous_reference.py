@@ -14,7 +14,8 @@ from test_mixed_groups import MIXED
 from sailor_jax.agents import ppo
 from sailor_jax.agents.rollout import make_collect
 from sailor_jax.config import PAPER
-from sailor_jax.run import loop, phases, runner
+from sailor_jax.run import hooks, loop, phases, runner
+from sailor_jax.run.results import LoopState
 
 PREVIOUS = dataclasses.replace(MIXED, reference_policy="previous")
 
@@ -42,15 +43,15 @@ def test_hooks_keep_the_agent_from_before_the_segment_though_the_segment_donates
     state = init(jax.random.PRNGKey(0))
     expected = jax.device_get(runner.rows(state.params, 0, cfg.num_seeds))
     ctx = phases.Context(cfg, None, None, None, None, None, None, None)
-    hooks = phases.SailorHooks(ctx, phases.LoopState.start(np.zeros(8, np.float32), 2))
-    hooks.before_segment(0, state)
+    sailor = hooks.SailorHooks(ctx, LoopState.start(np.zeros(8, np.float32), 2))
+    sailor.before_segment(0, state)
     after, _ = segment(state, np.zeros((2, 8), np.float32))
-    kept = jax.device_get(hooks.reference_params)
+    kept = jax.device_get(sailor.reference_params)
     jax.tree.map(np.testing.assert_array_equal, kept, expected)
     changed = jax.tree.map(lambda a, b: not np.array_equal(a, b), kept,
                            jax.device_get(after.params))
     assert any(jax.tree.leaves(changed))  # the segment trained: the kept copy is the old agent
-    expert = phases.SailorHooks(dataclasses.replace(ctx, cfg=MIXED), hooks.state)
+    expert = hooks.SailorHooks(dataclasses.replace(ctx, cfg=MIXED), sailor.state)
     expert.before_segment(0, after)
     assert expert.reference_params is None  # the expert reference keeps nothing
 

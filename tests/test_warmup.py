@@ -11,8 +11,8 @@ import pytest
 from test_loop import TINY, _DiesAfter
 
 from sailor_jax.config import SailorConfig
-from sailor_jax.run import loop
-from sailor_jax.run.results import SailorResults
+from sailor_jax.run import loop, phases
+from sailor_jax.run.results import LoopState, SailorResults
 
 WARM = dataclasses.replace(TINY, iterations=2, warmup_updates=2)
 
@@ -35,6 +35,7 @@ def test_warmup_thetas_follow_theta0_and_their_records_are_kept(runs):
     assert len(warm.theta_history) == 1 + 2 + 2 and len(cold.theta_history) == 1 + 2
     assert [r.iteration for r in warm.warmup] == [-2, -1]
     assert [r.env_steps for r in warm.warmup] == [0, 0]
+    assert [r.sps for r in warm.warmup] == [0.0, 0.0]
     for k, record in enumerate(warm.warmup):
         assert record.theta == warm.theta_history[1 + k]
         assert record.train_score == [None, None]
@@ -79,3 +80,28 @@ def test_a_pipelined_run_warms_up_the_same_way(runs, tmp_path):
     piped = loop.run(dataclasses.replace(WARM, pipeline=True), str(tmp_path / "piped"))
     assert len(piped.warmup) == 2 and len(piped.theta_history) == 1 + 2 + 2
     assert [r.theta for r in piped.warmup] == [r.theta for r in warm.warmup]
+
+
+def test_commit_builds_iteration_and_warmup_records_alike():
+    """`phases.commit`, the one record builder: a warm-up round (env_steps 0) records SPS 0 and
+    all its phases as host time; an iteration its SPS from the segment's seconds and, when
+    pipelined, the judge's wait but not its (overlapped) rank and update; both add their host
+    phases (never `train`, which the runner times) to the timings and their thetas to the
+    history. Hand-computed against TINY (2 seeds, no baseline rows)."""
+    cfg = dataclasses.replace(WARM, baseline=False)
+    ctx = phases.Context(cfg, None, None, None, None, None, None, None)
+    state = LoopState.start(np.zeros(8, np.float32), 2)
+    thetas = np.ones((2, 8), np.float32)
+    before = dict(state.timings)
+    warm = phases.commit(ctx, state, -2, [None, None], {"train": 0.0, "collect": 1.0,
+                         "rank": 2.0, "update": 0.5}, None, thetas, [], env_steps=0)
+    assert (warm.iteration, warm.env_steps, warm.sps, warm.host_overhead_s) == (-2, 0, 0.0, 3.5)
+    steps = cfg.ppo.steps_per_segment
+    piped = phases.commit(ctx, state, 1, [3.0, 4.0], {"train": 2.0, "collect": 1.0, "rank": 2.0,
+                          "update": 0.5, "judge_wait": 0.25}, None, thetas, [])
+    assert (piped.env_steps, piped.host_overhead_s) == (2 * steps, 1.25)
+    assert piped.sps == pytest.approx(2 * steps / 2.0)
+    assert state.timings["train"] == before["train"]
+    assert state.timings["collect"] == before["collect"] + 2.0
+    assert state.timings["judge_wait"] == 0.25
+    assert len(state.theta_history) == 1 + 2 and state.theta_history[-1] == thetas.tolist()

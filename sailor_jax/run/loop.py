@@ -1,7 +1,7 @@
 """The SAILOR loop: build a run, pick its hooks, run the segments, evaluate, write results.
 
 Host orchestration. For t = 0..T-1 the runner trains PPO on `R_theta` for one compiled
-segment (S seeds vmapped); then the hooks (`phases.SailorHooks`, or `pipeline.PipelinedHooks`
+segment (S seeds vmapped); then the hooks (`hooks.SailorHooks`, or `pipeline.PipelinedHooks`
 with `cfg.pipeline`) sample M games per seed with the current stochastic policy, rank them by
 `R_theta = Phi @ theta` and by the judge, turn every discordant pair plus as many sampled
 concordant pairs into preference data, update theta so `R_theta` agrees with the judge (and ask
@@ -31,7 +31,8 @@ from sailor_jax.game.expert import expert_act
 from sailor_jax.judges.base import Ranker
 from sailor_jax.judges.factory import check_judges, make_ranker, ranker_description
 from sailor_jax.run import run_dir, run_guard, runner, warmup
-from sailor_jax.run.phases import Context, SailorHooks, evaluate_seeds
+from sailor_jax.run.hooks import SailorHooks, evaluate_seeds
+from sailor_jax.run.phases import Context
 from sailor_jax.run.pipeline import PipelinedHooks
 from sailor_jax.run.results import PHASES, LoopState, SailorResults
 from sailor_jax.scale import memory, sharding

@@ -1,10 +1,11 @@
-"""The phases of one SAILOR iteration and the plain hooks that run them between segments.
+"""The phases of one SAILOR iteration, run between segments by the hooks.
 
-Host orchestration. After iteration t's segment, `SailorHooks.after_segment` runs
+Host orchestration. After iteration t's segment, the plain hooks (`hooks.SailorHooks`) run
 `iteration`: `collect_batch` samples M games per seed with the current stochastic policy,
 `judge` ranks them by the judge (one `rank_groups` call for all seeds) and computes each seed's
 updated theta (`theta_update.align_step`: discordant + concordant pairs, the update, refinement),
-`settle` applies the judgement on every process, `record_iteration` logs it. The pipelined
+`settle` applies the judgement on every process, `record_iteration` records (`commit`) and
+logs it; the warm-up (`warmup`) runs the same phases before any segment. The pipelined
 hooks (`pipeline.PipelinedHooks`) run the same phases with the judge in a worker thread; `loop`
 picks one of the two. After Zeng et al. 2024, "Learning Reward for Robot Skills Using Large
 Language Models via Self-Alignment".
@@ -18,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from sailor_jax.alignment import refinement
@@ -32,8 +32,8 @@ from sailor_jax.run.results import IterationRecord, LoopState, SeedUpdate, total
 from sailor_jax.run.theta_update import align_step, segment_scores, update_stall
 from sailor_jax.scale import sharding
 
-__all__ = ["Context", "Judgement", "SailorHooks", "collect_batch", "evaluate_seeds", "iteration",
-           "judge", "record_iteration", "rows_sps", "settle"]
+__all__ = ["Context", "Judgement", "collect_batch", "commit", "iteration", "judge",
+           "record_iteration", "rows_sps", "settle"]
 
 
 @dataclasses.dataclass
@@ -54,73 +54,6 @@ class Context:
     warm_up: Callable | None = None
     """`warm_up(ctx, state, runner_state, reference_params)` before segment 0
     (`warmup.warm_up` when `cfg.warmup_updates > 0` and theta is learned; None: none)."""
-
-
-class SailorHooks:
-    """`runner.SegmentHooks` of a SAILOR run: the judge phases between segments (host-only)."""
-
-    def __init__(self, ctx: Context, state: LoopState):
-        self.ctx, self.state = ctx, state
-        self.num_segments = ctx.cfg.iterations
-        self.timings = state.timings
-        self.reference_params: Any = None
-        """With `reference_policy="previous"`: the agent's `[S, ...]` params before the
-        segment under way (a copy: the segment donates its input)."""
-
-    def before_segment(self, segment: int, runner_state: Any) -> None:
-        """Keep the agent as it is before `segment` trains, for the reference games; before
-        segment 0, run the warm-up updates (`Context.warm_up`)."""
-        if self.ctx.cfg.reference_policy == "previous":
-            self.reference_params = jax.tree.map(
-                jnp.copy, runner.rows(runner_state.params, 0, self.ctx.cfg.num_seeds))
-        if segment == 0 and self.ctx.warm_up is not None:
-            self.ctx.warm_up(self.ctx, self.state, runner_state, self.reference_params)
-
-    def thetas(self) -> np.ndarray:
-        """`float32[R, F]`: the S SAILOR rows, then (baseline) S rows of `theta0`."""
-        cfg, thetas = self.ctx.cfg, self.state.thetas
-        if not cfg.baseline:
-            return thetas
-        return np.concatenate([thetas, np.tile(self.ctx.theta0, (cfg.num_seeds, 1))])
-
-    def after_segment(self, segment: int, runner_state: Any, metrics: Any, seconds: float,
-                      logger: MetricLogger) -> str:
-        record = iteration(self.ctx, self.state, runner_state, metrics, seconds, logger,
-                           self.reference_params)
-        cfg = self.ctx.cfg
-        if cfg.eval_every and (segment + 1) % cfg.eval_every == 0 \
-                and segment + 1 < cfg.iterations:
-            t0 = time.perf_counter()
-            record.evaluation = evaluate_seeds(cfg, runner_state, 0,
-                                          jax.random.fold_in(self.ctx.key_eval, segment))
-            self.timings["eval"] += time.perf_counter() - t0
-            logger.log(record.env_steps, {"eval/score_mean": record.evaluation["score_mean"]})
-        self.state.iterations.append(record)
-        return progress_line(self.state, record)
-
-    @property
-    def next_iteration(self) -> int:
-        """The first iteration not yet recorded: on resume, log records tagged with it or a
-        later `iteration` are dropped (`logging.rewind_logs`) and judged again."""
-        return self.state.iteration
-
-    def to_json(self) -> dict:
-        return self.state.to_json()
-
-    def load_json(self, state: dict) -> None:
-        self.state = LoopState.from_json(state)
-        self.timings = self.state.timings
-
-
-def progress_line(state: LoopState, record: IterationRecord) -> str:
-    """The progress bar's text after an iteration: SPS, agreement, and an endpoint judge's
-    tokens (this iteration's and the run's)."""
-    tau = runner.nanmean(s.kendall_tau_after for s in record.seeds)
-    line = f"SAILOR  SPS {record.sps:8,.0f}  agreement(tau) {tau:+.2f}"
-    run_tokens = total_tokens(state.iterations)
-    if record.judge_tokens is not None and run_tokens is not None:
-        line += f"  tokens {sum(record.judge_tokens.values()):,} (run {run_tokens['total']:,})"
-    return line
 
 
 @dataclasses.dataclass
@@ -233,30 +166,47 @@ def record_iteration(ctx: Context, state: LoopState, t: int, train_score: list[f
                      updates: list[SeedUpdate], logger: MetricLogger,
                      metrics: Any = None, judge_tokens: dict[str, int] | None = None
                      ) -> IterationRecord:
-    """Append iteration t's thetas to the history, add its phase seconds to the timings, log
-    its PPO updates (`metrics`, when given) and its record (with the endpoint judge's
-    `judge_tokens`, when given); return the record."""
-    cfg, s = ctx.cfg, ctx.cfg.num_seeds
-    for phase, dt in phase_seconds.items():
-        if phase != "train":  # the runner times training
-            state.timings[phase] = state.timings.get(phase, 0.0) + dt
-    state.theta_history.append(new_thetas.tolist())
+    """`commit` iteration t, then log its PPO updates (`metrics`, when given) and its record;
+    return the record."""
+    s = ctx.cfg.num_seeds
+    record = commit(ctx, state, t, train_score, phase_seconds, batch, new_thetas, updates,
+                    judge_tokens)
     if metrics is not None:
-        runner.log_updates(logger, runner.rows(metrics, 0, s), t * cfg.ppo.steps_per_segment,
-                           cfg.ppo.batch_size)
-    seconds = phase_seconds["train"]
-    host = sum(v for k, v in phase_seconds.items() if k not in ("train", "rank", "update")) \
-        if "judge_wait" in phase_seconds else sum(phase_seconds.values()) - seconds
-    record = IterationRecord(
-        iteration=t, env_steps=(t + 1) * cfg.ppo.steps_per_segment,
-        sps=rows_sps(cfg, seconds), seconds=phase_seconds, host_overhead_s=host,
-        theta=new_thetas.tolist(), seeds=updates, train_score=train_score,
-        sampled_score_mean=None if batch is None else float(np.mean(batch.score)),
-        sampled_length_mean=None if batch is None else float(np.mean(batch.lengths)),
-        judge_tokens=judge_tokens, sampled_ended=ended_counts(batch, cfg.reference_games))
+        runner.log_updates(logger, runner.rows(metrics, 0, s), t * ctx.cfg.ppo.steps_per_segment,
+                           ctx.cfg.ppo.batch_size)
     logger.log(record.env_steps, {**_scalars(ctx.spec, record, new_thetas), "iteration": t,
                                   "seeds": [u.to_json() for u in updates]})
     return record
+
+
+def commit(ctx: Context, state: LoopState, t: int, train_score: list[float | None],
+           phase_seconds: dict[str, float], batch: Any, new_thetas: np.ndarray,
+           updates: list[SeedUpdate], judge_tokens: dict[str, int] | None = None,
+           env_steps: int | None = None) -> IterationRecord:
+    """Add a theta update's host phase seconds to the timings (the runner times `train`),
+    append its thetas (`float32[S, F]`) to the theta history and return its record.
+
+    `t`: the iteration (a warm-up round's is negative); `env_steps`: the steps trained when
+    it was judged (None: `(t + 1)` segments; a warm-up's: 0, which records SPS 0);
+    `judge_tokens`: an endpoint judge's, when given. `batch`: host `TrajectoryBatch` or None.
+    """
+    cfg = ctx.cfg
+    for phase, dt in phase_seconds.items():
+        if phase != "train":
+            state.timings[phase] = state.timings.get(phase, 0.0) + dt
+    state.theta_history.append(new_thetas.tolist())
+    seconds = phase_seconds["train"]
+    host = sum(v for k, v in phase_seconds.items() if k not in ("train", "rank", "update")) \
+        if "judge_wait" in phase_seconds else sum(phase_seconds.values()) - seconds
+    if env_steps is None:
+        env_steps = (t + 1) * cfg.ppo.steps_per_segment
+    return IterationRecord(
+        iteration=t, env_steps=env_steps, sps=rows_sps(cfg, seconds) if env_steps else 0.0,
+        seconds=phase_seconds, host_overhead_s=host, theta=new_thetas.tolist(), seeds=updates,
+        train_score=train_score,
+        sampled_score_mean=None if batch is None else float(np.mean(batch.score)),
+        sampled_length_mean=None if batch is None else float(np.mean(batch.lengths)),
+        judge_tokens=judge_tokens, sampled_ended=ended_counts(batch, cfg.reference_games))
 
 
 def ended_counts(batch: Any, reference_games: int) -> dict[str, list[int]] | None:
@@ -287,12 +237,6 @@ def _scalars(spec: RewardSpec, record: IterationRecord, thetas: np.ndarray) -> d
         **{f"sailor/theta_{n}": float(np.mean(thetas[:, k])) for k, n in enumerate(spec.names)},
         **{f"time/{k}": v for k, v in record.seconds.items()},
         "time/host_overhead": record.host_overhead_s}
-
-
-def evaluate_seeds(cfg: SailorConfig, runner_state: Any, start: int, key: jax.Array) -> dict:
-    """Evaluate rows `start .. start + S - 1` (SAILOR: 0, baseline: S) of the runner."""
-    params = runner.rows(runner_state.params, start, cfg.num_seeds)
-    return runner.evaluate_rows(params, cfg.ppo.network, cfg.eval, key, cfg.num_seeds)
 
 
 def rows_sps(cfg: SailorConfig, seconds: float) -> float:

@@ -32,14 +32,14 @@ from typing import Any
 import jax
 
 from sailor_jax.logging import MetricLogger
-from sailor_jax.run import phases, runner
+from sailor_jax.run import hooks, phases, runner
 from sailor_jax.run.results import LoopState
 from sailor_jax.run.theta_update import segment_scores, update_stall
 
 __all__ = ["PipelinedHooks"]
 
 
-class PipelinedHooks(phases.SailorHooks):
+class PipelinedHooks(hooks.SailorHooks):
     """`runner.SegmentHooks` of a pipelined SAILOR run (see the module docstring)."""
 
     def __init__(self, ctx: phases.Context, state: LoopState):
@@ -65,7 +65,7 @@ class PipelinedHooks(phases.SailorHooks):
         if cfg.eval_every and (segment + 1) % cfg.eval_every == 0 \
                 and segment + 1 < cfg.iterations:
             t0 = time.perf_counter()
-            self.pending["evaluation"] = phases.evaluate_seeds(
+            self.pending["evaluation"] = hooks.evaluate_seeds(
                 cfg, runner_state, 0, jax.random.fold_in(self.ctx.key_eval, segment))
             self.timings["eval"] += time.perf_counter() - t0
         self._submit(batch)

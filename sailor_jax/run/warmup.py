@@ -14,10 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from sailor_jax.run import phases
-from sailor_jax.run.results import IterationRecord, LoopState
+from sailor_jax.run.results import LoopState
 
 __all__ = ["WARMUP_KEY", "warm_up"]
 
@@ -28,26 +26,21 @@ every training iteration's (`phases.collect_batch`, `phases.judge`)."""
 
 def warm_up(ctx: phases.Context, state: LoopState, runner_state: Any,
             reference_params: Any = None) -> None:
-    """Run the warm-up rounds not yet in `state.warmup` on the agent in `runner_state`.
+    """Run the `cfg.warmup_updates` warm-up rounds on the agent in `runner_state`.
 
-    Appends each round's thetas (`float32[S, F]` as lists) to `state.theta_history` and its
-    record (iteration `k - K`, env_steps 0, train_score None) to `state.warmup`; adds its
-    collect/rank/update seconds to `state.timings`. Needs a judge (`ctx.ranker`); trains
-    nothing. `reference_params`: as `phases.collect_batch` takes them.
+    Round k is recorded as iteration `k - K` with env_steps 0 and no train score
+    (`phases.commit`): its thetas (`float32[S, F]` as lists) go to `state.theta_history`, its
+    record to `state.warmup`, its collect/rank/update seconds to `state.timings`. Needs a judge
+    (`ctx.ranker`); trains nothing. Writes no checkpoint: a run killed inside the warm-up runs
+    it again from the start. `reference_params`: as `phases.collect_batch` takes them.
     """
     cfg, s = ctx.cfg, ctx.cfg.num_seeds
-    for k in range(len(state.warmup), cfg.warmup_updates):
+    for k in range(cfg.warmup_updates):
         t = WARMUP_KEY + k
         batch, collect_s = phases.collect_batch(ctx, runner_state, t, reference_params)
         judged = phases.judge(ctx, state, batch, [None] * s, t)
         thetas = phases.settle(state, judged)
         seconds = {"train": 0.0, "collect": collect_s, **judged.seconds}
-        for phase, dt in seconds.items():
-            state.timings[phase] = state.timings.get(phase, 0.0) + dt
-        state.theta_history.append(thetas.tolist())
-        state.warmup.append(IterationRecord(
-            iteration=k - cfg.warmup_updates, env_steps=0, sps=0.0, seconds=seconds,
-            host_overhead_s=sum(seconds.values()), theta=thetas.tolist(), seeds=judged.updates,
-            train_score=[None] * s, sampled_score_mean=float(np.mean(batch.score)),
-            sampled_length_mean=float(np.mean(batch.lengths)), judge_tokens=judged.tokens,
-            sampled_ended=phases.ended_counts(batch, cfg.reference_games)))
+        state.warmup.append(phases.commit(
+            ctx, state, k - cfg.warmup_updates, [None] * s, seconds, batch, thetas,
+            judged.updates, judged.tokens, env_steps=0))

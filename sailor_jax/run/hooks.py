@@ -1,0 +1,98 @@
+"""The plain hooks of a SAILOR run: the judge phases between segments, in the main thread.
+
+Host orchestration. `SailorHooks` is the `runner.SegmentHooks` that `loop` uses unless the run
+is pipelined (`pipeline.PipelinedHooks`, its subclass): before segment 0 it runs the warm-up
+(`Context.warm_up`), after each segment `phases.iteration` (judge, update theta, record, log)
+and, every `eval_every` segments, `evaluate_seeds`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sailor_jax.config import SailorConfig
+from sailor_jax.logging import MetricLogger
+from sailor_jax.run import phases, runner
+from sailor_jax.run.results import IterationRecord, LoopState, total_tokens
+
+__all__ = ["SailorHooks", "evaluate_seeds", "progress_line"]
+
+
+class SailorHooks:
+    """`runner.SegmentHooks` of a SAILOR run: the judge phases between segments (host-only)."""
+
+    def __init__(self, ctx: phases.Context, state: LoopState):
+        self.ctx, self.state = ctx, state
+        self.num_segments = ctx.cfg.iterations
+        self.timings = state.timings
+        self.reference_params: Any = None
+        """With `reference_policy="previous"`: the agent's `[S, ...]` params before the
+        segment under way (a copy: the segment donates its input)."""
+
+    def before_segment(self, segment: int, runner_state: Any) -> None:
+        """Keep the agent as it is before `segment` trains, for the reference games; before
+        segment 0, run the warm-up updates (`Context.warm_up`)."""
+        if self.ctx.cfg.reference_policy == "previous":
+            self.reference_params = jax.tree.map(
+                jnp.copy, runner.rows(runner_state.params, 0, self.ctx.cfg.num_seeds))
+        if segment == 0 and self.ctx.warm_up is not None:
+            self.ctx.warm_up(self.ctx, self.state, runner_state, self.reference_params)
+
+    def thetas(self) -> np.ndarray:
+        """`float32[R, F]`: the S SAILOR rows, then (baseline) S rows of `theta0`."""
+        cfg, thetas = self.ctx.cfg, self.state.thetas
+        if not cfg.baseline:
+            return thetas
+        return np.concatenate([thetas, np.tile(self.ctx.theta0, (cfg.num_seeds, 1))])
+
+    def after_segment(self, segment: int, runner_state: Any, metrics: Any, seconds: float,
+                      logger: MetricLogger) -> str:
+        record = phases.iteration(self.ctx, self.state, runner_state, metrics, seconds, logger,
+                           self.reference_params)
+        cfg = self.ctx.cfg
+        if cfg.eval_every and (segment + 1) % cfg.eval_every == 0 \
+                and segment + 1 < cfg.iterations:
+            t0 = time.perf_counter()
+            record.evaluation = evaluate_seeds(cfg, runner_state, 0,
+                                          jax.random.fold_in(self.ctx.key_eval, segment))
+            self.timings["eval"] += time.perf_counter() - t0
+            logger.log(record.env_steps, {"eval/score_mean": record.evaluation["score_mean"]})
+        self.state.iterations.append(record)
+        return progress_line(self.state, record)
+
+    @property
+    def next_iteration(self) -> int:
+        """The first iteration not yet recorded: on resume, log records tagged with it or a
+        later `iteration` are dropped (`logging.rewind_logs`) and judged again."""
+        return self.state.iteration
+
+    def to_json(self) -> dict:
+        return self.state.to_json()
+
+    def load_json(self, state: dict) -> None:
+        self.state = LoopState.from_json(state)
+        self.timings = self.state.timings
+
+
+def progress_line(state: LoopState, record: IterationRecord) -> str:
+    """The progress bar's text after an iteration: SPS, agreement, and an endpoint judge's
+    tokens (this iteration's and the run's)."""
+    tau = runner.nanmean(s.kendall_tau_after for s in record.seeds)
+    line = f"SAILOR  SPS {record.sps:8,.0f}  agreement(tau) {tau:+.2f}"
+    run_tokens = total_tokens(state.iterations)
+    if record.judge_tokens is not None and run_tokens is not None:
+        line += f"  tokens {sum(record.judge_tokens.values()):,} (run {run_tokens['total']:,})"
+    return line
+
+
+
+
+def evaluate_seeds(cfg: SailorConfig, runner_state: Any, start: int, key: jax.Array) -> dict:
+    """Evaluate rows `start .. start + S - 1` (SAILOR: 0, baseline: S) of the runner."""
+    params = runner.rows(runner_state.params, start, cfg.num_seeds)
+    return runner.evaluate_rows(params, cfg.ppo.network, cfg.eval, key, cfg.num_seeds)
