@@ -14,9 +14,10 @@ comparison under the run's judge is no difference (`run_dir.config_differences`)
 
 A field a saved config lacks counts as its default there (a run resumes under newer code), so
 a later change of that default would pass unseen here. The behaviour fields added after these
-configs were saved (`warmup_updates`, `reference_policy`, `end_windows`, `ranker.noise`,
-`alignment.heldout_tau_z`, `alignment.survival_floor`) are therefore written into them with the
-values they ran at (2026-11-28: no warm-up, the expert reference player, none of the others).
+configs were saved (`warmup_updates`, `warmup_tau_z`, `reference_policy`, `end_windows`,
+`ranker.noise`, `alignment.heldout_tau_z`, `alignment.survival_floor`) are therefore written
+into them with the values they ran at (2026-11-28: no warm-up, the expert reference player,
+none of the others).
 """
 
 from __future__ import annotations

@@ -122,6 +122,12 @@ class SailorConfig:
     et al. 2017 fitted their reward predictor on a random policy's clips before RL began). No
     env steps of training; `theta_history` then holds these updates after theta0, and
     `SailorResults.warmup` their records. 0 = none."""
+    warmup_tau_z: float = 0.0
+    """The held-out agreement gate for the warm-up's updates only (`AlignmentConfig.heldout_tau_z`
+    while they run): a warm-up step must order the held-out windows like the judge, beyond
+    chance by this many standard deviations, so that a judge with no information is not given
+    `warmup_updates` more chances to pass the held-out test by luck (issue 49). 0 = the
+    iterations' test."""
     ppo: PPOConfig = PPOConfig()
     """PPO hyperparameters; updates_per_segment is k."""
     ranker: RankerConfig = RankerConfig()
@@ -182,6 +188,11 @@ class SailorConfig:
             raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
         if self.warmup_updates < 0:
             raise ValueError(f"warmup_updates must be >= 0, got {self.warmup_updates}")
+        if not (math.isfinite(self.warmup_tau_z) and self.warmup_tau_z >= 0):
+            raise ValueError(f"warmup_tau_z must be finite and >= 0, got {self.warmup_tau_z}")
+        if self.warmup_tau_z and not self.alignment.heldout:
+            raise ValueError("warmup_tau_z needs alignment.heldout > 0 (the gate is part of the "
+                             "held-out test)")
         spec = RewardSpec()
         if self.theta0 is not None:  # checked here so that the message names the field
             spec.validate(self.theta0, "theta0")

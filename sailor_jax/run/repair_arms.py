@@ -96,6 +96,9 @@ class ValueArmSettings:
     """Theta updates before the first segment in the sailor_value* arms, judged on the
     untrained agent's and the reference player's windows (`SailorConfig.warmup_updates`;
     issue 49). 0 = none."""
+    warmup_tau_z: float = _RECOMMENDED.warmup_tau_z
+    """The held-out agreement gate for those warm-up updates only (`SailorConfig.warmup_tau_z`;
+    0 = the iterations' held-out test)."""
     judge_noise: float = 0.0
     """The expert judge of the sailor_value and sailor_value_regret arms with its verdicts made
     this noisy (`RankerConfig.noise`: issue 50's judge of dialled quality). 0 = the expert."""
@@ -125,6 +128,7 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
         end_windows=args.end_windows,
         reference_games=args.reference_games, reference_epsilon=args.reference_epsilon,
         reference_policy=args.reference_policy, warmup_updates=args.warmup_updates,
+        warmup_tau_z=args.warmup_tau_z,
         preferences=dataclasses.replace(cfg.preferences, compare=args.value_compare),
         alignment=dataclasses.replace(
             cfg.alignment, method=args.value_update, heldout=args.heldout, heldout_z=args.heldout_z,
