@@ -147,14 +147,14 @@ def plot_theta_trajectories(runs: dict[str, SailorResults]):
     fig, axes = plt.subplots(2, math.ceil(len(names) / 2), figsize=(16, 7), sharex=True)
     for i, (variant, run) in enumerate(runs.items()):
         history = np.asarray(run.theta_history, np.float64)  # [T+1, S, F]
-        its = np.arange(history.shape[0])
+        its = np.arange(history.shape[0]) - len(run.warmup)  # the warm-up's below 0
         style = {} if run.self_align else {"ls": "--", "lw": 1}
         for k, ax in enumerate(axes.ravel()[:len(names)]):
             _line(ax, its, history[:, :, k].T, variant, color=f"C{i}", **style)
             ax.plot(its, history[:, :, k], color=f"C{i}", lw=0.6, alpha=0.35)  # each seed
     for k, ax in enumerate(axes.ravel()):
         if k < len(names):
-            ax.set(title=names[k], xlabel="SAILOR iteration")
+            ax.set(title=names[k], xlabel="SAILOR iteration (below 0: warm-up)")
             ax.grid(alpha=0.3)
         else:
             ax.axis("off")

@@ -61,7 +61,8 @@ from sailor_jax.run.results import SailorResults  # noqa: E402
 _POINTWISE = dict(mode="pointwise", pointwise_variants=1)
 PRESETS: dict[str, SailorConfig] = {
     "smoke": SailorConfig(
-        iterations=2, num_seeds=1, max_len=300, trajectories=8, reference_games=4,
+        iterations=2, warmup_updates=2, num_seeds=1, max_len=300, trajectories=8,
+        reference_games=4,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=128, num_steps=32, updates_per_segment=4),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
             batch_size=2, max_prompt_tokens=1024, snapshot_every=40, **_POINTWISE)),
@@ -135,21 +136,25 @@ def shown_iterations(columns: int, fit: int) -> list[int]:
 def summary(results: SailorResults, console: Console) -> None:
     """Print the theta history, preference counts, evaluation and wall-clock tables.
 
-    The theta history shows as many iterations as fit the console (8 characters a column,
-    border included, after the feature column's 22; at least it0 and the last); the pair
-    counts under a shown column are those of the update that made it."""
+    The theta history shows as many columns as fit the console (8 characters a column,
+    border included, after the feature column's 22; at least it0 and the last): it0 is
+    theta0, w1..wK the warm-up's updates, it1.. the iterations'; the pair counts under a shown
+    column are those of the update that made it."""
     names, history = results.feature_names, results.theta_history
+    records = results.warmup + results.iterations  # the update behind each column after it0
+    labels = ["it0", *(f"w{k + 1}" for k in range(len(results.warmup))),
+              *(f"it{t + 1}" for t in range(len(results.iterations)))]
     shown = shown_iterations(len(history), max(2, (console.width - 22) // 8))
     skipped = "" if len(shown) == len(history) else f", {len(shown)} of {len(history)} columns"
     theta = Table(title=f"theta history (seed mean), preference pairs{skipped}")
     theta.add_column("feature")
     for t in shown:
-        theta.add_column(f"it{t}", justify="right")
+        theta.add_column(labels[t], justify="right")
     for k, n in enumerate(names):
         theta.add_row(n, *[f"{np.mean(np.asarray(history[t])[:, k]):+.2f}" for t in shown])
     for key, label in (("num_discordant", "|D_neg|"), ("num_concordant", "|D_pos|")):
-        theta.add_row(label, *[str(sum(results.preferences[t - 1][key])) if t else ""
-                               for t in shown])
+        theta.add_row(label, *[str(sum(getattr(u, key) for u in records[t - 1].seeds)) if t
+                               else "" for t in shown])
     console.print(theta)
     ev = Table(title=f"final agents, {results.env_steps_per_seed:,} env steps per seed "
                      f"(greedy policy, native game score)")

@@ -25,9 +25,11 @@ TINY_PPO = ["--sailor.ppo.num-envs", "16", "--sailor.ppo.num-steps", "8",
             "--sailor.ppo.updates-per-segment", "1", "--sailor.ppo.network.hidden-sizes", "16"]
 PAPER_UPDATE = ["--sailor.reference-games", "0", "--sailor.window", "0",
                 "--sailor.alignment.method", "bo", "--sailor.alignment.heldout", "0",
-                "--sailor.alignment.no-survival-guard", "--sailor.preferences.compare", "sum"]
-"""`PAPER`'s update (BO on whole games) over a preset, not the presets' recommended one: for
-tests about processes and signals, where theta must move on 4 games and an iteration be short."""
+                "--sailor.alignment.no-survival-guard", "--sailor.preferences.compare", "sum",
+                "--sailor.warmup-updates", "0"]
+"""`PAPER`'s update (BO on whole games, no warm-up) over a preset, not the presets' recommended
+one: for tests about processes and signals, where theta must move on 4 games and an iteration
+be short."""
 
 
 def test_sailor_cli_presets_parse_and_override():
@@ -82,9 +84,12 @@ def test_sailor_cli_runs_end_to_end(tmp_path, capsys, monkeypatch):
                  "--sailor.eval.max-len", "300", "--sailor.no-tensorboard", *TINY_PPO])
     printed = capsys.readouterr().out
     assert "theta history" in printed and "baseline reward" in printed
+    header = next(line for line in printed.splitlines() if "feature" in line).split()
+    assert [c for c in header if c.startswith(("it", "w"))] == ["it0", "w1", "w2", "it1"]
     results = json.load(open(os.path.join(out, "results.json")))
     assert results["ranker"]["kind"] == "outcome"
-    assert len(results["theta_history"]) == 2
+    assert len(results["theta_history"]) == 1 + 2 + 1  # theta0, the smoke preset's 2 warm-up
+    assert len(results["warmup"]) == 2  # updates, 1 iteration
 
 
 def test_train_ppo_cli_runs_and_resumes(tmp_path, capsys, monkeypatch):

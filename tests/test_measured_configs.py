@@ -17,7 +17,10 @@ a later change of that default would pass unseen here. The behaviour fields adde
 configs were saved (`warmup_updates`, `warmup_tau_z`, `reference_policy`, `end_windows`,
 `ranker.noise`, `alignment.heldout_tau_z`, `alignment.survival_floor`) are therefore written
 into them with the values they ran at (2026-11-28: no warm-up, the expert reference player,
-none of the others).
+none of the others). Later that day the warm-up became the default (8 updates): the repair
+presets name none, as their tables measured, and the `experiments/sailor.py` presets, which run
+the recommended SAILOR, take it (`smoke` 2, at its tiny budget): their saved configs say so, and
+the tables measured before it (the smoke output, the `cpu` preset, the GPU check) are history.
 """
 
 from __future__ import annotations
@@ -86,8 +89,10 @@ def test_default_is_the_recommended_sailor_and_paper_the_papers():
     assert repair_arms.guarded(PAPER) == cfg  # the guarded settings over the paper's
     assert (PAPER.window, PAPER.trajectories, PAPER.reference_games) == (0, 8, 0)
     assert PAPER.preferences == PreferenceConfig() and PAPER.alignment == AlignmentConfig()
+    assert cfg.warmup_updates == 8 and PAPER.warmup_updates == 0  # 0 until 2026-11-28
     assert dataclasses.replace(PAPER, trajectories=16, window=100, reference_games=8,
-                               preferences=cfg.preferences, alignment=cfg.alignment) == cfg
+                               warmup_updates=8, preferences=cfg.preferences,
+                               alignment=cfg.alignment) == cfg
 
 
 @pytest.mark.parametrize("name", ["smoke", "cpu", "gpu"])
@@ -119,9 +124,10 @@ def test_the_default_judged_by_the_expert_is_the_regret_arm_measured_as_sums():
     """Issue 49's changed default, field by field: `SailorConfig()` with the expert judge (the
     regret verdict, R_theta compared as sums), at the repair table's sizes, is the config the
     `repair.py --value-compare sum` arm saved when it was measured; and that command still
-    builds it."""
+    builds it. It ran before the warm-up existed, so with none: the defaults then."""
     with gzip.open(REGSUM_ARM, "rt", encoding="utf-8") as f:
         saved = json.load(f)
+    assert "warmup_updates" not in saved  # saved before the field: it ran none (ABSENT_MEANS)
     repair = _load("experiments/repair.py")
     _, args = repair.parse(["--preset", "cpu", "--base.iterations", "32",
                             "--base.ppo.updates-per-segment", "4", "--value-compare", "sum",
@@ -129,11 +135,40 @@ def test_the_default_judged_by_the_expert_is_the_regret_arm_measured_as_sums():
     (arm,) = [cfg for name, _, _, cfg in repair_arms.arms(args)
               if name == "theta0.sailor_value_regret"]
     assert config_differences(saved, json.loads(config_json(arm)), arm) == []
-    default = dataclasses.replace(  # the defaults, at the table's sizes, from theta0
-        SailorConfig(), ranker=RankerConfig(kind="expert"), theta0=arm.theta0,
+    default = dataclasses.replace(  # the defaults then, at the table's sizes, from theta0
+        SailorConfig(), ranker=RankerConfig(kind="expert"), theta0=arm.theta0, warmup_updates=0,
         iterations=32, num_seeds=8, baseline=False, tensorboard=False,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
         eval=EvalConfig(episodes=64, max_len=50_000))
     assert config_differences(saved, json.loads(config_json(default)), default) == []
     assert saved["ranker"]["expert_verdict"] == "regret"
     assert saved["preferences"]["compare"] == "sum"
+
+
+WARM_ARM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks",
+                        "results", "repair49_warm_cpu", "theta0.sailor_value_regret.json.gz")
+
+
+def test_the_default_judged_by_the_expert_is_the_warmup_arm_measured():
+    """Issue 49's second changed default, field by field: `SailorConfig()` with the expert judge
+    (8 warm-up updates, the regret verdict, R_theta compared as sums), at the repair table's
+    sizes, is the config the `--warmup-updates 8` arm saved when it was measured (2026-11-28,
+    `benchmarks/results/repair49_warm_cpu/`); and that command still builds it."""
+    with gzip.open(WARM_ARM, "rt", encoding="utf-8") as f:
+        saved = json.load(f)
+    repair = _load("experiments/repair.py")
+    _, args = repair.parse(["--preset", "cpu", "--base.iterations", "32",
+                            "--base.ppo.updates-per-segment", "4", "--value-compare", "sum",
+                            "--warmup-updates", "8", "--starts", "theta0",
+                            "--methods", "sailor_value_regret"])
+    (arm,) = [cfg for name, _, _, cfg in repair_arms.arms(args)
+              if name == "theta0.sailor_value_regret"]
+    assert config_differences(saved, json.loads(config_json(arm)), arm) == []
+    default = dataclasses.replace(
+        SailorConfig(), ranker=RankerConfig(kind="expert"), theta0=arm.theta0,
+        iterations=32, num_seeds=8, baseline=False, tensorboard=False,
+        ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
+        eval=EvalConfig(episodes=64, max_len=50_000))
+    assert config_differences(saved, json.loads(config_json(default)), default) == []
+    assert saved["warmup_updates"] == SailorConfig().warmup_updates == 8
+    assert "warmup_tau_z" not in saved and SailorConfig().warmup_tau_z == 0  # no gate then

@@ -308,3 +308,18 @@ def test_resume_may_change_how_the_endpoint_is_reached(tmp_path):
     assert saved["endpoint"].endswith(":8001/v1") and saved["max_tokens_per_run"] == 10**6
     with pytest.raises(UserError, match="ranker.llm.mode: saved 'pairwise', given 'listwise'"):
         run_dir.prepare_out_dir(out, config(mode="listwise"), resume=True)
+
+
+@pytest.mark.parametrize("warmup, differs", [(0, False), (8, True)])
+def test_a_field_whose_default_changed_reads_as_what_it_ran_at(warmup, differs):
+    """A `SailorConfig` saved before `warmup_updates` existed ran no warm-up: under today's
+    default of 8 it still matches a config with 0 (`run_dir.ABSENT_MEANS`), not one with 8."""
+    from sailor_jax.config import SailorConfig
+
+    cfg = dataclasses.replace(SailorConfig(), warmup_updates=warmup)
+    given = json.loads(run_dir.config_json(cfg))
+    saved = {k: v for k, v in given.items() if k != "warmup_updates"}
+    expected = ["warmup_updates: saved (absent), given 8"] if differs else []
+    assert run_dir.config_differences(saved, given, cfg) == expected
+    assert run_dir.config_differences({**saved, "warmup_updates": 8}, given, cfg) == (
+        [] if differs else ["warmup_updates: saved 8, given 0"])

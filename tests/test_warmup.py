@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 from test_loop import TINY, _DiesAfter
 
+from sailor_jax import logging
 from sailor_jax.config import SailorConfig
-from sailor_jax.run import loop, phases
+from sailor_jax.judges.oracles import OutcomeRanker
+from sailor_jax.run import loop, phases, variants
 from sailor_jax.run.results import LoopState, SailorResults
 
 WARM = dataclasses.replace(TINY, iterations=2, warmup_updates=2)
@@ -20,7 +22,7 @@ WARM = dataclasses.replace(TINY, iterations=2, warmup_updates=2)
 def test_warmup_updates_must_not_be_negative():
     with pytest.raises(ValueError, match="warmup_updates must be >= 0, got -1"):
         dataclasses.replace(TINY, warmup_updates=-1)
-    assert SailorConfig().warmup_updates == 0
+    assert SailorConfig().warmup_updates == 8  # the default since 2026-11-28
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +135,37 @@ def test_the_warmup_gate_holds_the_warmup_steps_and_only_them(tmp_path):
     iterations = [u.message for r in gated.iterations for u in r.seeds]
     assert iterations == [u.message for r in cold.iterations for u in r.seeds]
     assert not any("need >= " in m for m in iterations)
+
+
+class _Tagged(OutcomeRanker):
+    """An outcome judge with a `log_context`, as the LLM judge has: records the tag of each
+    call."""
+
+    def __init__(self):
+        self.log_context, self.tags = None, []
+
+    def rank_groups(self, groups):
+        self.tags.append(self.log_context["iteration"])
+        return super().rank_groups(groups)
+
+
+def test_warmup_log_records_are_tagged_below_every_iteration_and_survive_a_resume(tmp_path):
+    """The judge's log records of warm-up round k carry iteration k - K (not its sampling
+    key), so a resume, which drops the records of the iterations it judges again, keeps them."""
+    ranker = _Tagged()
+    loop.run(WARM, str(tmp_path / "run"), ranker=ranker)
+    assert ranker.tags == [-2, -1, 0, 1]
+    log = tmp_path / "llm.jsonl"
+    log.write_text("".join(json.dumps({"iteration": t}) + "\n" for t in ranker.tags))
+    logging.rewind_logs(str(tmp_path), segment=1, iteration=1)
+    assert [json.loads(line)["iteration"] for line in log.read_text().splitlines()] == [-2, -1, 0]
+
+
+def test_theta_rows_number_the_warmup_below_0(runs):
+    """`variants.theta_rows` (theta_trajectories.csv): iteration t is the theta segment t
+    trains on, so the warm-up's rows come before 0 and the final theta is the last iteration."""
+    warm, cold, _ = runs
+    assert [r["iteration"] for r in variants.theta_rows("w", warm) if r["seed"] == 0] == [
+        -2, -1, 0, 1, 2]
+    assert [r["iteration"] for r in variants.theta_rows("c", cold) if r["seed"] == 0] == [
+        0, 1, 2]

@@ -12,9 +12,9 @@
 #     orbax-checkpoint==0.12.8 optax==0.2.8 chex==0.1.92
 # (not flax 0.12.8: it fails to import under jax 0.11.2). Then, on that machine:
 #   bash benchmarks/gpu/repair34.sh
-# Issue 49's whole table at ~5M env steps per seed for the default (the regret verdict
-# compared as sums; 32 updates of 20 PPO updates; 30 arms in
-# priority order, about two calls; not yet run):
+# Issue 49's whole table at ~5M env steps per seed for the default (8 warm-up updates, the
+# regret verdict compared as sums; 32 updates of 20 PPO updates; 30 arms in priority order,
+# about two calls; not yet run):
 #   DEADLINE=540 P=10 ARMS=benchmarks/gpu/repair49_5m.arms bash benchmarks/gpu/repair34.sh
 # then the same with SKIP set to the number of arms the first call finished.
 set -u

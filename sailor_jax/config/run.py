@@ -115,13 +115,14 @@ class SailorConfig:
     """Who plays the `reference_games`: "expert" (the epsilon-greedy expert) or "previous"
     (the agent as it was before this iteration's segment: PBRR's reference policy, so that a
     group compares the agent with its own recent past, games of like quality; issue 49)."""
-    warmup_updates: int = 0
+    warmup_updates: int = 8
     """Theta updates before the first segment trains (issue 49): each samples and judges a
     group per seed from the untrained agent and the reference player and updates theta as an
     iteration does, so that a wrong start is corrected before the agent learns it (Christiano
     et al. 2017 fitted their reward predictor on a random policy's clips before RL began). No
     env steps of training; `theta_history` then holds these updates after theta0, and
-    `SailorResults.warmup` their records. 0 = none."""
+    `SailorResults.warmup` their records. 0 = none (the default until 2026-11-28; 8 measured
+    level with it or above from all 13 named starts, docs/repair.md)."""
     warmup_tau_z: float = 0.0
     """The held-out agreement gate for the warm-up's updates only (`AlignmentConfig.heldout_tau_z`
     while they run): a warm-up step must order the held-out windows like the judge, beyond
@@ -222,10 +223,11 @@ class SailorConfig:
         return spec
 
 
-PAPER = SailorConfig(trajectories=8, window=0, reference_games=0,
+PAPER = SailorConfig(trajectories=8, window=0, reference_games=0, warmup_updates=0,
                      preferences=PreferenceConfig(), alignment=AlignmentConfig())
 """The paper's update, as the seed plan ran it: 8 whole games per seed and iteration, all the
-agent's, ranked by the sum of `R_theta`, theta updated by scikit-optimize BO over the bounds
-(`AlignmentConfig()`; `method="bt_mcmc"` for Zeng et al.'s MH posterior mean, beta 0.9), accepted
-when it lowers the fitted pairs' error. The repair and ablation `sailor*` arms and the process
-tests build on it; from a good reward it lost 38% of the score (the repair table)."""
+agent's (no warm-up), ranked by the sum of `R_theta`, theta updated by scikit-optimize BO over
+the bounds (`AlignmentConfig()`; `method="bt_mcmc"` for Zeng et al.'s MH posterior mean, beta
+0.9), accepted when it lowers the fitted pairs' error. The repair and ablation `sailor*` arms
+and the process tests build on it; from a good reward it lost 38% of the score (the repair
+table)."""

@@ -84,7 +84,7 @@ def progress_line(state: LoopState, record: IterationRecord) -> str:
     tokens (this iteration's and the run's)."""
     tau = runner.nanmean(s.kendall_tau_after for s in record.seeds)
     line = f"SAILOR  SPS {record.sps:8,.0f}  agreement(tau) {tau:+.2f}"
-    run_tokens = total_tokens(state.iterations)
+    run_tokens = total_tokens(state.warmup + state.iterations)
     if record.judge_tokens is not None and run_tokens is not None:
         line += f"  tokens {sum(record.judge_tokens.values()):,} (run {run_tokens['total']:,})"
     return line

@@ -112,13 +112,14 @@ def collect_batch(ctx: Context, runner_state: Any, t: int, reference_params: Any
 
 
 def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | None],
-          t: int) -> Judgement:
+          t: int, log_iteration: int | None = None) -> Judgement:
     """Rank iteration t's games and compute the updated (and refined) thetas.
 
     Reads `state` (thetas, stall counters, past scores) and changes nothing, so it may run in
     a worker thread (`pipeline`). Process 0 judges; the others return zeros, replaced by
     process 0's thetas in `settle`. A judge with a `log_context` (the LLM) tags its log
-    records with `"iteration": t`, as the refinement advisor does.
+    records with `"iteration": log_iteration` (None: t), as the refinement advisor does; the
+    warm-up tags its rounds below 0, so that a resumed run keeps them (`logging.rewind_logs`).
     """
     cfg, s = ctx.cfg, ctx.cfg.num_seeds
     if not sharding.is_main_process():  # process 0 judges; the others take its thetas
@@ -128,10 +129,10 @@ def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | 
     t0 = time.perf_counter()
     ctx.ranker.reseed(int(np.random.default_rng([cfg.seed, t]).integers(2**31)))
     if hasattr(ctx.ranker, "log_context"):
-        ctx.ranker.log_context = {"iteration": t}
+        ctx.ranker.log_context = {"iteration": t if log_iteration is None else log_iteration}
     usage = getattr(ctx.ranker, "token_usage", None)
-    if usage is not None:  # the budget counts what the run's finished iterations spent
-        usage.start((total_tokens(state.iterations) or {}).get("total", 0))
+    if usage is not None:  # the budget counts what the warm-up and finished iterations spent
+        usage.start((total_tokens(state.warmup + state.iterations) or {}).get("total", 0))
     rankings = ctx.ranker.rank_groups([jax.tree.map(lambda x, i=i: x[i], batch)
                                        for i in range(s)])
     rank_s = time.perf_counter() - t0

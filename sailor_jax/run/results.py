@@ -211,8 +211,9 @@ class SailorResults:
 
     @property
     def judge_tokens(self) -> dict[str, int] | None:
-        """The run's endpoint-judge tokens (`total_tokens` of `iterations`)."""
-        return total_tokens(self.iterations)
+        """The run's endpoint-judge tokens (`total_tokens` of the warm-up's and the
+        iterations' records)."""
+        return total_tokens(self.warmup + self.iterations)
 
     @property
     def self_align(self) -> bool:

@@ -49,9 +49,18 @@ def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: tree}
 
 
+ABSENT_MEANS = {"warmup_updates": 0}
+"""Fields whose default changed after they were added, and the value a saved config that lacks
+one ran at: `config_json` writes every field, so only a config saved before the field existed
+lacks it, and it ran as the code did then (`warmup_updates`: 0 until 2026-11-28)."""
+
+
 def _default_json(config: Any, dotted: str) -> Any:
-    """The JSON of the dataclass default of field `dotted` of `config`; a sentinel if the
-    path leaves the dataclasses or the field has no default."""
+    """The JSON of the dataclass default of field `dotted` of `config` (`ABSENT_MEANS` for a
+    field whose default changed since it was added); a sentinel if the path leaves the
+    dataclasses or the field has no default."""
+    if dotted in ABSENT_MEANS:
+        return ABSENT_MEANS[dotted]
     *parents, name = dotted.split(".")
     for parent in parents:
         config = getattr(config, parent, None)
@@ -71,7 +80,8 @@ def config_differences(saved: dict, given: dict, config: Any = None) -> list[str
 
     With `config` (the dataclass `given` was written from), a field the saved config lacks
     and `config` holds at its default is no difference: a run saved before that field
-    existed ran as its default says, so it resumes under newer code. Nor is a field its
+    existed ran as its default says (or as `ABSENT_MEANS` says, for a default changed since),
+    so it resumes under newer code. Nor is a field its
     judge never reads (`RankerConfig.unread_fields`: the expert's verdict under an LLM judge),
     nor a comparison that resolves the same under `config`'s judge (`preferences.compare`
     "auto" and "sum" under an LLM judge: `RankerConfig.aggregate`).

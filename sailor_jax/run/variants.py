@@ -99,11 +99,15 @@ def run_variant(name: str, cfg: SailorConfig, folder: str, console, progress=Non
 
 
 def theta_rows(name: str, results: SailorResults) -> list[dict]:
-    """Long-format rows (variant, seed, iteration, one column per feature) of theta_history."""
-    rows = []
+    """Long-format rows (variant, seed, iteration, one column per feature) of theta_history.
+
+    `iteration` t is the theta that segment t trained on (0: theta0, or the theta after a
+    warm-up of K updates, whose rows are -K..-1 from theta0 on; the last row, the final theta,
+    is the number of iterations)."""
+    rows, warmup = [], len(results.warmup)
     for t, per_seed in enumerate(results.theta_history):
         for s, theta in enumerate(per_seed):
-            rows.append({"variant": name, "seed": s, "iteration": t,
+            rows.append({"variant": name, "seed": s, "iteration": t - warmup,
                          **dict(zip(results.feature_names, theta, strict=True))})
     return rows
 

@@ -29,7 +29,8 @@ def warm_up(ctx: phases.Context, state: LoopState, runner_state: Any,
             reference_params: Any = None) -> None:
     """Run the `cfg.warmup_updates` warm-up rounds on the agent in `runner_state`.
 
-    Round k is recorded as iteration `k - K` with env_steps 0 and no train score
+    Round k is recorded, and its judge's log records tagged, as iteration `k - K` (below
+    every iteration's, so a resume keeps them) with env_steps 0 and no train score
     (`phases.commit`): its thetas (`float32[S, F]` as lists) go to `state.theta_history`, its
     record to `state.warmup`, its collect/rank/update seconds to `state.timings`. Needs a judge
     (`ctx.ranker`); trains nothing. Writes no checkpoint: a run killed inside the warm-up runs
@@ -44,7 +45,7 @@ def warm_up(ctx: phases.Context, state: LoopState, runner_state: Any,
     for k in range(cfg.warmup_updates):
         t = WARMUP_KEY + k
         batch, collect_s = phases.collect_batch(ctx, runner_state, t, reference_params)
-        judged = phases.judge(ctx, state, batch, [None] * s, t)
+        judged = phases.judge(ctx, state, batch, [None] * s, t, k - cfg.warmup_updates)
         thetas = phases.settle(state, judged)
         seconds = {"train": 0.0, "collect": collect_s, **judged.seconds}
         state.warmup.append(phases.commit(
