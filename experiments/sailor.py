@@ -104,9 +104,10 @@ class Args:
 PRESET_WHY = {
     "smoke": ("about 2 minutes on a quiet 2-core CPU (4-5 loaded)",
               "a pipeline demo with the real LLM judge"),
-    "cpu": ("about 16 minutes on a 2-core CPU", "the (64, 64) trunk because the (256, 256) default "
-            "trains at 0.2-0.3 of its env steps/s on 2 CPU cores; ~1M env steps per seed, the "
-            "repair table's budget; the SmolLM2 judge"),
+    "cpu": ("about 16 minutes on a 2-core CPU before the warm-up",
+            "the (64, 64) trunk because the (256, 256) default trains at 0.2-0.3 of its env "
+            "steps/s on 2 CPU cores; ~1M env steps per seed, the repair table's budget; the "
+            "SmolLM2 judge"),
     "gpu": ("about 2.5 minutes on one H100 with the expert judge (the LLM judge not timed "
             "end to end)", "the repair table's ~5M env steps per seed and 8 + 8 seeds; the (64, "
             "64) trunk and 256 envs are CPU-sized; a Qwen2.5-1.5B judge"),

@@ -113,12 +113,13 @@ def test_each_value_arm_has_a_control_that_differs_only_in_the_judge(repair):
             start, "sailor_value_regret", base, 0).ranker).aggregate) == "mean"
     assert repair_table.random_judge_control("sailor_kept") == "sailor_random_judge"
     # --value-compare sum: every value arm and its control rank R_theta by sums.
-    args = dataclasses.replace(repair.PRESETS["cpu"], value_compare="sum")
+    preset = repair.PRESETS["cpu"]
+    args = dataclasses.replace(preset, value_compare="sum")
     for method in repair_arms.VALUE_JUDGES:
         cfg = repair_arms.arm_config(start, method, base, 0, args=args)
         assert cfg.preferences.compare == "sum"
-        assert dataclasses.replace(cfg, preferences=repair_arms.arm_config(
-            start, method, base, 0).preferences) == repair_arms.arm_config(start, method, base, 0)
+        as_preset = repair_arms.arm_config(start, method, base, 0, args=preset)
+        assert dataclasses.replace(cfg, preferences=as_preset.preferences) == as_preset
 
 
 def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
