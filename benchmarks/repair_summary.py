@@ -101,8 +101,8 @@ def summarize(rows: list[dict], method: str) -> dict:
     for r in rows:
         fixed = by_arm.get(REFERENCE if r["start"] == "theta0" else f"{r['start']}.fixed")
         if r["method"] == method and fixed is not None and "vs_fixed_start" in r:
-            starts.append(start_summary(r, fixed, by_arm.get(f"{r['start']}.{control}"),
-                                        theta0_mean))
+            arm = r.get("random_judge_arm", f"{r['start']}.{control}")  # older tables lack it
+            starts.append(start_summary(r, fixed, by_arm.get(arm), theta0_mean))
     if not starts:
         raise UserError(f"--method: no {method} arm with its start kept fixed in the table",
                         "run repair.py with that method and the fixed one")

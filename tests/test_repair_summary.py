@@ -12,6 +12,7 @@ from test_experiments import _load
 from sailor_jax import report
 from sailor_jax.config.starts import severity
 from sailor_jax.errors import UserError
+from sailor_jax.run import repair_table
 
 summary_mod = _load("benchmarks/repair_summary.py")
 
@@ -102,3 +103,23 @@ def test_bad_input_names_the_flag(tmp_path):
         summary_mod.summarize(_table(), "sailor")
     with pytest.raises(UserError, match="no theta0.fixed row"):
         summary_mod.summarize(_table()[1:], "sailor_value")
+
+
+def test_the_summary_reads_the_control_the_table_matched():
+    """A regret arm compared as sums (`--value-compare sum`) is matched with the sum-compared
+    control (`repair_table.random_judge_control`), which the table names per row; the summary
+    reads that one, not the per-move control its method alone would name."""
+    assert repair_table.random_judge_control("sailor_value_regret", "sum") == \
+        "sailor_value_random_judge"
+    assert repair_table.random_judge_control("sailor_value_regret") == \
+        "sailor_value_regret_random_judge"
+    rows = [dict(r, method="sailor_value_regret", arm=r["arm"].replace(
+        ".sailor_value", ".sailor_value_regret"), random_judge_arm="g1.sailor_value_random_judge")
+        if r["arm"] == "g1.sailor_value" else r for r in _table()]
+    s = summary_mod.summarize(rows, "sailor_value_regret")
+    (g1,) = [x for x in s["starts"] if x["start"] == "g1"]
+    assert g1["random_judge"]["recovery"]["fraction"] == pytest.approx(1 / 90)
+    del rows[[r["arm"] for r in rows].index("g1.sailor_value_regret")]["random_judge_arm"]
+    (g1,) = [x for x in summary_mod.summarize(rows, "sailor_value_regret")["starts"]
+             if x["start"] == "g1"]
+    assert g1["random_judge"] is None  # an older table: the per-move control, not run here

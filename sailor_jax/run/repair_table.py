@@ -22,11 +22,13 @@ CONTROLS = ("sailor_random_judge", "sailor_value_random_judge", "sailor_value_re
 compared like the arm's judge (sums; per-move means for the regret verdict)."""
 
 
-def random_judge_control(method: str) -> str:
+def random_judge_control(method: str, compare: str = "auto") -> str:
     """The random-judge control of a SAILOR arm `method` (one of `CONTROLS`): the one whose
-    update and comparison match the arm's, so only the judge differs."""
+    update and comparison match the arm's, so only the judge differs. `compare`: the arm's
+    `PreferenceConfig.compare`; the regret verdict compared as sums (`--value-compare sum`)
+    has the sum-compared control, compared as it is made ("auto": per move) its own."""
     if method == "sailor_value_regret":
-        return CONTROLS[2]
+        return CONTROLS[1] if compare == "sum" else CONTROLS[2]
     return CONTROLS[1] if method.startswith("sailor_value") else CONTROLS[0]
 
 
@@ -51,7 +53,7 @@ def summarize(arm_list, results: dict) -> list[dict]:
     """
     ref = score_samples(results[REFERENCE])["score"]
     rows = []
-    for name, start, method, _ in arm_list:
+    for name, start, method, cfg in arm_list:
         s = score_samples(results[name])
         row = {"arm": name, "start": start.name, "method": method, "per_seed": s,
                **{k: report.mean_ci(v) for k, v in s.items()},
@@ -65,8 +67,9 @@ def summarize(arm_list, results: dict) -> list[dict]:
             gap = report.paired_difference(ref, fixed_score)
             if gap["mean"] > 0 and len(ref) >= 2 and fixed != REFERENCE:
                 row["recovery"] = report.recovery_fraction(s["score"], fixed_score, ref)
-        control = f"{start.name}.{random_judge_control(method)}"
+        control = f"{start.name}.{random_judge_control(method, cfg.preferences.compare)}"
         if method != "fixed" and method not in CONTROLS and control in results:
+            row["random_judge_arm"] = control
             row["vs_random_judge"] = report.paired_difference(
                 s["score"], score_samples(results[control])["score"])
         if method == "fixed" and name != REFERENCE:
