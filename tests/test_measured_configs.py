@@ -116,6 +116,29 @@ def test_help_says_what_each_preset_trains_and_why(capsys, monkeypatch):
     assert "64x64 trunk, 256 envs x 8 + 8 baseline seeds" in preset_sizes(sailor.PRESETS["gpu"])
 
 
+def _measured_arm_is_the_default(path: str, flags: list[str], **then) -> dict:
+    """Read the `config.json` a measured theta0 `sailor_value_regret` arm saved (`path`,
+    gzipped); check that `repair.py --preset cpu` at the table's sizes with `flags` still
+    builds it, and that `SailorConfig()` with the expert judge at those sizes (and `then`, the
+    defaults as they were when it ran) is it, field by field. Returns the saved config."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        saved = json.load(f)
+    repair = _load("experiments/repair.py")
+    _, args = repair.parse(["--preset", "cpu", "--base.iterations", "32",
+                            "--base.ppo.updates-per-segment", "4", *flags, "--starts", "theta0",
+                            "--methods", "sailor_value_regret"])
+    (arm,) = [cfg for name, _, _, cfg in repair_arms.arms(args)
+              if name == "theta0.sailor_value_regret"]
+    assert config_differences(saved, json.loads(config_json(arm)), arm) == []
+    default = dataclasses.replace(  # the defaults, at the table's sizes, from theta0
+        SailorConfig(), ranker=RankerConfig(kind="expert"), theta0=arm.theta0,
+        iterations=32, num_seeds=8, baseline=False, tensorboard=False,
+        ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
+        eval=EvalConfig(episodes=64, max_len=50_000), **then)
+    assert config_differences(saved, json.loads(config_json(default)), default) == []
+    return saved
+
+
 REGSUM_ARM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks",
                           "results", "repair49_verdict_cpu", "theta0.sailor_value_regret.json.gz")
 
@@ -125,22 +148,9 @@ def test_the_default_judged_by_the_expert_is_the_regret_arm_measured_as_sums():
     regret verdict, R_theta compared as sums), at the repair table's sizes, is the config the
     `repair.py --value-compare sum` arm saved when it was measured; and that command still
     builds it. It ran before the warm-up existed, so with none: the defaults then."""
-    with gzip.open(REGSUM_ARM, "rt", encoding="utf-8") as f:
-        saved = json.load(f)
+    saved = _measured_arm_is_the_default(REGSUM_ARM, ["--value-compare", "sum"],
+                                         warmup_updates=0)
     assert "warmup_updates" not in saved  # saved before the field: it ran none (ABSENT_MEANS)
-    repair = _load("experiments/repair.py")
-    _, args = repair.parse(["--preset", "cpu", "--base.iterations", "32",
-                            "--base.ppo.updates-per-segment", "4", "--value-compare", "sum",
-                            "--starts", "theta0", "--methods", "sailor_value_regret"])
-    (arm,) = [cfg for name, _, _, cfg in repair_arms.arms(args)
-              if name == "theta0.sailor_value_regret"]
-    assert config_differences(saved, json.loads(config_json(arm)), arm) == []
-    default = dataclasses.replace(  # the defaults then, at the table's sizes, from theta0
-        SailorConfig(), ranker=RankerConfig(kind="expert"), theta0=arm.theta0, warmup_updates=0,
-        iterations=32, num_seeds=8, baseline=False, tensorboard=False,
-        ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
-        eval=EvalConfig(episodes=64, max_len=50_000))
-    assert config_differences(saved, json.loads(config_json(default)), default) == []
     assert saved["ranker"]["expert_verdict"] == "regret"
     assert saved["preferences"]["compare"] == "sum"
 
@@ -154,21 +164,7 @@ def test_the_default_judged_by_the_expert_is_the_warmup_arm_measured():
     (8 warm-up updates, the regret verdict, R_theta compared as sums), at the repair table's
     sizes, is the config the `--warmup-updates 8` arm saved when it was measured (2026-11-28,
     `benchmarks/results/repair49_warm_cpu/`); and that command still builds it."""
-    with gzip.open(WARM_ARM, "rt", encoding="utf-8") as f:
-        saved = json.load(f)
-    repair = _load("experiments/repair.py")
-    _, args = repair.parse(["--preset", "cpu", "--base.iterations", "32",
-                            "--base.ppo.updates-per-segment", "4", "--value-compare", "sum",
-                            "--warmup-updates", "8", "--starts", "theta0",
-                            "--methods", "sailor_value_regret"])
-    (arm,) = [cfg for name, _, _, cfg in repair_arms.arms(args)
-              if name == "theta0.sailor_value_regret"]
-    assert config_differences(saved, json.loads(config_json(arm)), arm) == []
-    default = dataclasses.replace(
-        SailorConfig(), ranker=RankerConfig(kind="expert"), theta0=arm.theta0,
-        iterations=32, num_seeds=8, baseline=False, tensorboard=False,
-        ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
-        eval=EvalConfig(episodes=64, max_len=50_000))
-    assert config_differences(saved, json.loads(config_json(default)), default) == []
+    saved = _measured_arm_is_the_default(WARM_ARM, ["--value-compare", "sum",
+                                                    "--warmup-updates", "8"])
     assert saved["warmup_updates"] == SailorConfig().warmup_updates == 8
     assert "warmup_tau_z" not in saved and SailorConfig().warmup_tau_z == 0  # no gate then

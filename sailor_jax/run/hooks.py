@@ -53,13 +53,13 @@ class SailorHooks:
     def after_segment(self, segment: int, runner_state: Any, metrics: Any, seconds: float,
                       logger: MetricLogger) -> str:
         record = phases.iteration(self.ctx, self.state, runner_state, metrics, seconds, logger,
-                           self.reference_params)
+                                  self.reference_params)
         cfg = self.ctx.cfg
         if cfg.eval_every and (segment + 1) % cfg.eval_every == 0 \
                 and segment + 1 < cfg.iterations:
             t0 = time.perf_counter()
             record.evaluation = evaluate_seeds(cfg, runner_state, 0,
-                                          jax.random.fold_in(self.ctx.key_eval, segment))
+                                               jax.random.fold_in(self.ctx.key_eval, segment))
             self.timings["eval"] += time.perf_counter() - t0
             logger.log(record.env_steps, {"eval/score_mean": record.evaluation["score_mean"]})
         self.state.iterations.append(record)
