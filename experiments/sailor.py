@@ -138,13 +138,14 @@ def summary(results: SailorResults, console: Console) -> None:
     """Print the theta history, preference counts, evaluation and wall-clock tables.
 
     The theta history shows as many columns as fit the console (8 characters a column,
-    border included, after the feature column's 22; at least it0 and the last): it0 is
-    theta0, w1..wK the warm-up's updates, it1.. the iterations'; the pair counts under a shown
-    column are those of the update that made it."""
+    border included, after the feature column's 22; at least the first and the last). Column
+    `itN` is the theta that segment N trained on, as `iteration` in `theta_trajectories.csv`:
+    with a warm-up of K updates, it-K is theta0 and it-K+1..it0 follow the warm-up's updates;
+    without one, it0 is theta0. The pair counts under a shown column are those of the update
+    that made it."""
     names, history = results.feature_names, results.theta_history
-    records = results.warmup + results.iterations  # the update behind each column after it0
-    labels = ["it0", *(f"w{k + 1}" for k in range(len(results.warmup))),
-              *(f"it{t + 1}" for t in range(len(results.iterations)))]
+    records = results.warmup + results.iterations  # the update behind each column but the first
+    labels = [f"it{t - len(results.warmup)}" for t in range(len(history))]
     shown = shown_iterations(len(history), max(2, (console.width - 22) // 8))
     skipped = "" if len(shown) == len(history) else f", {len(shown)} of {len(history)} columns"
     theta = Table(title=f"theta history (seed mean), preference pairs{skipped}")

@@ -85,7 +85,8 @@ def test_sailor_cli_runs_end_to_end(tmp_path, capsys, monkeypatch):
     printed = capsys.readouterr().out
     assert "theta history" in printed and "baseline reward" in printed
     header = next(line for line in printed.splitlines() if "feature" in line).split()
-    assert [c for c in header if c.startswith(("it", "w"))] == ["it0", "w1", "w2", "it1"]
+    # columns numbered as theta_trajectories.csv: it-2 is theta0, it0 the warm-up's result
+    assert [c for c in header if c.startswith("it")] == ["it-2", "it-1", "it0", "it1"]
     results = json.load(open(os.path.join(out, "results.json")))
     assert results["ranker"]["kind"] == "outcome"
     assert len(results["theta_history"]) == 1 + 2 + 1  # theta0, the smoke preset's 2 warm-up

@@ -84,3 +84,18 @@ def test_kill_while_judging_then_resume_matches_uninterrupted(tmp_path):
                                   np.asarray(full.theta_history))
     assert resumed.preferences == full.preferences
     assert resumed.evaluation["score_mean"] == full.evaluation["score_mean"]
+
+
+def test_periodic_evaluation_is_the_same_plain_and_pipelined(tmp_path):
+    # eval_every=1 over 3 segments: segments 0 and 1 are evaluated, the last is left to the
+    # final evaluation. Both hook kinds train segment 0 on theta0 (after it the plain run
+    # trains on judge 0's theta, the pipelined one on theta0 again), so their agents, and
+    # evaluations, after segment 0 agree.
+    cfg = dataclasses.replace(PIPELINED, eval_every=1)
+    piped = loop.run(cfg, str(tmp_path / "piped"))
+    plain = loop.run(dataclasses.replace(cfg, pipeline=False), str(tmp_path / "plain"))
+    for run in (piped, plain):
+        assert [r.evaluation is not None for r in run.iterations] == [True, True, False]
+        assert run.timings["eval"] > 0
+    assert piped.iterations[0].evaluation == plain.iterations[0].evaluation
+    assert set(piped.iterations[0].evaluation) >= {"score_mean", "episodes"}

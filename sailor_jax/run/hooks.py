@@ -54,16 +54,24 @@ class SailorHooks:
                       logger: MetricLogger) -> str:
         record = phases.iteration(self.ctx, self.state, runner_state, metrics, seconds, logger,
                                   self.reference_params)
-        cfg = self.ctx.cfg
-        if cfg.eval_every and (segment + 1) % cfg.eval_every == 0 \
-                and segment + 1 < cfg.iterations:
-            t0 = time.perf_counter()
-            record.evaluation = evaluate_seeds(cfg, runner_state, 0,
-                                               jax.random.fold_in(self.ctx.key_eval, segment))
-            self.timings["eval"] += time.perf_counter() - t0
+        record.evaluation = self.periodic_evaluation(segment, runner_state)
+        if record.evaluation is not None:
             logger.log(record.env_steps, {"eval/score_mean": record.evaluation["score_mean"]})
         self.state.iterations.append(record)
         return progress_line(self.state, record)
+
+    def periodic_evaluation(self, segment: int, runner_state: Any) -> dict | None:
+        """Every `eval_every` segments but the last (which the final evaluation covers), the
+        SAILOR seeds' `evaluate_seeds`, timed into `timings["eval"]`; else None."""
+        cfg = self.ctx.cfg
+        if not (cfg.eval_every and (segment + 1) % cfg.eval_every == 0
+                and segment + 1 < cfg.iterations):
+            return None
+        t0 = time.perf_counter()
+        evaluation = evaluate_seeds(cfg, runner_state, 0,
+                                    jax.random.fold_in(self.ctx.key_eval, segment))
+        self.timings["eval"] += time.perf_counter() - t0
+        return evaluation
 
     @property
     def next_iteration(self) -> int:
@@ -88,8 +96,6 @@ def progress_line(state: LoopState, record: IterationRecord) -> str:
     if record.judge_tokens is not None and run_tokens is not None:
         line += f"  tokens {sum(record.judge_tokens.values()):,} (run {run_tokens['total']:,})"
     return line
-
-
 
 
 def evaluate_seeds(cfg: SailorConfig, runner_state: Any, start: int, key: jax.Array) -> dict:

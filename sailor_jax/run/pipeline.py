@@ -29,8 +29,6 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-import jax
-
 from sailor_jax.logging import MetricLogger
 from sailor_jax.run import hooks, phases, runner
 from sailor_jax.run.results import LoopState
@@ -61,13 +59,8 @@ class PipelinedHooks(hooks.SailorHooks):
         self._settle(logger)
         update_stall(self.state, train_score, cfg.refine.min_improvement)
         self.pending = {"t": segment, "train_score": train_score,
-                        "seconds": {"train": seconds, "collect": collect_s}, "evaluation": None}
-        if cfg.eval_every and (segment + 1) % cfg.eval_every == 0 \
-                and segment + 1 < cfg.iterations:
-            t0 = time.perf_counter()
-            self.pending["evaluation"] = hooks.evaluate_seeds(
-                cfg, runner_state, 0, jax.random.fold_in(self.ctx.key_eval, segment))
-            self.timings["eval"] += time.perf_counter() - t0
+                        "seconds": {"train": seconds, "collect": collect_s},
+                        "evaluation": self.periodic_evaluation(segment, runner_state)}
         self._submit(batch)
         return f"SAILOR (pipelined)  SPS {phases.rows_sps(cfg, seconds):8,.0f}"
 
