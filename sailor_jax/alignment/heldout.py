@@ -157,11 +157,11 @@ def heldout_test(theta, candidate, phi_heldout, ranking: Ranking, z: float = 1.0
                  tie_tol: float = 1e-6, tau_z: float = 0.0) -> HeldoutResult:
     """Accept `candidate` only if it orders the held-out trajectories better than `theta`.
 
-    Host-only. Pairs are every pair the judge orders among the held-out trajectories; a tie of
-    `R_theta` counts half a pair (as `preferences.pair_agreement`). Accept iff
-    `g - l >= max(1, z * sqrt(g + l))` (module docstring) and, with `tau_z > 0`, the
-    candidate's tau with the judge (`2 agreement - 1` over those pairs) is at least
-    `tau_z * tau_null_sd(H)` (the agreement gate); an unchanged theta is not accepted.
+    Host-only. Pairs are every pair the judge orders among the held-out trajectories
+    (`pairs_test` decides). Accept iff `g - l >= max(1, z * sqrt(g + l))` (module docstring)
+    and, with `tau_z > 0`, the candidate's tau with the judge (`2 agreement - 1` over those
+    pairs) is at least `tau_z * tau_null_sd(H)` (the agreement gate); an unchanged theta is
+    not accepted.
 
     Args:
       theta, candidate: `float[F]` current and proposed weights.
@@ -174,11 +174,22 @@ def heldout_test(theta, candidate, phi_heldout, ranking: Ranking, z: float = 1.0
     Raises:
       ValueError: `z` or `tau_z` negative or not finite.
     """
+    win, lose = _judged_pairs(ranking)
+    return pairs_test(theta, candidate, phi_heldout, win, lose, z, tie_tol, tau_z)
+
+
+def pairs_test(theta, candidate, phi, win, lose, z: float = 1.0, tie_tol: float = 1e-6,
+               tau_z: float = 0.0) -> HeldoutResult:
+    """`heldout_test` on given held-out pairs: `win[p]` is the judge's preferred item of pair
+    p over `lose[p]` (`int[P]` rows of `phi float[N, F]`, e.g. the moves of held-out boards).
+
+    A tie of `R_theta` counts half a pair (as `preferences.pair_agreement`). The agreement
+    gate (`tau_z > 0`) takes `N` as the number of ranked items. Raises as `heldout_test`.
+    """
     for name, value in (("z", z), ("tau z", tau_z)):
         if not (np.isfinite(value) and value >= 0):
             raise ValueError(f"held-out {name} must be finite and >= 0, got {value}")
-    phi = np.asarray(phi_heldout, np.float64)
-    win, lose = _judged_pairs(ranking)
+    phi = np.asarray(phi, np.float64)
     old = _theta_sign(phi @ np.asarray(theta, np.float64), win, lose, tie_tol) / 2.0 + 0.5
     new = _theta_sign(phi @ np.asarray(candidate, np.float64), win, lose, tie_tol) / 2.0 + 0.5
     gained = float(np.sum(np.maximum(new - old, 0.0)))

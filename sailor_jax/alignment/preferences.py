@@ -155,20 +155,33 @@ def build_preferences(
       ValueError: `r_theta` has the wrong shape or a non-finite entry.
     """
     r = _as_returns(r_theta, ranking)
-    rng = np.random.default_rng(rng)
     win, lose = _judged_pairs(ranking)
-    sign = _theta_sign(r, win, lose, cfg.tie_tol)
-    discordant, concordant = np.flatnonzero(sign < 0), np.flatnonzero(sign > 0)
-    num_pos = min(int(np.floor(cfg.concordant_ratio * len(discordant) + 0.5)), len(concordant))
-    sampled = np.sort(rng.choice(len(concordant), size=num_pos, replace=False))
-    keep = np.concatenate([discordant, concordant[sampled]])
+    keep, num_discordant = select_pairs(r, win, lose, rng, cfg)
     i, j = win[keep].astype(np.int32), lose[keep].astype(np.int32)
     return Preferences(
         i=i,
         j=j,
         w=_weights(ranking, i, j, cfg.weighting),
-        discordant=np.arange(len(keep)) < len(discordant),
+        discordant=np.arange(len(keep)) < num_discordant,
     )
+
+
+def select_pairs(r: np.ndarray, win: np.ndarray, lose: np.ndarray,
+                 rng: np.random.Generator | int, cfg: PreferenceConfig) -> tuple[np.ndarray, int]:
+    """Which judged pairs become preferences: every discordant one, then
+    `round(cfg.concordant_ratio * |D_neg|)` concordant ones sampled (capped by those there are).
+
+    Host-only. Args: `r` `float64[N]` returns of the compared items; `win`, `lose` `int[Q]`
+    the judge's (winner, loser) pairs over them; `rng` samples the concordant pairs.
+    Returns `(keep int64[K] indices into the pairs, discordant first, each block in pair
+    order; the number of discordant ones)`.
+    """
+    rng = np.random.default_rng(rng)
+    sign = _theta_sign(r, win, lose, cfg.tie_tol)
+    discordant, concordant = np.flatnonzero(sign < 0), np.flatnonzero(sign > 0)
+    num_pos = min(int(np.floor(cfg.concordant_ratio * len(discordant) + 0.5)), len(concordant))
+    sampled = np.sort(rng.choice(len(concordant), size=num_pos, replace=False))
+    return np.concatenate([discordant, concordant[sampled]]), len(discordant)
 
 
 def _judge_key(ranking: Ranking) -> np.ndarray:

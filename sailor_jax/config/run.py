@@ -76,6 +76,8 @@ start, issue 49; "auto", which compares that verdict per move, was the recommend
 2026-11-28 and is what every judge but the expert's per-move verdicts resolves to anyway)."""
 REFERENCE_POLICIES = ("expert", "previous")
 """`SailorConfig.reference_policy` values: who plays a group's reference games."""
+JUDGED = ("windows", "moves")
+"""What a SAILOR judge compares (`SailorConfig.judged`)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -129,6 +131,14 @@ class SailorConfig:
     chance by this many standard deviations, so that a judge with no information is not given
     `warmup_updates` more chances to pass the held-out test by luck (issue 49). 0 = the
     iterations' test."""
+    judged: str = "windows"
+    """What the judge compares (issue 49): "windows" (the `trajectories` windows of a group,
+    ranked) or "moves" (every legal move from `move_boards` boards of the group's windows,
+    ordered per board by the judge's action values, `judges.moves`: the expert or the random
+    judge; the window group still gives the survival guard's level)."""
+    move_boards: int = 256
+    """With `judged="moves"`, the boards sampled per seed and update (their moves compared
+    board by board; `alignment.heldout` of them held out)."""
     ppo: PPOConfig = PPOConfig()
     """PPO hyperparameters; updates_per_segment is k."""
     ranker: RankerConfig = RankerConfig()
@@ -194,6 +204,7 @@ class SailorConfig:
         if self.warmup_tau_z and not self.alignment.heldout:
             raise ValueError("warmup_tau_z needs alignment.heldout > 0 (the gate is part of the "
                              "held-out test)")
+        self._check_judged()
         spec = RewardSpec()
         if self.theta0 is not None:  # checked here so that the message names the field
             spec.validate(self.theta0, "theta0")
@@ -202,6 +213,28 @@ class SailorConfig:
             raise ValueError(f"tunable names unknown feature(s) {unknown}; known: "
                              f"{', '.join(spec.names)}")
         self.reward_spec()
+
+    def _check_judged(self) -> None:
+        """`judged` and what judged moves need (raises ValueError)."""
+        if self.judged not in JUDGED:
+            raise ValueError(f"judged must be one of {', '.join(JUDGED)}, got {self.judged!r}")
+        if self.judged == "windows":
+            return
+        if self.move_boards < 4 if self.alignment.heldout > 0 else self.move_boards < 1:
+            raise ValueError(f"move_boards must be >= 4 with alignment.heldout (>= 1 without), "
+                             f"got {self.move_boards}")
+        why = {"ranker.kind": self.ranker.kind not in ("expert", "random"),
+               "ranker.noise": self.ranker.noise > 0,
+               "alignment.keep_iterations": self.alignment.keep_iterations > 0,
+               "alignment.heldout_tau_z": self.alignment.heldout_tau_z > 0,
+               "warmup_tau_z": self.warmup_tau_z > 0,
+               "preferences.weighting": self.preferences.weighting != "none",
+               "refine.enabled": self.refine.enabled}
+        wrong = [name for name, bad in why.items() if bad]
+        if wrong:
+            raise ValueError(f"judged='moves' works with the expert or random judge, no noise, "
+                             f"kept pairs, agreement gate, weighting or refinement; set "
+                             f"{', '.join(wrong)} back")
 
     @property
     def run_ppo(self) -> PPOConfig:

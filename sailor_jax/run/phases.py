@@ -25,6 +25,7 @@ from sailor_jax.alignment import refinement
 from sailor_jax.config import SailorConfig
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
+from sailor_jax.judges import moves
 from sailor_jax.judges.base import Ranker
 from sailor_jax.logging import MetricLogger
 from sailor_jax.run import runner
@@ -33,7 +34,7 @@ from sailor_jax.run.theta_update import align_step, segment_scores, update_stall
 from sailor_jax.scale import sharding
 
 __all__ = ["Context", "Judgement", "collect_batch", "commit", "iteration", "judge",
-           "record_iteration", "rows_sps", "settle"]
+           "judge_moves", "record_iteration", "rows_sps", "settle"]
 
 
 @dataclasses.dataclass
@@ -133,8 +134,9 @@ def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | 
     usage = getattr(ctx.ranker, "token_usage", None)
     if usage is not None:  # the budget counts what the warm-up and finished iterations spent
         usage.start((total_tokens(state.warmup + state.iterations) or {}).get("total", 0))
-    rankings = ctx.ranker.rank_groups([jax.tree.map(lambda x, i=i: x[i], batch)
-                                       for i in range(s)])
+    groups = [jax.tree.map(lambda x, i=i: x[i], batch) for i in range(s)]
+    judged_moves = judge_moves(ctx, groups, t) if cfg.judged == "moves" else None
+    rankings = [None] * s if judged_moves else ctx.ranker.rank_groups(groups)
     rank_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     stalled = [k >= cfg.refine.patience for k in state.stall]
@@ -144,12 +146,31 @@ def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | 
         kept = [list(k) for k in state.kept_pairs] + [[]] * (s - len(state.kept_pairs))
     new_thetas, updates = align_step(state.thetas, batch, rankings, ctx.spec, cfg, t,
                                      ctx.advisor, stalled, history, kept=kept,
-                                     aggregate=getattr(ctx.ranker, "aggregate", "sum"))
+                                     aggregate=getattr(ctx.ranker, "aggregate", "sum"),
+                                     moves=judged_moves)
     refined = [k for k, update in enumerate(updates) if update.refine is not None]
     tokens = None if usage is None else {  # the judge's and a sharing refinement advisor's
         "prompt": usage.prompt, "completion": usage.completion}
     return Judgement(new_thetas, updates, {"rank": rank_s, "update": time.perf_counter() - t0},
                      refined, kept, tokens)
+
+
+def judge_moves(ctx: Context, groups: list[Any], t: int
+                ) -> list[tuple[moves.MoveGroups, np.ndarray]]:
+    """Per seed, `cfg.move_boards` boards sampled from its group (host `TrajectoryBatch`) and
+    every legal move from them (`judges.moves`), with the judge's action values `float64[B, 4]`
+    (one judge call for all seeds). Seeded by `[cfg.seed, t, seed, 3]`, so a resumed run
+    judges the same moves."""
+    cfg, sampled = ctx.cfg, []
+    for k, group in enumerate(groups):
+        rng = np.random.default_rng([cfg.seed, t, k, 3])
+        boards = moves.sample_boards(group, cfg.move_boards, rng)
+        sampled.append(moves.move_groups(boards, int(rng.integers(2**31))))
+    pooled = moves.MoveGroups(*(np.concatenate([getattr(g, f.name) for g in sampled])
+                                for f in dataclasses.fields(moves.MoveGroups)))
+    values = ctx.ranker.move_values(pooled)
+    ends = np.cumsum([len(g) for g in sampled])[:-1]
+    return list(zip(sampled, np.split(values, ends), strict=True))
 
 
 def settle(state: LoopState, judged: Judgement) -> np.ndarray:

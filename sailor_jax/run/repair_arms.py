@@ -99,6 +99,12 @@ class ValueArmSettings:
     warmup_tau_z: float = _RECOMMENDED.warmup_tau_z
     """The held-out agreement gate for those warm-up updates only (`SailorConfig.warmup_tau_z`;
     0 = the iterations' held-out test)."""
+    judged: str = _RECOMMENDED.judged
+    """What the judge compares in the sailor_value* arms (`SailorConfig.judged`): "windows",
+    or "moves" (every legal move of `--move-boards` boards per update, ordered by the
+    expert's action values or, in the random-judge arms, at random; issue 49)."""
+    move_boards: int = _RECOMMENDED.move_boards
+    """Boards per seed and update whose moves are judged (`SailorConfig.move_boards`)."""
     judge_noise: float = 0.0
     """The expert judge of the sailor_value and sailor_value_regret arms with its verdicts made
     this noisy (`RankerConfig.noise`: issue 50's judge of dialled quality). 0 = the expert."""
@@ -128,7 +134,7 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
         end_windows=args.end_windows,
         reference_games=args.reference_games, reference_epsilon=args.reference_epsilon,
         reference_policy=args.reference_policy, warmup_updates=args.warmup_updates,
-        warmup_tau_z=args.warmup_tau_z,
+        warmup_tau_z=args.warmup_tau_z, judged=args.judged, move_boards=args.move_boards,
         preferences=dataclasses.replace(cfg.preferences, compare=args.value_compare),
         alignment=dataclasses.replace(
             cfg.alignment, method=args.value_update, heldout=args.heldout, heldout_z=args.heldout_z,

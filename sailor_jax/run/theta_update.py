@@ -14,11 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from sailor_jax.alignment import heldout, kept_pairs, refinement
+from sailor_jax.alignment import heldout, kept_pairs, move_pairs, refinement
 from sailor_jax.alignment.parallel import update_many
+from sailor_jax.alignment.preferences import _judged_pairs as judged_window_pairs
 from sailor_jax.alignment.preferences import build_preferences, kendall_tau
 from sailor_jax.config import SailorConfig
 from sailor_jax.game.reward import RewardSpec
+from sailor_jax.judges.moves import MoveGroups
 from sailor_jax.run.results import LoopState, SeedUpdate
 from sailor_jax.types import Ranking
 
@@ -27,7 +29,8 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
                spec: RewardSpec, cfg: SailorConfig, iteration: int,
                advisor: refinement.Advisor | None = None, stalled: list[bool] | None = None,
                score_history: list[list[float | None]] | None = None,
-               kept: list[list[dict]] | None = None, aggregate: str = "sum"
+               kept: list[list[dict]] | None = None, aggregate: str = "sum",
+               moves: list[tuple[MoveGroups, np.ndarray] | None] | None = None
                ) -> tuple[np.ndarray, list[SeedUpdate]]:
     """Build preferences and update theta for every seed; refine where asked. Host-only.
 
@@ -54,6 +57,10 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
         `kept[s]`'s live pairs; `kept[s]` is then replaced (in this list, not in place) by
         the store for the next iteration. None = no kept pairs.
       aggregate: what the judge's verdict is about, "sum" or "mean" (`Ranker.aggregate`).
+      moves: with `cfg.judged == "moves"`, per seed its judged moves `(MoveGroups, action
+        values float[B, 4])` (None where the judge failed), which replace the windows'
+        rankings in the fit and the held-out test (`alignment.move_pairs`; the survival guard
+        still reads the windows' `Phi`); None = windows.
 
     Returns:
       `(new thetas float32[S, F], S SeedUpdate)`; a refined seed's update has `refine` set.
@@ -65,20 +72,21 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     new_thetas, updates = thetas.copy(), [None] * len(rankings)
     judged, calls, fresh, num_kept, tests = [], [], {}, {}, {}
     for s, ranking in enumerate(rankings):
-        if ranking is None:
+        move = None if moves is None else moves[s]
+        if ranking is None and move is None:
             updates[s] = SeedUpdate(judge_failed=True,
                                     message="judge gave no ranking; theta unchanged")
             continue
-        phi_all = heldout.comparison_phi(batch.Phi[s], batch.lengths[s], comparison)
         rng = np.random.default_rng([cfg.seed, iteration, s])
-        phi_sum, fit_ranking = phi_all, ranking
-        if cfg.alignment.heldout > 0:
-            fit, out = heldout.split_group(len(phi_all), cfg.alignment.heldout, rng)
-            phi_sum, fit_ranking = phi_all[fit], heldout.subset_ranking(ranking, fit)
-            tests[s] = phi_all[out], heldout.subset_ranking(ranking, out)
-        prefs = build_preferences(phi_sum @ thetas[s], fit_ranking, rng, cfg.preferences)
+        if move is None:
+            phi_sum, prefs, tau, test = _window_fit(thetas[s], batch, s, ranking, comparison,
+                                                    rng, cfg)
+        else:
+            phi_sum, prefs, tau, test = _move_fit(thetas[s], *move, rng, cfg)
+        if test is not None:
+            tests[s] = test
         judged.append(s)
-        fresh[s] = phi_sum, prefs, fit_ranking  # this iteration's (the update may add kept)
+        fresh[s] = prefs, tau  # this iteration's (the update may add kept pairs)
         if kept is not None:
             keep = cfg.alignment.keep_iterations
             update_phi, update_prefs, num_kept[s] = kept_pairs.merge(
@@ -90,11 +98,11 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     # The seeds' updates are independent: side by side in worker processes, same results.
     results = update_many(calls, cfg.alignment.update_workers)
     for s, result in zip(judged, results, strict=True):
-        phi_sum, prefs, fit_ranking = fresh[s]
+        prefs, tau = fresh[s]
         theta, accepted, message = result.theta, result.accepted, result.message
         if s in tests and accepted:
-            test = heldout.heldout_test(thetas[s], theta, *tests[s], cfg.alignment.heldout_z,
-                                        cfg.preferences.tie_tol, cfg.alignment.heldout_tau_z)
+            test = heldout.pairs_test(thetas[s], theta, *tests[s], cfg.alignment.heldout_z,
+                                      cfg.preferences.tie_tol, cfg.alignment.heldout_tau_z)
             accepted, message = test.accepted, f"{message}; {test.message}"
             theta = theta if accepted else thetas[s]
         if cfg.alignment.survival_guard and accepted:
@@ -107,8 +115,7 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
         updates[s] = SeedUpdate(
             num_discordant=prefs.num_discordant, num_concordant=prefs.num_concordant,
             num_kept=num_kept.get(s),
-            kendall_tau_before=kendall_tau(phi_sum @ thetas[s], fit_ranking),
-            kendall_tau_after=kendall_tau(phi_sum @ theta, fit_ranking),
+            kendall_tau_before=tau(thetas[s]), kendall_tau_after=tau(theta),
             error_before=result.error_before,
             error_after=result.error_after if accepted else result.error_before,
             accepted=accepted, evaluations=result.num_evaluations, message=message)
@@ -116,6 +123,35 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
         refine_stalled(new_thetas, updates, batch, rankings, spec, cfg, iteration, advisor,
                        stalled, score_history or [])
     return new_thetas, updates
+
+
+def _window_fit(theta: np.ndarray, batch: Any, s: int, ranking: Ranking, comparison: str,
+                rng: np.random.Generator, cfg: SailorConfig) -> tuple:
+    """Seed `s`'s windows: `(phi [N, F] of the fitted windows, their preferences, tau(theta)
+    on them, the held-out test's (phi, win, lose) or None)`."""
+    phi_all = heldout.comparison_phi(batch.Phi[s], batch.lengths[s], comparison)
+    phi_sum, fit_ranking, test = phi_all, ranking, None
+    if cfg.alignment.heldout > 0:
+        fit, out = heldout.split_group(len(phi_all), cfg.alignment.heldout, rng)
+        phi_sum, fit_ranking = phi_all[fit], heldout.subset_ranking(ranking, fit)
+        test = (phi_all[out], *judged_window_pairs(heldout.subset_ranking(ranking, out)))
+    prefs = build_preferences(phi_sum @ theta, fit_ranking, rng, cfg.preferences)
+    return phi_sum, prefs, lambda th: kendall_tau(phi_sum @ th, fit_ranking), test
+
+
+def _move_fit(theta: np.ndarray, groups: MoveGroups, values: np.ndarray,
+              rng: np.random.Generator, cfg: SailorConfig) -> tuple:
+    """A seed's judged moves (`judges.moves`), as `_window_fit`: the held-out part is whole
+    boards; the rows are every board's moves, the pairs the fitted boards'."""
+    phi = move_pairs.rows(groups.phi)
+    fit_boards, test = np.arange(len(groups)), None
+    if cfg.alignment.heldout > 0:
+        fit_boards, out = heldout.split_group(len(groups), cfg.alignment.heldout, rng)
+        test = (phi, *move_pairs.judged_pairs(values, groups.legal, out))
+    win, lose = move_pairs.judged_pairs(values, groups.legal, fit_boards)
+    prefs = move_pairs.move_preferences(phi @ theta, win, lose, rng, cfg.preferences)
+    tie_tol = cfg.preferences.tie_tol
+    return phi, prefs, lambda th: move_pairs.pair_tau(phi @ th, win, lose, tie_tol), test
 
 
 def refine_stalled(thetas: np.ndarray, updates: list[SeedUpdate], batch: Any,
