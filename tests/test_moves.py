@@ -10,11 +10,13 @@ import pytest
 from reference.numpy_2048 import is_terminal, legal_mask, move
 from reference.numpy_expert import action_values
 from reference.numpy_features import phi_reference
+from test_experiments import _load
 from test_loop import TINY
 
 from sailor_jax.alignment import heldout, move_pairs
 from sailor_jax.config import PreferenceConfig, SailorConfig
 from sailor_jax.config.run import RECOMMENDED_ALIGNMENT
+from sailor_jax.config.starts import parse_start
 from sailor_jax.judges import ExpertRanker, RandomRanker
 from sailor_jax.judges.moves import move_groups, sample_boards
 from sailor_jax.run import loop
@@ -153,3 +155,13 @@ def test_a_sailor_run_judges_moves_and_repeats_itself(tmp_path):
         for update in record.seeds:  # move pairs fitted and tested on held-out boards
             assert update.num_discordant > 0 and np.isfinite(update.kendall_tau_before)
             assert "held-out" in update.message or "rejected" in update.message
+
+
+def test_move_ceiling_prints_a_start_that_parses(capsys):
+    ceiling = _load("benchmarks/move_ceiling.py")
+    theta = ceiling.main(["--games", "2", "--moves", "30", "--depth", "1", "--name", "probe"])
+    assert max(abs(w) for w in theta.values()) == pytest.approx(1.0)
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    start = parse_start(last)
+    assert start.name == "probe"
+    np.testing.assert_allclose(start.theta, list(theta.values()), atol=5e-4)
