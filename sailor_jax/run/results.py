@@ -46,7 +46,10 @@ class SeedUpdate:
     num_concordant: int = 0
     message: str = ""
     kendall_tau_before: float | None = None
+    """Kendall's tau of `R_theta` with the judge on the fitted windows, before the update
+    (with judged moves: `2 agreement - 1` over the fitted boards' pairs of moves)."""
     kendall_tau_after: float | None = None
+    """The same after it (the current theta's if the update was refused)."""
     error_before: float | None = None
     error_after: float | None = None
     accepted: bool | None = None
