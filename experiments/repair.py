@@ -121,12 +121,13 @@ PRESETS: dict[str, Args] = {
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=64, num_steps=32, updates_per_segment=2),
         alignment=AlignmentConfig(bo_calls=12, bo_initial_points=4),
         eval=EvalConfig(episodes=8, max_len=5_000)), starts=("pays_for_dying",),
-        value_compare="auto", warmup_updates=0),
-    "cpu": Args(base=_BASE_CPU, value_compare="auto", warmup_updates=0),
+        value_compare="auto", warmup_updates=0, survival_floor=None),
+    "cpu": Args(base=_BASE_CPU, value_compare="auto", warmup_updates=0, survival_floor=None),
 }
 """The presets compare `R_theta` as each judge's verdict is made (`--value-compare auto`), with
-no warm-up, as the tables measured them; `--value-compare sum --warmup-updates 8` are the
-recommended SAILOR's comparison and warm-up."""
+no warm-up and no floor under the survival guard, as the tables measured them;
+`--value-compare sum --warmup-updates 8 --survival-floor 0.5` are the recommended SAILOR's
+comparison, warm-up and floor."""
 PRESET_TIME = {"smoke": "about 3 minutes on a 2-core CPU",
                "cpu": "3 starts x 3 arms, ~8 min an arm on 2 cores (AMD EPYC without AVX-512)"}
 PRESET_HELP = {name: f"{PRESET_TIME[name]}: {preset_sizes(args.base)} (the (64, 64) trunk the "

@@ -21,6 +21,8 @@ none of the others). Later that day the warm-up became the default (8 updates): 
 presets name none, as their tables measured, and the `experiments/sailor.py` presets, which run
 the recommended SAILOR, take it (`smoke` 2, at its tiny budget): their saved configs say so, and
 the tables measured before it (the smoke output, the `cpu` preset, the GPU check) are history.
+Then the survival guard's floor became 0.5 (was None): the repair presets name None, as
+measured, and the `experiments/sailor.py` presets' saved configs take the floor.
 """
 
 from __future__ import annotations
@@ -139,6 +141,8 @@ def _measured_arm_is_the_default(path: str, flags: list[str], **then) -> dict:
     return saved
 
 
+NO_FLOOR = dataclasses.replace(SailorConfig().alignment, survival_floor=None)
+"""The recommended update before the floor under the survival guard became its default."""
 REGSUM_ARM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks",
                           "results", "repair49_verdict_cpu", "theta0.sailor_value_regret.json.gz")
 
@@ -149,7 +153,7 @@ def test_the_default_judged_by_the_expert_is_the_regret_arm_measured_as_sums():
     `repair.py --value-compare sum` arm saved when it was measured; and that command still
     builds it. It ran before the warm-up existed, so with none: the defaults then."""
     saved = _measured_arm_is_the_default(REGSUM_ARM, ["--value-compare", "sum"],
-                                         warmup_updates=0)
+                                         warmup_updates=0, alignment=NO_FLOOR)
     assert "warmup_updates" not in saved  # saved before the field: it ran none (ABSENT_MEANS)
     assert saved["ranker"]["expert_verdict"] == "regret"
     assert saved["preferences"]["compare"] == "sum"
@@ -165,6 +169,24 @@ def test_the_default_judged_by_the_expert_is_the_warmup_arm_measured():
     sizes, is the config the `--warmup-updates 8` arm saved when it was measured (2026-11-28,
     `benchmarks/results/repair49_warm_cpu/`); and that command still builds it."""
     saved = _measured_arm_is_the_default(WARM_ARM, ["--value-compare", "sum",
-                                                    "--warmup-updates", "8"])
+                                                    "--warmup-updates", "8"],
+                                         alignment=NO_FLOOR)
     assert saved["warmup_updates"] == SailorConfig().warmup_updates == 8
     assert "warmup_tau_z" not in saved and SailorConfig().warmup_tau_z == 0  # no gate then
+
+
+FLOOR_ARM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks",
+                         "results", "repair49_floor_warm_cpu", "theta0.sailor_value_regret.json.gz")
+
+
+def test_the_default_judged_by_the_expert_is_the_floor_arm_measured():
+    """Issue 49's third changed default, field by field: `SailorConfig()` with the expert judge
+    (the survival guard's floor 0.5, 8 warm-up updates, the regret verdict compared as sums),
+    at the repair table's sizes, is the config the `--survival-floor 0.5` arm saved when it was
+    measured (2026-11-28, `benchmarks/results/repair49_floor_warm_cpu/`); and that command
+    still builds it."""
+    saved = _measured_arm_is_the_default(FLOOR_ARM, ["--value-compare", "sum",
+                                                     "--warmup-updates", "8",
+                                                     "--survival-floor", "0.5"])
+    assert saved["alignment"]["survival_floor"] == SailorConfig().alignment.survival_floor == 0.5
+    assert saved["warmup_updates"] == 8 and saved["alignment"]["survival_guard"] is True

@@ -42,7 +42,8 @@ this project sets the level by that rule, not by the judge.
 With a floor (`AlignmentConfig.survival_floor`) an update may also lower a level that lies
 above the floor, down to the floor: a start that pays too much per move (a heuristic weighted
 1.0 on every move) can then be moved by the judge, while a level at or below the floor keeps
-the rule above (issue 49).
+the rule above (issue 49). The recommended update's floor is 0.5 (since 2026-11-28: it
+repairs a start paying 1.0 per move in `smoothness` and `merges_available`, level elsewhere).
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ class AlignmentConfig:
     survival_floor: float | None = None
     """With `survival_guard`, the per-move level above which an update may lower it (never
     below this floor; reward units per move, the terminal feature left out). None = never
-    lower it (issue 34's rule)."""
+    lower it (issue 34's rule); the recommended update (`RECOMMENDED_ALIGNMENT`) uses 0.5."""
 
     def __post_init__(self) -> None:
         _check(self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}")

@@ -64,11 +64,14 @@ class TrainConfig:
 
 
 RECOMMENDED_ALIGNMENT = AlignmentConfig(method="bt_mcmc", mcmc_trust_region=0.3, beta=5.0,
-                                        heldout=0.5, heldout_z=1.0, survival_guard=True)
+                                        heldout=0.5, heldout_z=1.0, survival_guard=True,
+                                        survival_floor=0.5)
 """The recommended theta update: the Metropolis-Hastings posterior mean of a Bradley-Terry
 likelihood (Zeng et al. 2024) in a box of +-0.3 around the current theta, fitted on half of each
 group's pairs and accepted only if it orders the held-out half better (sign test, z 1) and keeps
-the per-move reward level (the survival guard)."""
+the per-move reward level (the survival guard) unless that level is above 0.5, which it may
+lower down to 0.5 (`survival_floor`; since 2026-11-28: it repairs a start that pays a bonus on
+every move, level from every other named start, issue 49; before, None)."""
 RECOMMENDED_PREFERENCES = PreferenceConfig(compare="sum")
 """`R_theta` ranks a window by its sum, whatever the judge (`compare="sum"`: with the expert's
 per-move regret verdict it repairs as well as or better than the value verdict from every named
