@@ -7,8 +7,8 @@ of moves of one board whose values differ is a preference; a Bradley-Terry logis
 over the moves' features (`alignment.offline_fit`) fits theta to all of them at once. Prints
 how often each named start and the fit order the pairs as the expert does, and the fitted
 theta scaled to a largest weight of 1, as a written-out start (`NAME:feature=w,...`) that
-`experiments/repair.py --starts` takes: trained kept fixed, it says whether the expert's move
-preferences describe a good reward at all (issue 49).
+the repair experiment's starts option takes: trained kept fixed, it says whether the expert's
+move preferences describe a good reward at all (issue 49).
 
     python benchmarks/move_ceiling.py
 """
