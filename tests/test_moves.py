@@ -55,6 +55,8 @@ def test_move_groups_are_a_function_of_the_seed_and_share_a_board_spawn_key():
     # A lost board has no legal move.
     full = np.array([1, 2, 1, 2, 2, 1, 2, 1, 1, 2, 1, 2, 2, 1, 2, 1], np.int32)
     assert not move_groups(full[None], seed=0).legal.any()
+    empty = move_groups(np.zeros((0, 16), np.int32), seed=0)  # no board: nothing compiled
+    assert empty.phi.shape == (0, 4, 8) and empty.legal.shape == (0, 4) and len(empty) == 0
 
 
 def test_sample_boards_draws_played_boards_without_replacement():

@@ -65,6 +65,28 @@ def _values_fn(depth: int):
     return jax.jit(lambda boards: expert_action_values(boards, depth))
 
 
+def call_in_chunks(fn, chunk: int, *arrays) -> tuple[np.ndarray, ...]:
+    """`fn(*arrays)` over their leading axis of `B` rows, `chunk` rows a call. Host-only.
+
+    The last chunk is padded with copies of its first row, so a compiled `fn` sees one shape
+    (one compile); `fn` must treat rows independently (a batched or vmapped function), and
+    the padding rows' outputs are dropped. Returns `fn`'s outputs (a tuple, one entry per
+    output) as host arrays with the `B` real rows (empty when `B` is 0, `fn` not called).
+    """
+    b = int(np.shape(arrays[0])[0])
+    shapes = jax.eval_shape(fn, *(jax.ShapeDtypeStruct((chunk, *np.shape(a)[1:]), a.dtype)
+                                  for a in arrays))
+    shapes = shapes if isinstance(shapes, tuple) else (shapes,)
+    outs = tuple(np.empty((b, *s.shape[1:]), s.dtype) for s in shapes)
+    for start in range(0, b, chunk):
+        parts = [jnp.asarray(a[start:start + chunk]) for a in arrays]
+        n = len(parts[0])
+        got = fn(*(jnp.concatenate([p, jnp.repeat(p[:1], chunk - n, axis=0)]) for p in parts))
+        for whole, part in zip(outs, got if isinstance(got, tuple) else (got,), strict=True):
+            whole[start:start + n] = np.asarray(part)[:n]
+    return outs
+
+
 def expert_values(boards: np.ndarray, depth: int, chunk: int = 1024) -> np.ndarray:
     """Expert action values of many boards, in fixed-size chunks (one compile per depth).
 
@@ -72,14 +94,7 @@ def expert_values(boards: np.ndarray, depth: int, chunk: int = 1024) -> np.ndarr
     illegal moves); see `expert.expert_action_values`.
     """
     boards = np.asarray(boards, np.int32).reshape(-1, 16)
-    fn = _values_fn(int(depth))
-    out = np.empty((boards.shape[0], 4), np.float32)
-    for start in range(0, boards.shape[0], chunk):
-        part = boards[start:start + chunk]
-        padded = np.zeros((chunk, 16), np.int32)
-        padded[:len(part)] = part
-        out[start:start + len(part)] = np.asarray(fn(jnp.asarray(padded)))[:len(part)]
-    return out
+    return call_in_chunks(_values_fn(int(depth)), chunk, boards)[0]
 
 
 def move_verdicts(values: np.ndarray, actions: np.ndarray, verdict: str = "regret"

@@ -24,7 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from sailor_jax.game import env
-from sailor_jax.game.features import NUM_FEATURES, phi
+from sailor_jax.game.features import phi
+from sailor_jax.judges.expert import call_in_chunks
 
 __all__ = ["MoveGroups", "move_groups", "sample_boards"]
 
@@ -89,8 +90,8 @@ def _moves_fn():
 def move_groups(boards: np.ndarray, seed: int, chunk: int = 256) -> MoveGroups:
     """Every move of each board with its features, spawns drawn from `seed`. Host-only.
 
-    Compiled in chunks of `chunk` boards (the last padded), so the sizes a run uses compile
-    once.
+    Compiled in chunks of `chunk` boards (`expert.call_in_chunks`), so the sizes a run uses
+    compile once.
 
     Args:
       boards: `int[B, 16]` exponents.
@@ -101,17 +102,6 @@ def move_groups(boards: np.ndarray, seed: int, chunk: int = 256) -> MoveGroups:
       `MoveGroups` over these boards (a board with no legal move has none legal).
     """
     boards = np.asarray(boards, np.int32).reshape(-1, 16)
-    keys = jax.random.split(jax.random.key(seed), max(len(boards), 1))
-    b, a = len(boards), env.NUM_ACTIONS
-    out = (np.zeros((b, a, NUM_FEATURES), np.float32), np.zeros((b, a, 16), np.int32),
-           np.zeros((b, a), bool))
-    fn = _moves_fn()
-    for start in range(0, b, chunk):
-        part = boards[start:start + chunk]
-        padded = np.zeros((chunk, 16), np.int32)
-        padded[:len(part)] = part
-        key = keys[start:start + chunk]
-        key = jnp.concatenate([key, jnp.repeat(key[:1], chunk - len(part), axis=0)])
-        for whole, got in zip(out, fn(jnp.asarray(padded), key), strict=True):
-            whole[start:start + len(part)] = np.asarray(got)[:len(part)]
-    return MoveGroups(boards=boards, phi=out[0], next_boards=out[1], legal=out[2])
+    keys = jax.random.split(jax.random.key(seed), max(len(boards), 1))[:len(boards)]
+    phis, next_boards, legal = call_in_chunks(_moves_fn(), chunk, boards, keys)
+    return MoveGroups(boards=boards, phi=phis, next_boards=next_boards, legal=legal)
