@@ -266,7 +266,8 @@ def load_model(model: str | None, gguf_file: str | None, dtype: str, device: str
     device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, device)
     kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
-    if os.path.isdir(model):
+    if os.path.isdir(os.path.expanduser(model)):  # as check_model_source reads it
+        model = os.path.expanduser(model)
         kwargs["local_files_only"] = True
     with quiet_loading():
         tokenizer = transformers.AutoTokenizer.from_pretrained(model, **kwargs)
