@@ -6,6 +6,10 @@
     python benchmarks/judge_quality.py --judge llm --json                    # embedded SmolLM2
     python benchmarks/judge_quality.py --judge llm --llm.model Qwen/Qwen2.5-1.5B-Instruct --json
     python benchmarks/judge_quality.py --judge llm --llm.endpoint http://127.0.0.1:8000/v1 --json
+    python benchmarks/judge_quality.py --judge llm --llm.view summary --llm.mode pointwise \
+        --llm.model ~/.cache/sailor_jax/qwen2.5-coder-1.5b \
+        --llm.gguf-file qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --llm.dtype bfloat16 \
+        --groups 32 --json                                         # the offline 1.5B judge
     python benchmarks/judge_quality.py --setting sailor --json               # SAILOR's groups
 
 Run it with your judge model before a long SAILOR run: a judge that cannot tell the
@@ -232,8 +236,9 @@ def main(args: Args) -> dict:
             print(json.dumps(to_jsonable(record)), flush=True)  # NaN -> null
         return record
     record = run(args)
+    lo, hi = record["skill_order_accuracy_ci"]
     print(f"judge {record['judge']}: skill-order accuracy {record['skill_order_accuracy']:.3f} "
-          f"over {record['skill_pairs']} pairs, agreement with expert "
+          f"[{lo:.3f}, {hi:.3f}] over {record['skill_pairs']} pairs, agreement with expert "
           f"{record['agreement_expert']:.3f}, with outcome {record['agreement_outcome']:.3f}, "
           f"Kendall tau {record['kendall_tau']:.3f}, {record['seconds_per_group']:.2f} s/group"
           + (f", tau with the clean judge {record['tau_clean']:.3f}" if "tau_clean" in record
@@ -249,9 +254,11 @@ def main(args: Args) -> dict:
 
 
 def _same_pool(curve_pool: dict, pool: dict) -> bool:
-    """Whether an accuracy on `pool` reads on the curve's axis: the same players and games
-    (the number of groups drawn may differ)."""
-    keys = ("epsilons", "games_per_player", "max_len", "pool_depth", "m", "seed")
+    """Whether an accuracy on `pool` reads on the curve's axis: the same players, game length
+    and group size. The seed and the number of groups may differ: another seed draws other
+    games of the same players, so its accuracy estimates the same quantity (a judge designed
+    on one pool is confirmed on another)."""
+    keys = ("epsilons", "games_per_player", "max_len", "pool_depth", "m")
     return all(curve_pool.get(k) == pool.get(k) for k in keys)
 
 

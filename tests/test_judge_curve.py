@@ -126,6 +126,8 @@ def test_judge_quality_prints_what_the_committed_curve_predicts(tmp_path, monkey
     assert record["curve_prediction"] == predict(curve, record["skill_order_accuracy"])
     assert "the judge curve (test) predicts, between the measured accuracies 0.000 and 1.000" \
         in capsys.readouterr().out
+    reseeded = bench.dataclasses.replace(TINY_POOL["pool"], seed=TINY_POOL["pool"].seed + 1)
+    assert "curve_prediction" in bench.main(bench.Args(judge="outcome", pool=reseeded))  # same
     other = bench.dataclasses.replace(TINY_POOL["pool"], max_len=41)  # another pool: no reading
     assert "curve_prediction" not in bench.main(bench.Args(judge="outcome", pool=other,
                                                            expert_depth=1))

@@ -15,6 +15,8 @@ import numpy as np
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 """Torch dtype names the LLM backend accepts."""
 LLM_MODES = ("pairwise", "pointwise", "listwise")
+VIEWS = ("boards", "summary")
+"""What the judge is shown of a trajectory: `judges.text.trajectory_text` or `summary_text`."""
 NUM_POINTWISE_RUBRICS = 4
 """Rubric variants defined in `judges.prompts.POINTWISE_RUBRICS` (a test keeps them equal)."""
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
@@ -61,6 +63,10 @@ class LLMRankerConfig:
     `top_logprobs` counts as probability 0 (vLLM serves at most 20 unless `--max-logprobs`)."""
     gguf_file: str | None = None
     """GGUF file inside `model` to load (None: regular weights; the embedded model sets it)."""
+    view: Literal["boards", "summary"] = "boards"
+    """What the judge is shown of each trajectory: boards (the moves and board snapshots) or
+    summary (one sentence: moves, points and points per move, largest tile, empty cells,
+    corner, ended or not; ~40 tokens, so a prompt costs a fraction of a boards prompt)."""
     mode: Literal["pairwise", "pointwise", "listwise"] = "pairwise"
     """pairwise: label probabilities per pair + Bradley-Terry; pointwise: expected 1-9 rating
     per trajectory from label probabilities; listwise: generate and parse."""
@@ -99,6 +105,8 @@ class LLMRankerConfig:
     def __post_init__(self) -> None:
         if self.mode not in LLM_MODES:
             raise ValueError(f"mode must be one of {LLM_MODES}, got {self.mode!r}")
+        if self.view not in VIEWS:
+            raise ValueError(f"view must be one of {VIEWS}, got {self.view!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
         if not _DEVICE.match(self.device):

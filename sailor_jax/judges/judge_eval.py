@@ -146,6 +146,26 @@ def pair_accuracy(rankings: Sequence[Ranking | None], truth: Sequence[np.ndarray
     return int(right.sum()) / int(total.sum()) if total.sum() else float("nan")
 
 
+def accuracy_interval(rankings: Sequence[Ranking | None], truth: Sequence[np.ndarray],
+                      confidence: float = 0.95, resamples: int = 4000, seed: int = 0
+                      ) -> tuple[float, float]:
+    """Percentile bootstrap interval of `pair_accuracy`, resampling whole groups. Host-only.
+
+    Groups are the unit (pairs of one group share trajectories; groups of one pool may share
+    games too, so with few games the interval is, if anything, too narrow). `(nan, nan)`
+    when no pair is counted.
+    """
+    right, total = pair_counts(rankings, truth)
+    if total.sum() == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, len(total), size=(resamples, len(total)))
+    with np.errstate(invalid="ignore"):
+        acc = right[pick].sum(axis=1) / total[pick].sum(axis=1)
+    lo, hi = np.nanquantile(acc, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(lo), float(hi)
+
+
 def judge_metrics(rankings: Sequence[Ranking | None], epsilons: Sequence[np.ndarray],
                   references: dict[str, Sequence[Ranking | None]]) -> dict:
     """Score a judge's rankings of groups (see the module docstring). Host-only.
@@ -156,11 +176,13 @@ def judge_metrics(rankings: Sequence[Ranking | None], epsilons: Sequence[np.ndar
       references: name -> rankings of the same groups by a reference judge.
 
     Returns:
-      dict with `skill_order_accuracy`, `skill_pairs`, `agreement_<name>` per reference,
+      dict with `skill_order_accuracy`, its 95% interval `skill_order_accuracy_ci`
+      (`accuracy_interval`), `skill_pairs`, `agreement_<name>` per reference,
       `kendall_tau` (mean over judged groups), `kendall_tau_per_group`, `failed_groups`.
     """
     skill = skill_truth(epsilons)
     out = {"skill_order_accuracy": pair_accuracy(rankings, skill),
+           "skill_order_accuracy_ci": list(accuracy_interval(rankings, skill)),
            "skill_pairs": int(sum(np.triu(s != 0, k=1).sum() for s in skill))}
     for name, ref in references.items():
         truth = [_pair_signs(r) if r is not None else np.zeros((len(e), len(e)))

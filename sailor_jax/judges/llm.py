@@ -40,7 +40,7 @@ from sailor_jax.judges.base import Ranker, group_size
 from sailor_jax.judges.endpoint import EndpointBackend
 from sailor_jax.judges.hf_backend import LLMBackend
 from sailor_jax.judges.parsing import parse_ranking, parse_ranking_verbose
-from sailor_jax.judges.text import fit_trajectory_text
+from sailor_jax.judges.text import fit_trajectory_text, summary_text
 from sailor_jax.judges.transport import TokenUsage
 from sailor_jax.logging import JsonlSink
 from sailor_jax.types import Ranking, TrajectoryBatch
@@ -145,9 +145,7 @@ class LLMRanker(Ranker):
         return cfg.max_prompt_tokens
 
     def _find_label_ids(self) -> tuple[int, int]:
-        prompt = self._render(
-            prompts.pairwise_user_message("x", "y"), prompts.PAIRWISE_ANSWER_PREFIX
-        )
+        prompt = self._pair_prompt("x", "y")
         ids = tuple(
             self.backend.label_token_id(prompt, " " + label) for label in prompts.PAIRWISE_LABELS
         )
@@ -160,6 +158,29 @@ class LLMRanker(Ranker):
 
     def _count(self, text: str) -> int:
         return self.backend.count_tokens(text)
+
+    def _logprobs(self, prompt_texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """`backend.next_token_logprobs` of the distinct prompts, copied to their repeats.
+
+        A repeated prompt (the same trajectory, or pair, in several groups) is run once; its
+        repeats get its log-probabilities and 0 seconds, so the seconds sum to the model time.
+        """
+        unique, inverse = np.unique(np.asarray(prompt_texts, dtype=object), return_inverse=True)
+        logp, seconds = self.backend.next_token_logprobs(
+            list(unique), self._label_ids, self.config.batch_size,
+            reuse_prefix=self.config.reuse_prefix)
+        first = np.zeros(len(prompt_texts), bool)
+        first[np.unique(inverse, return_index=True)[1]] = True
+        return logp[inverse], np.where(first, seconds[inverse], 0.0)
+
+    def _texts(
+        self, build: Callable[[list[str]], str], batch: TrajectoryBatch, n_shown: int
+    ) -> list[str]:
+        """What the prompt shows of each trajectory: its summary (view "summary") or its
+        boards text fitted to the budget (`_fit`)."""
+        if self.config.view == "summary":
+            return [summary_text(batch, i) for i in range(group_size(batch))]
+        return self._fit(build, batch, n_shown)
 
     def _fit(
         self, build: Callable[[list[str]], str], batch: TrajectoryBatch, n_shown: int
@@ -208,16 +229,16 @@ class LLMRanker(Ranker):
         return out
 
     def _pair_prompt(self, text_a: str, text_b: str) -> str:
-        return self._render(
-            prompts.pairwise_user_message(text_a, text_b), prompts.PAIRWISE_ANSWER_PREFIX
-        )
+        view = self.config.view
+        return self._render(prompts.pairwise_user_message(text_a, text_b, view),
+                            prompts.answer_prefix(view))
 
     def _rank_pairwise(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
         jobs: list[tuple[int, int, int]] = []  # (group, first shown, second shown)
         pairs_all, prompt_texts = [], []
         for g, batch in enumerate(groups):
             texts = (
-                self._fit(lambda t: self._pair_prompt(t[0], t[1]), batch, 2)
+                self._texts(lambda t: self._pair_prompt(t[0], t[1]), batch, 2)
                 if group_size(batch) >= 2
                 else []
             )
@@ -229,12 +250,7 @@ class LLMRanker(Ranker):
                 for first, second in ((a, b), (b, a)):
                     jobs.append((g, first, second))
                     prompt_texts.append(self._pair_prompt(texts[first], texts[second]))
-        logp, seconds = self.backend.next_token_logprobs(
-            prompt_texts,
-            self._label_ids,
-            self.config.batch_size,
-            reuse_prefix=self.config.reuse_prefix,
-        )
+        logp, seconds = self._logprobs(prompt_texts)
         tokens = [self._count(p) for p in prompt_texts]
         p_first, mass = pairwise.label_probabilities(logp)
         for record in pairwise.prompt_records(jobs, prompt_texts, tokens, logp, p_first, mass,
@@ -249,19 +265,18 @@ class LLMRanker(Ranker):
         return out
 
     def _point_prompt(self, text: str, variant: int) -> str:
-        return self._render(prompts.pointwise_user_message(text, variant), self._answer_prefix)
+        return self._render(prompts.pointwise_user_message(text, variant, self.config.view),
+                            self._answer_prefix)
 
     def _rank_pointwise(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
         cfg, sizes = self.config, [group_size(b) for b in groups]
         longest = max(range(cfg.pointwise_variants), key=lambda v: self._count(
             self._point_prompt("", v)))  # texts are fitted to the longest rubric
-        texts = [self._fit(lambda t: self._point_prompt(t[0], longest), b, 1) if m >= 2 else []
+        texts = [self._texts(lambda t: self._point_prompt(t[0], longest), b, 1) if m >= 2 else []
                  for b, m in zip(groups, sizes, strict=True)]
         jobs = pointwise.prompt_jobs(sizes, cfg.pointwise_variants)
         prompt_texts = [self._point_prompt(texts[g][i], v) for g, i, v in jobs.tolist()]
-        logp, seconds = self.backend.next_token_logprobs(
-            prompt_texts, self._label_ids, cfg.batch_size, reuse_prefix=cfg.reuse_prefix
-        )
+        logp, seconds = self._logprobs(prompt_texts)
         tokens = [self._count(p) for p in prompt_texts]
         out, records, self.last_label_mass = pointwise.rank_from_logprobs(
             sizes, jobs, prompt_texts, tokens, logp, seconds, cfg.pointwise_temperature)
@@ -275,7 +290,7 @@ class LLMRanker(Ranker):
         for g, batch in enumerate(groups):
             m = group_size(batch)
             if m >= 2:
-                texts = self._fit(
+                texts = self._texts(
                     lambda t: self._render(prompts.listwise_user_message(t)), batch, m
                 )
                 prompt_texts.append(self._render(prompts.listwise_user_message(texts)))

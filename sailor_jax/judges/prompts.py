@@ -31,8 +31,24 @@ STRATEGY_HINTS = (
 )
 
 
-def pairwise_user_message(text_a: str, text_b: str) -> str:
-    """Return the user message comparing trajectories A and B. Host-only."""
+SUMMARY_PAIRWISE_ANSWER_PREFIX = "The better game is Game"
+"""Answer prefix of the summary view's pairwise prompt; the next token (" A"/" B") is read."""
+
+
+def answer_prefix(view: str) -> str:
+    """The pairwise answer prefix of `view` (one of `VIEWS`)."""
+    return SUMMARY_PAIRWISE_ANSWER_PREFIX if view == "summary" else PAIRWISE_ANSWER_PREFIX
+
+
+def pairwise_user_message(text_a: str, text_b: str, view: str = "boards") -> str:
+    """Return the user message comparing trajectories A and B shown as `view`. Host-only."""
+    if view == "summary":
+        return (
+            "Two games of 2048 are summarised below, each over the same kind of stretch of "
+            f"play.\n{STRATEGY_HINTS}\n\n"
+            f"Game A: {text_a}.\nGame B: {text_b}.\n\n"
+            "Which game was played better? Answer with a single letter, A or B."
+        )
     return (
         "Two games of 2048 played by an agent are shown below.\n"
         f"{STRATEGY_HINTS}\n{FORMAT_LEGEND}\n\n"
@@ -86,7 +102,7 @@ POINTWISE_RUBRICS = (
 first K); the ratings of the K variants are averaged to cut the judge's variance."""
 
 
-def pointwise_user_message(text: str, variant: int = 0) -> str:
+def pointwise_user_message(text: str, variant: int = 0, view: str = "boards") -> str:
     """Return the user message asking for a 1-9 rating of one trajectory. Host-only.
 
     The trajectory comes before the rubric, so the K variants of one trajectory share every
@@ -98,6 +114,13 @@ def pointwise_user_message(text: str, variant: int = 0) -> str:
     if not 0 <= variant < len(POINTWISE_RUBRICS):
         raise IndexError(f"variant must be in 0..{len(POINTWISE_RUBRICS) - 1}, got {variant}")
     lo, hi = POINTWISE_RATINGS[0], POINTWISE_RATINGS[-1]
+    if view == "summary":
+        return (
+            f"A game of 2048 is summarised below.\n{STRATEGY_HINTS}\n\nGame: {text}.\n\n"
+            f"{POINTWISE_RUBRICS[variant]}\n"
+            f"Rate how well the game was played from {lo} (very poor) to {hi} (excellent). "
+            f"Answer with a single digit from {lo} to {hi}."
+        )
     return (
         "A game of 2048 played by an agent is shown below.\n"
         f"{STRATEGY_HINTS}\n{FORMAT_LEGEND}\n\n"
