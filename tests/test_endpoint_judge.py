@@ -80,9 +80,10 @@ def test_endpoint_scores_equal_in_process_scores(serve, tiny_backend, tiny_llm_d
                                             "model": tiny_llm_dir, "api": "completions",
                                             "logprobs": True}]
     usage = ranker.token_usage
-    prompts = [r for r in ranker.records if r["event"].endswith("_prompt")]
-    assert usage.prompt == sum(r["prompt_tokens"] for r in prompts)  # the server's counts
-    assert usage.completion == len(prompts)  # one token each
+    sent = {r["prompt"]: r["prompt_tokens"] for r in ranker.records
+            if r["event"].endswith("_prompt")}  # a repeated prompt is sent once
+    assert usage.prompt == sum(sent.values())  # the server's counts
+    assert usage.completion == len(sent)  # one token each
 
 
 def test_listwise_generates_the_same_answer(serve, tiny_backend, tiny_llm_dir):

@@ -22,7 +22,11 @@ presets name none, as their tables measured, and the `experiments/sailor.py` pre
 the recommended SAILOR, take it (`smoke` 2, at its tiny budget): their saved configs say so, and
 the tables measured before it (the smoke output, the `cpu` preset, the GPU check) are history.
 Then the survival guard's floor became 0.5 (was None): the repair presets name None, as
-measured, and the `experiments/sailor.py` presets' saved configs take the floor.
+measured, and the `experiments/sailor.py` presets' saved configs take the floor. The LLM
+judge's `view` (what it is shown of a game) is written into every saved config as "summary",
+today's default: the presets and the LLM-judged ablation variants take it (their tables,
+measured with the boards view, are history), and it is unused by the other judges. The 8 arms of
+`sailor_value_llm` are saved as built when that arm was added.
 """
 
 from __future__ import annotations

@@ -293,6 +293,7 @@ def tiny_pairwise(tiny_llm_dir, tmp_path_factory):
     log = tmp_path_factory.mktemp("logs") / "pairwise.jsonl"
     config = LLMRankerConfig(
         model=tiny_llm_dir,
+        view="boards",
         max_prompt_tokens=1024,
         batch_size=4,
         log_path=str(log),
@@ -336,7 +337,8 @@ def test_pairwise_on_tiny_model(tiny_pairwise):
 
 def test_pairwise_probabilities_do_not_depend_on_batching(tiny_llm_dir, tiny_pairwise):
     batch = random_games(3, 100, seed=5)
-    single = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=1024, batch_size=1))
+    single = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=1024, batch_size=1,
+                                       view="boards"))
     np.testing.assert_allclose(
         single.rank(batch).pairwise_prob, tiny_pairwise.rank(batch).pairwise_prob, atol=1e-5
     )
@@ -374,9 +376,10 @@ def test_listwise_on_tiny_model_returns_ranking_or_none(tiny_llm_dir):
 
 
 def test_prompt_budget_too_small_raises(tiny_llm_dir):
-    ranker = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=128))
-    with pytest.raises(ValueError, match="too small"):
-        ranker.rank(random_games(2, 40))
+    for view in ("boards", "summary"):
+        ranker = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=128, view=view))
+        with pytest.raises(ValueError, match="too small"):
+            ranker.rank(random_games(2, 40))
 
 
 @pytest.mark.parametrize(

@@ -104,3 +104,22 @@ def test_the_accuracy_interval_brackets_the_accuracy_and_narrows_with_groups():
     perfect = [Ranking(order=np.argsort(e, kind="stable").astype(np.int32)) for e in eps]
     assert judge_eval.accuracy_interval(perfect, truth) == (1.0, 1.0)
     assert np.isnan(judge_eval.accuracy_interval([None], [np.zeros((2, 2))])[0])
+
+
+def test_a_run_saved_before_the_view_existed_resumes_as_it_ran():
+    """A saved config without `ranker.llm.view` ran with the boards: an LLM-judged one differs
+    from today's default and matches `view="boards"`; under another judge the view is unread."""
+    import json
+
+    from sailor_jax.config import RankerConfig, SailorConfig
+    from sailor_jax.run.run_dir import config_differences, config_json
+
+    for kind, differs in (("llm", True), ("expert", False)):
+        cfg = dataclasses.replace(SailorConfig(), ranker=RankerConfig(kind=kind))
+        saved = json.loads(config_json(cfg))
+        del saved["ranker"]["llm"]["view"]
+        diff = config_differences(saved, json.loads(config_json(cfg)), cfg)
+        assert diff == (["ranker.llm.view: saved (absent), given 'summary'"] if differs else [])
+        boards = dataclasses.replace(cfg, ranker=dataclasses.replace(
+            cfg.ranker, llm=dataclasses.replace(cfg.ranker.llm, view="boards")))
+        assert config_differences(saved, json.loads(config_json(boards)), boards) == []

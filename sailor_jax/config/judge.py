@@ -221,9 +221,11 @@ class RankerConfig:
         return verdict_aggregate(self.expert_verdict) if self.kind == "expert" else "sum"
 
     def unread_fields(self) -> tuple[str, ...]:
-        """The fields this judge never reads: the expert's settings under another judge. A
-        saved run that differs from a config only there ran the same (`run_dir`)."""
-        return () if self.kind == "expert" else ("expert_depth", "expert_verdict")
+        """The fields this judge never reads: the expert's settings under another judge, what
+        the LLM is shown under another judge. A saved run that differs from a config only
+        there ran the same (`run_dir`)."""
+        expert = () if self.kind == "expert" else ("expert_depth", "expert_verdict")
+        return expert + (() if self.kind == "llm" else ("llm.view",))
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.noise) and self.noise >= 0):

@@ -62,8 +62,9 @@ class LLMRankerConfig:
     """Endpoint: next-token log-probabilities asked for per prompt; a label outside the top
     `top_logprobs` counts as probability 0 (vLLM serves at most 20 unless `--max-logprobs`)."""
     gguf_file: str | None = None
-    """GGUF file inside `model` to load (None: regular weights; the embedded model sets it)."""
-    view: Literal["boards", "summary"] = "boards"
+    """GGUF file inside `model` to load (None: regular weights; the embedded model sets it).
+    With `endpoint` and no `tokenizer`, the served model's tokenizer is read from it."""
+    view: Literal["boards", "summary"] = "summary"
     """What the judge is shown of each trajectory: boards (the moves and board snapshots) or
     summary (one sentence: moves, points and points per move, largest tile, empty cells,
     corner, ended or not; ~40 tokens, so a prompt costs a fraction of a boards prompt)."""

@@ -177,9 +177,19 @@ class LLMRanker(Ranker):
         self, build: Callable[[list[str]], str], batch: TrajectoryBatch, n_shown: int
     ) -> list[str]:
         """What the prompt shows of each trajectory: its summary (view "summary") or its
-        boards text fitted to the budget (`_fit`)."""
+        boards text fitted to the budget (`_fit`).
+
+        Raises:
+          ValueError: a prompt of summaries exceeds `max_prompt_tokens`, or (boards) even the
+            shortest texts do not fit it.
+        """
         if self.config.view == "summary":
-            return [summary_text(batch, i) for i in range(group_size(batch))]
+            texts = [summary_text(batch, i) for i in range(group_size(batch))]
+            longest = max(self._count(build([t] * len(texts))) for t in texts) if texts else 0
+            if longest > self.max_prompt_tokens:
+                raise ValueError(f"max_prompt_tokens={self.max_prompt_tokens} is too small: a "
+                                 f"prompt of summaries takes {longest} tokens")
+            return texts
         return self._fit(build, batch, n_shown)
 
     def _fit(

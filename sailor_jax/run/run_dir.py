@@ -49,10 +49,11 @@ def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: tree}
 
 
-ABSENT_MEANS = {"warmup_updates": 0}
-"""Fields whose default changed after they were added, and the value a saved config that lacks
-one ran at: `config_json` writes every field, so only a config saved before the field existed
-lacks it, and it ran as the code did then (`warmup_updates`: 0 until 2026-11-28)."""
+ABSENT_MEANS = {"warmup_updates": 0, "ranker.llm.view": "boards"}
+"""Fields added with a behaviour other than their default's, and the value a saved config that
+lacks one ran at: `config_json` writes every field, so only a config saved before the field
+existed lacks it, and it ran as the code did then (`warmup_updates`: no warm-up; the LLM judge's
+`view`: the boards)."""
 
 
 def _default_json(config: Any, dotted: str) -> Any:
