@@ -63,14 +63,17 @@ class ChatPrompt(str):
     messages: list[dict[str, str]]
 
 
-def _load_tokenizer(name: str | None) -> Any:
-    """The HF tokenizer `name` names, loaded offline, or None (no network is ever used)."""
+def _load_tokenizer(name: str | None, gguf_file: str | None = None) -> Any:
+    """The HF tokenizer `name` names (from `gguf_file` inside it when given: a GGUF carries its
+    tokenizer), loaded offline, or None (no network is ever used)."""
     if name is None:
         return None
     import transformers
 
+    extra = {"gguf_file": gguf_file} if gguf_file else {}
     try:
-        return transformers.AutoTokenizer.from_pretrained(name, local_files_only=True)
+        return transformers.AutoTokenizer.from_pretrained(os.path.expanduser(name),
+                                                          local_files_only=True, **extra)
     except (OSError, ValueError, KeyError):
         return None
 
@@ -116,7 +119,8 @@ class EndpointBackend:
             self.model_name = listed[0].id
             self.context_length = int(getattr(listed[0], "max_model_len", None)
                                       or _UNKNOWN_CONTEXT)
-        self.tokenizer = _load_tokenizer(config.tokenizer or self.model_name)
+        self.tokenizer = _load_tokenizer(config.tokenizer or self.model_name,
+                                         None if config.tokenizer else config.gguf_file)
         if self.tokenizer is not None:
             self.tokenizer.padding_side = "left"
         self._local = LLMBackend(self.tokenizer, None, "cpu", None)
