@@ -30,6 +30,8 @@ as `NAME:feature=w,feature=w`), at equal env steps and seeds, the arms in `--met
   sailor_value_random_judge  the same update with a random judge (its control)
   sailor_value_regret_random_judge  the same, R_theta compared per move: the regret
                   verdict's matched control
+  sailor_value_llm  the same update judged by the LLM that `--base.ranker.llm.*` names
+                  (with `--value-compare sum`, the recommended SAILOR judged by that LLM)
 plus once theta0 kept fixed, the reference. Seed s of every arm starts from the same network
 and environments (common random numbers), so differences are paired per seed. Arms already
 finished in `--out` are read back, so naming more `--methods` adds arms to an experiment.

@@ -16,6 +16,7 @@ from sailor_jax.alignment import heldout
 from sailor_jax.config.starts import STARTS
 from sailor_jax.errors import UserError
 from sailor_jax.judges import factory
+from sailor_jax.judges.llm import LLMRanker
 from sailor_jax.run import loop, repair_arms, repair_table, variants
 from sailor_jax.run.run_dir import config_json
 
@@ -92,7 +93,7 @@ def test_each_value_arm_has_a_control_that_differs_only_in_the_judge(repair):
     start = STARTS["timid"]
     controls = {}
     for method in repair_arms.VALUE_JUDGES:
-        if method in repair_table.CONTROLS:
+        if method in repair_table.CONTROLS or method == "sailor_value_llm":  # below: no load
             continue
         control = repair_table.random_judge_control(method)
         controls[method] = control
@@ -112,6 +113,8 @@ def test_each_value_arm_has_a_control_that_differs_only_in_the_judge(repair):
         "auto", factory.make_ranker(repair_arms.arm_config(
             start, "sailor_value_regret", base, 0).ranker).aggregate) == "mean"
     assert repair_table.random_judge_control("sailor_kept") == "sailor_random_judge"
+    assert repair_table.random_judge_control("sailor_value_llm") == "sailor_value_random_judge"
+    assert LLMRanker.aggregate == "sum"  # the LLM's verdict: a whole-window impression
     # --value-compare sum: every value arm and its control rank R_theta by sums.
     preset = repair.PRESETS["cpu"]
     args = dataclasses.replace(preset, value_compare="sum")
@@ -256,3 +259,18 @@ def test_a_kept_fixed_arm_is_the_same_cut_in_other_segments_and_is_read_back(
         "iterations: saved 2, given 4", "ppo.updates_per_segment: saved 2, given 1"]
     saved = json.loads(config_json(config(2, 2, "fixed")))
     assert variants._differences(saved, config(4, 1, "fixed")) == []
+
+
+def test_the_llm_arm_is_the_expert_arm_judged_by_the_llm_the_base_names(repair):
+    """`sailor_value_llm` with `--value-compare sum` is the recommended SAILOR judged by the LLM
+    of `--base.ranker.llm`: the expert's arm with only the judge's kind changed."""
+    _, args = repair.parse(["--preset", "cpu", "--value-compare", "sum", "--warmup-updates", "8",
+                            "--survival-floor", "0.5", "--base.ranker.llm.view", "summary",
+                            "--base.ranker.llm.mode", "pointwise", "--starts", "pays_for_dying",
+                            "--methods", "sailor_value_regret", "sailor_value_llm"])
+    by_name = {name: cfg for name, _, _, cfg in repair_arms.arms(args)}
+    llm, expert = by_name["pays_for_dying.sailor_value_llm"], by_name[
+        "pays_for_dying.sailor_value_regret"]
+    assert llm.ranker.kind == "llm" and llm.ranker.llm.view == "summary"
+    assert llm.ranker.llm.mode == "pointwise"
+    assert dataclasses.replace(llm, ranker=expert.ranker) == expert

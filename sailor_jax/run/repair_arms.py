@@ -21,12 +21,14 @@ from sailor_jax.run.repair_table import REFERENCE
 METHODS: tuple[str, ...] = ("fixed", "sailor", "sailor_kept", "sailor_trust", "sailor_bt_mcmc",
                             "sailor_random_judge", "sailor_value", "sailor_value_regret",
                             "sailor_value_outcome", "sailor_value_random_judge",
-                            "sailor_value_regret_random_judge")
+                            "sailor_value_regret_random_judge", "sailor_value_llm")
 VALUE_JUDGES = {"sailor_value": ("expert", "value"), "sailor_value_regret": ("expert", "regret"),
                 "sailor_value_outcome": ("outcome", "regret"),
                 "sailor_value_random_judge": ("random", "regret"),
-                "sailor_value_regret_random_judge": ("random", "regret")}
-"""Judge kind and expert verdict of the issue-34 arms (all share the conservative update)."""
+                "sailor_value_regret_random_judge": ("random", "regret"),
+                "sailor_value_llm": ("llm", "regret")}
+"""Judge kind and expert verdict of the value arms (all share the conservative update; the LLM
+arm's judge is `base.ranker.llm`, its verdict unused)."""
 COMPARED_AS = {"sailor_value_regret_random_judge": "mean"}
 """`PreferenceConfig.compare` of the arms that do not compare as their judge's verdict is made
 ("auto"): a random judge's order carries no verdict (`RandomRanker.aggregate` is "sum"), so the
