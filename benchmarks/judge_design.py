@@ -25,8 +25,10 @@ import json
 import os
 import sys
 import time
+from typing import Annotated
 
 import numpy as np
+import tyro
 
 from sailor_jax import report
 from sailor_jax.cli import parse_args
@@ -36,6 +38,9 @@ from sailor_jax.judges import judge_eval
 from sailor_jax.judges.hf_backend import load_model
 from sailor_jax.judges.llm import LLMRanker
 from sailor_jax.logging import to_jsonable
+
+PoolFlags = Annotated[judge_eval.PoolArgs, tyro.conf.OmitArgPrefixes]
+"""Pool settings as flags without a prefix (`--seed`, `--groups`, ...)."""
 
 DESIGNS: dict[str, dict] = {
     "boards_pointwise": {"view": "boards", "mode": "pointwise"},
@@ -56,10 +61,9 @@ class Args:
     """The model and the fields no design sets (`--llm.model`, `--llm.gguf-file`, ...)."""
     designs: tuple[str, ...] = ("summary_pointwise", "summary_pairwise")
     """Designs to measure, in order (names of `DESIGNS`)."""
-    seed: int = 1
-    """Seed of the pool's games and group draw (1 = development, 2 = confirmation)."""
-    groups: int = 32
-    """Groups of 8 games judged (the judge curve's axis uses 32)."""
+    pool: PoolFlags = judge_eval.PoolArgs(groups=32, seed=1)
+    """The graded-skill pool and group draw (`--seed`: 1 = development, 2 = confirmation;
+    `--groups`: 32 on the judge curve's axis; `--epsilons`, `--m`, ...)."""
     out: str = "benchmarks/results/judge_design/dev.jsonl"
     """JSONL file the records are appended to (designs already in it are skipped)."""
 
@@ -123,6 +127,11 @@ def done_designs(path: str) -> set[str]:
 
 
 def main(args: Args) -> list[dict]:
+    """Measure the designs not yet in `args.out`; return their records. Host-only.
+
+    Raises:
+      UserError: an unknown design name (before anything is played or loaded).
+    """
     unknown = [d for d in args.designs if d not in DESIGNS]
     if unknown:
         raise UserError(f"--designs: unknown {', '.join(unknown)}",
@@ -130,7 +139,7 @@ def main(args: Args) -> list[dict]:
     todo = [d for d in args.designs if d not in done_designs(args.out)]
     if not todo:
         return []
-    pool_args = judge_eval.PoolArgs(groups=args.groups, seed=args.seed)
+    pool_args = args.pool
     pool, index = pool_args.draw()
     groups = judge_eval.group_batches(pool, index)
     epsilons = [pool.epsilon[i] for i in index]
