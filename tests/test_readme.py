@@ -25,6 +25,7 @@ import ast
 import contextlib
 import functools
 import glob
+import importlib
 import importlib.util
 import io
 import os
@@ -221,6 +222,19 @@ def script_flags(relpath: str) -> frozenset[str]:
                               else set()))
 
 
+MODULE_CLIS = ("sailor_jax.judges.model_parts", "sailor_jax.judges.openai_server")
+"""The package's own `python -m` commands (tyro over their `main`), whose flags docs may name."""
+
+
+@functools.cache
+def module_flags(module: str) -> frozenset[str]:
+    """Every flag the `python -m module` command's `--help` lists."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), pytest.raises(SystemExit):
+        tyro.cli(importlib.import_module(module).main, args=["--help"])
+    return frozenset(f.rstrip(".-") for f in FLAG.findall(printed.getvalue()))
+
+
 def unknown_flags(text: str, known: frozenset[str]) -> list[str]:
     """The flags `text` names that are neither in `known` nor prefixes of known ones."""
     named = {f.rstrip("-") for f in FLAG.findall(text)}
@@ -240,7 +254,8 @@ def test_docstring_names_only_the_scripts_flags(script: str):
 def test_docs_name_only_existing_flags(doc: str):
     with open(os.path.join(ROOT, doc), encoding="utf-8") as f:
         text = f.read()
-    known = frozenset().union(*(script_flags(_relpath(p)) for p in SCRIPTS))
+    known = frozenset().union(*(script_flags(_relpath(p)) for p in SCRIPTS),
+                              *(module_flags(m) for m in MODULE_CLIS))
     assert unknown_flags(text, known) == []
     assert unknown_flags("`--base.*` and `--sailor.nope`", known) == ["--sailor.nope"]
 
