@@ -47,8 +47,10 @@ from sailor_jax.judges.judge_curve import crossings, group_accuracy, versus_rand
 from sailor_jax.logging import write_json_gz
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SMOLLM2_ACCURACY = 0.543
-"""SmolLM2-135M-Instruct's skill-order accuracy on the default graded pool (docs/repair.md)."""
+LLM_ACCURACIES = {"SmolLM2-135M": 0.788, "Qwen2.5-Coder-1.5B": 0.816}
+"""The LLM judges' skill-order accuracy on the curve's pool (seed 0, 32 groups), shown a summary
+of each game and asked for a rating, the presets' design (docs/llm_judge.md); drawn on the
+curve."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,7 +240,7 @@ def main(args: Args) -> dict:
                         + " ".join(args.repair_flags) + "; graded pool of judge_quality.py, "
                         f"{args.pool.groups} groups", "pool": args.pool.record(),
              "points": points, "machine": report.machine(),
-             "smollm2_accuracy": SMOLLM2_ACCURACY}
+             "llm_accuracies": LLM_ACCURACIES}
     curve["crossing"] = crossings(points, args.starts)
     versus_random(points)
     os.makedirs(args.out, exist_ok=True)
@@ -273,8 +275,9 @@ def plot(curve: dict, path: str) -> None:
                 ci = np.array([p["starts"][start][f"{metric}_ci"] for p in pts]).T
                 ax.errorbar(x, y, yerr=[y - ci[0], ci[1] - y], marker=marker, capsize=3,
                             linestyle="-" if q == 1 else ":", label=f"{start}, {q}x windows")
-        ax.axvline(curve["smollm2_accuracy"], color="grey", linestyle="--",
-                   label="SmolLM2-135M measured")
+        for (name, accuracy), style in zip(curve.get("llm_accuracies", {}).items(),
+                                           ("--", "-."), strict=False):
+            ax.axvline(accuracy, color="grey", linestyle=style, label=f"{name} measured")
         ax.axhline(0.5 if metric == "recovery" else 0.0, color="black", linewidth=0.5)
         ax.set_xlabel("judge skill-order accuracy (judge_quality.py graded pool)")
         ax.set_ylabel("recovery fraction" if metric == "recovery"
