@@ -1,7 +1,7 @@
 """Judge designs for one LLM, measured on one graded-skill pool: what it is shown and asked.
 
     python benchmarks/judge_design.py --llm.model FOLDER --llm.gguf-file FILE --seed 1 \\
-        --designs summary_pointwise summary_pairwise --out benchmarks/results/judge_design/dev.jsonl
+        --designs summary_pointwise summary_pairwise --out benchmarks/results/judge_design/dev.jsonl.gz
 
 The model is loaded once and every design of `--designs` (the table `DESIGNS`: a name and the
 `LLMRankerConfig` fields it sets) ranks the same `--groups` groups of the pool
@@ -64,8 +64,9 @@ class Args:
     pool: PoolFlags = judge_eval.PoolArgs(groups=32, seed=1)
     """The graded-skill pool and group draw (`--seed`: 1 = development, 2 = confirmation;
     `--groups`: 32 on the judge curve's axis; `--epsilons`, `--m`, ...)."""
-    out: str = "benchmarks/results/judge_design/dev.jsonl"
-    """JSONL file the records are appended to (designs already in it are skipped)."""
+    out: str = "benchmarks/results/judge_design/dev.jsonl.gz"
+    """JSONL file the records are appended to (gzipped when it ends in .gz, as raw results
+    are kept; designs already in it are skipped)."""
 
 
 def bias_stats(records: list[dict]) -> dict:
@@ -106,7 +107,7 @@ def write_prompts(records: list[dict], out: str, design: str) -> str:
     """The judge's records of one design, gzipped JSONL beside `out` (`<out stem>.<design>.
     jsonl.gz`): every distinct prompt once with its label log-probabilities, and every group's
     verdict; the raw results the design's line summarises."""
-    path = f"{os.path.splitext(out)[0]}.{design}.jsonl.gz"
+    path = f"{_stem(out)}.{design}.jsonl.gz"
     seen = set()
     with gzip.open(path, "wt", encoding="utf-8") as f:
         for r in records:
@@ -118,11 +119,26 @@ def write_prompts(records: list[dict], out: str, design: str) -> str:
     return path
 
 
+def _stem(out: str) -> str:
+    """`out` without its `.jsonl` / `.jsonl.gz` ending."""
+    for ending in (".jsonl.gz", ".jsonl"):
+        if out.endswith(ending):
+            return out[: -len(ending)]
+    return os.path.splitext(out)[0]
+
+
+def _open(path: str, mode: str):
+    """`path` as text, through gzip when it ends in .gz (appending adds a gzip member)."""
+    if path.endswith(".gz"):
+        return gzip.open(path, mode + "t", encoding="utf-8")
+    return open(path, mode, encoding="utf-8")
+
+
 def done_designs(path: str) -> set[str]:
     """Names of the designs already recorded in `path` (none if it does not exist)."""
     if not os.path.exists(path):
         return set()
-    with open(path, encoding="utf-8") as f:
+    with _open(path, "r") as f:
         return {json.loads(line)["design"] for line in f if line.strip()}
 
 
@@ -162,7 +178,7 @@ def main(args: Args) -> list[dict]:
                   "wall_seconds": wall, "load_seconds": load_s, **pool_args.record(),
                   **report.machine()}
         write_prompts(judge.records, args.out, name)
-        with open(args.out, "a", encoding="utf-8") as f:
+        with _open(args.out, "a") as f:
             f.write(json.dumps(to_jsonable(record)) + "\n")
         lo, hi = record["skill_order_accuracy_ci"]
         print(f"{name}: skill-order accuracy {record['skill_order_accuracy']:.3f} "

@@ -22,12 +22,13 @@ def bench():
 
 def test_each_design_is_one_record_with_its_prompts_and_reruns_skip_it(bench, tiny_llm_dir,
                                                                        tmp_path):
-    out = str(tmp_path / "dev.jsonl")
+    out = str(tmp_path / "dev.jsonl.gz")
     args = bench.Args(llm=LLMRankerConfig(model=tiny_llm_dir, batch_size=4),
                       designs=("summary_pointwise", "summary_pairwise"), pool=TINY_POOL["pool"],
                       out=out)
     records = bench.main(args)
-    lines = [json.loads(line) for line in open(out)]
+    with gzip.open(out, "rt") as f:
+        lines = [json.loads(line) for line in f]
     assert [r["design"] for r in lines] == ["summary_pointwise", "summary_pairwise"] == [
         r["design"] for r in records]
     point, pair = lines
