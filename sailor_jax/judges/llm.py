@@ -165,12 +165,13 @@ class LLMRanker(Ranker):
         A repeated prompt (the same trajectory, or pair, in several groups) is run once; its
         repeats get its log-probabilities and 0 seconds, so the seconds sum to the model time.
         """
-        unique, inverse = np.unique(np.asarray(prompt_texts, dtype=object), return_inverse=True)
+        unique, first_at, inverse = np.unique(np.asarray(prompt_texts, dtype=object),
+                                              return_index=True, return_inverse=True)
         logp, seconds = self.backend.next_token_logprobs(
             list(unique), self._label_ids, self.config.batch_size,
             reuse_prefix=self.config.reuse_prefix)
         first = np.zeros(len(prompt_texts), bool)
-        first[np.unique(inverse, return_index=True)[1]] = True
+        first[first_at] = True
         return logp[inverse], np.where(first, seconds[inverse], 0.0)
 
     def _texts(
