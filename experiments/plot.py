@@ -1,6 +1,6 @@
-"""Figures of an ablation run (or of one SAILOR run): PNG and PDF in RESULTS_DIR/figures/.
+"""Figures of a comparison (or of one SAILOR run): PNG and PDF in RESULTS_DIR/figures/.
 
-    python experiments/plot.py runs/ablations_cpu
+    python experiments/plot.py runs/compare
     python experiments/plot.py runs/sailor_cpu          # a single experiments/sailor.py run
 
 Figures (one line, bar or panel per variant; bands and error bars are 95% Student-t
@@ -36,7 +36,7 @@ from sailor_jax.cli import parse_args  # noqa: E402
 from sailor_jax.errors import report_user_errors  # noqa: E402
 from sailor_jax.run import run_dir  # noqa: E402
 from sailor_jax.run.results import SailorResults  # noqa: E402
-from sailor_jax.run.variants import load_runs  # noqa: E402
+from sailor_lab.variants import load_runs  # noqa: E402
 
 FIGURES = ("learning_curves", "final_performance", "theta_trajectories",
            "max_tile_distribution", "agreement", "max_tile_position")
@@ -256,7 +256,7 @@ def make_figures(results_dir: str, out_dir: str | None = None) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class Args:
-    """Figures of an ablation run (or of one SAILOR run)."""
+    """Figures of a comparison (or of one SAILOR run)."""
 
     results_dir: tyro.conf.Positional[str]
     """Ablation folder (or one SAILOR run folder)."""

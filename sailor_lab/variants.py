@@ -1,7 +1,7 @@
 """Named runs of one experiment: each a SAILOR run folder, run, resumed or read back. Host-only.
 
-The experiments that compare rewards or reward-learning methods (`experiments/ablations.py`,
-`experiments/repair.py`) run one `SailorConfig` per variant in `OUT/variants/<name>/`. A
+The comparison experiment (`experiments/compare.py`) runs one `SailorConfig` per variant (a
+start and an arm) in `OUT/variants/<name>/`. A
 finished variant is read back from its `results.json`; an interrupted one resumes from its
 last checkpoint; a folder holding another configuration is refused before any work is done.
 `load_runs` reads the finished variants back (`experiments/plot.py`), saying which command
@@ -123,7 +123,7 @@ def write_theta_csv(path: str, results: dict[str, SailorResults]) -> None:
 
 def load_runs(results_dir: str) -> dict[str, SailorResults]:
     """`{variant: SailorResults}` of the finished variants of an experiment folder
-    (`variants/<name>/`, in `ablation.json` order) or of one SAILOR run folder (one entry
+    (`variants/<name>/`, in `compare.json` order) or of one SAILOR run folder (one entry
     named after the folder). Host-only.
 
     Variants that started but have not finished are named in a warning (they are left out).
@@ -138,19 +138,16 @@ def load_runs(results_dir: str) -> dict[str, SailorResults]:
         return {os.path.basename(os.path.normpath(results_dir)): SailorResults.load(single)}
     variants_dir = os.path.join(results_dir, "variants")
     names = sorted(os.listdir(variants_dir)) if os.path.isdir(variants_dir) else []
-    meta, preset = stored_path(os.path.join(results_dir, "ablation.json")), None
+    meta = stored_path(os.path.join(results_dir, "compare.json"))
     if os.path.exists(meta):
         with open_text(meta) as f:
-            ablation = json.load(f)
-        order, preset = ablation["variants"], ablation.get("preset")
+            order = list(json.load(f)["theta_history"])
         names = [n for n in order if n in names] + [n for n in names if n not in order]
     runs = {name: SailorResults.load(os.path.join(variants_dir, name, "results.json"))
             for name in names if run_dir.finished(os.path.join(variants_dir, name))}
     started = [n for n in names if n not in runs
                and os.path.exists(stored_path(os.path.join(variants_dir, n, "config.json")))]
-    again = (f"run the same python experiments/ablations.py --preset {preset} command "
-             f"again (--out {results_dir}): it resumes them" if preset else
-             "run the command that started them again: it resumes them")
+    again = "run the command that started them again: it resumes them"
     if runs and started:
         _log.warning("%s: variants %s have not finished and are left out (%s)", results_dir,
                      ", ".join(started), again)
@@ -162,4 +159,4 @@ def load_runs(results_dir: str) -> dict[str, SailorResults]:
     if os.path.exists(stored_path(os.path.join(results_dir, "config.json"))):
         raise run_dir.unfinished_error(results_dir, "plot")
     raise MissingFileError(f"no results.json in {results_dir} or {variants_dir}/*/",
-                           "pass the folder of a finished run or ablation")
+                           "pass the folder of a finished run or comparison")

@@ -1,6 +1,6 @@
-"""Named starting rewards theta0 for repair experiments, and `NAME:feature=w,...` specs.
+"""Named starting rewards theta0 for comparisons, and `NAME:feature=w,...` specs.
 
-A repair experiment (`experiments/repair.py`) starts SAILOR from a reward that a person or an
+A comparison (`experiments/compare.py`) starts SAILOR from a reward that a person or an
 LLM might plausibly write but that trains a poor agent, and asks whether the judge's
 preferences repair it. `STARTS` holds the named ones, each with the one-sentence reason why
 someone might write it; `parse_start` also accepts any other start written out, so repair can
@@ -15,8 +15,8 @@ from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import BASELINE_THETA, RewardSpec, theta_from
 
 SEVERITIES = ("", "mild", "gross")
-"""How far a start kept fixed falls below theta0 kept fixed (issue 49's screen: 8 paired seeds,
-the repair `cpu` preset's ~1M env steps): mild 10-30% below, gross more; "" not screened."""
+"""How far a start kept fixed falls below theta0 kept fixed (the screen: 8 paired seeds,
+the comparison's `cpu` preset, ~1M env steps): mild 10-30% below, gross more; "" not screened."""
 GROSS_SHORTFALL, MILD_SHORTFALL = 0.30, 0.10
 """The bands of `SEVERITIES`: a start kept fixed whose mean falls more than `GROSS_SHORTFALL`
 below theta0's kept fixed (a share of theta0's mean) is gross; from `MILD_SHORTFALL` to that,
@@ -66,11 +66,13 @@ STARTS: dict[str, Start] = {s.name: s for s in (
            "Rewards the strategy guides' heuristics for their own sake (keep merges available, "
            "keep neighbouring tiles alike) and leaves score to follow from them, as an LLM "
            "asked for a 'strategic' reward tends to write."),
+    _start("score_only", {"score_gain": 1.0},
+           "The game's own reward and nothing else: the score gained by each merge."),
     _start("chases_max_tile", {"max_tile_increase": 1.0},
            "Rewards only what the game is about, a new largest tile, and nothing on the way: "
            "the sparse 'reward the outcome' design that a person or an LLM writes when told "
            "not to shape."),
-    # Issue 49's screen (benchmarks/results/screen49_cpu): kept fixed, 8 paired seeds at ~1M
+    # The screen (benchmarks/results/screen49_cpu): kept fixed, 8 paired seeds at ~1M
     # env steps, theta0 11,877; kept only those at least 10% below it.
     _start("corner_obsessed", {"score_gain": 0.01, "max_tile_in_corner": 1.0, "game_over": -1.0},
            "A scale error: the score term shrunk 100 times ('scores run into the thousands') "

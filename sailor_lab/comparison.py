@@ -1,5 +1,6 @@
-"""The repair experiment's table (`experiments/repair.py`): per-arm means, paired differences to
-the start kept fixed and to the random-judge control, recovery fractions. Host-only.
+"""The comparison's table (`experiments/compare.py`): per-arm means, paired differences to the
+start kept fixed and to the arm's random-judge control (`Arm.control`), recovery fractions.
+Host-only.
 
 Each arm is a `SailorResults`; seed s of every arm starts from the same network and
 environments, so differences are paired per seed (`report.paired_difference`).
@@ -8,6 +9,7 @@ environments, so differences are paired per seed (`report.paired_difference`).
 from __future__ import annotations
 
 from sailor_jax import report
+from sailor_jax.config.arms import ARMS
 from sailor_jax.game.features import FEATURE_NAMES
 
 REFERENCE = "theta0.fixed"
@@ -15,21 +17,6 @@ REFERENCE = "theta0.fixed"
 SHORT = dict(zip(FEATURE_NAMES, ("score", "empty", "corner", "mono", "merges", "smooth",
                                   "tile_inc", "game_over"), strict=True))
 """Short feature names for the table's final-theta column."""
-
-
-CONTROLS = ("sailor_random_judge", "sailor_value_random_judge", "sailor_value_regret_random_judge")
-"""The random-judge control arms: the same update with a uniformly random judge, its order
-compared like the arm's judge (sums; per-move means for the regret verdict)."""
-
-
-def random_judge_control(method: str, compare: str = "auto") -> str:
-    """The random-judge control of a SAILOR arm `method` (one of `CONTROLS`): the one whose
-    update and comparison match the arm's, so only the judge differs. `compare`: the arm's
-    `PreferenceConfig.compare`; the regret verdict compared as sums (`--value-compare sum`)
-    has the sum-compared control, compared as it is made ("auto": per move) its own."""
-    if method == "sailor_value_regret":
-        return CONTROLS[1] if compare == "sum" else CONTROLS[2]
-    return CONTROLS[1] if method.startswith("sailor_value") else CONTROLS[0]
 
 
 def worst_ratio(scores, fixed_scores) -> float:
@@ -48,7 +35,7 @@ def summarize(arm_list, results: dict) -> list[dict]:
     """One row per arm: means [CI], paired difference to its fixed start, recovery fraction.
 
     Args:
-      arm_list: `(arm name, start, method, config)` per arm, the reference first.
+      arm_list: `(row name, start, arm, config)` per row (`START.ARM`), the reference first.
       results: `SailorResults` per arm name; the reference's must be there.
     """
     ref = score_samples(results[REFERENCE])["score"]
@@ -67,8 +54,8 @@ def summarize(arm_list, results: dict) -> list[dict]:
             gap = report.paired_difference(ref, fixed_score)
             if gap["mean"] > 0 and len(ref) >= 2 and fixed != REFERENCE:
                 row["recovery"] = report.recovery_fraction(s["score"], fixed_score, ref)
-        control = f"{start.name}.{random_judge_control(method, cfg.preferences.compare)}"
-        if method != "fixed" and method not in CONTROLS and control in results:
+        control = f"{start.name}.{ARMS[method].control}"
+        if ARMS[method].control and control in results:
             row["random_judge_arm"] = control
             row["vs_random_judge"] = report.paired_difference(
                 s["score"], score_samples(results[control])["score"])

@@ -1,0 +1,261 @@
+"""The comparison experiment: named configurations of SAILOR from named starting rewards.
+
+    python experiments/compare.py --preset smoke --out runs/compare_smoke   # ~3 min on CPU
+    python experiments/compare.py --preset cpu --out runs/compare           # ~8 min an arm
+    python experiments/compare.py --preset cpu --starts ones "mine:score_gain=0.2,game_over=1"
+    python experiments/compare.py --preset cpu --starts theta0 --arms fixed paper \\
+        paper_constrained paper_weighted_confidence --judge llm
+
+For every start in `--starts` (a name in `sailor_lab.starts.STARTS`, or one written out as
+`NAME:feature=w,feature=w`) and every arm in `--arms` (a name in
+`sailor_jax.config.arms.ARMS`: `fixed`, the start kept fixed; `sailor`, the recommended SAILOR;
+`sailor_random_judge`, its control; `paper`, the paper's update; and their variants), one run
+at the preset's sizes, budget and seeds, plus once theta0 kept fixed, the reference. `--judge`
+judges every arm that does not name its own. Seed s of every arm starts from the same network
+and environments (common random numbers), so differences are paired per seed. Arms already
+finished in `--out` are read back, so naming more `--arms` adds arms to a comparison.
+
+Table per start and arm: final greedy score, mean [95% t-CI] over seeds, and its worst seed;
+its paired difference to the start kept fixed [95% t-CI] and the seeds where it is higher (and
+to the arm's random-judge control when that ran); 1024 and 2048 rates; the recovery fraction
+(arm - fixed start) / (theta0 - fixed start) with a paired bootstrap interval (not given for a
+start whose fixed agent is not worse than theta0's); the mean final theta.
+
+Output in `--out`: `variants/<start>.<arm>/` (SAILOR run folders), `compare.json` (every number
+above plus per-seed scores and theta histories), `compare.md`, `theta_trajectories.csv` and
+`figures/theta_<start>.png`. Running the same command again resumes: finished arms are read
+back, an interrupted one continues from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from typing import Literal
+
+# JAX must not take the GPU memory the LLM needs: set before JAX initialises.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+from sailor_jax import report  # noqa: E402
+from sailor_jax.cli import (  # noqa: E402
+    make_console,
+    parse_with_presets,
+    preset_sizes,
+    progress_bar,
+    resumed_by_rerunning,
+)
+from sailor_jax.config import (  # noqa: E402
+    SMALL_NETWORK,
+    EvalConfig,
+    PPOConfig,
+    RankerConfig,
+    SailorConfig,
+)
+from sailor_jax.config.arms import ARMS, DEFAULT_ARMS, arm_config  # noqa: E402
+from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
+from sailor_jax.logging import to_jsonable  # noqa: E402
+from sailor_jax.run.run_dir import finished  # noqa: E402
+from sailor_lab.comparison import REFERENCE, markdown, summarize  # noqa: E402
+from sailor_lab.starts import STARTS, Start, parse_start  # noqa: E402
+from sailor_lab.variants import check_variant, run_variant, write_theta_csv  # noqa: E402
+
+JUDGES = ("expert", "llm", "outcome")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Args:
+    """Comparison: starts x arms x seeds, at the preset's sizes and budget."""
+
+    starts: tuple[str, ...] = ("pays_for_dying", "chases_max_tile", "ones")
+    """Starting rewards: names in STARTS or NAME:feature=w,feature=w,...; theta0 as a start
+    compares its arms with the reference (theta0 kept fixed), run once."""
+    arms: tuple[str, ...] = DEFAULT_ARMS
+    """Named configurations run from every start (`sailor_jax.config.arms.ARMS`)."""
+    judge: Literal["expert", "llm", "outcome"] = "expert"
+    """`ranker.kind` of every arm that does not name its judge: the expectimax expert (its
+    per-move regret verdict), the LLM, or the score gained."""
+    judge_model: str | None = None
+    """`ranker.llm.model` of the LLM judge (a folder, a GGUF, or a Hub name); None = the
+    embedded SmolLM2-135M-Instruct."""
+    iterations: int | None = None
+    """`iterations` (theta updates after the warm-up); None = the preset's."""
+    updates_per_segment: int | None = None
+    """`ppo.updates_per_segment` (PPO updates per iteration); None = the preset's."""
+    num_seeds: int | None = None
+    """`num_seeds` (paired seeds per arm); None = the preset's."""
+    seed: int = 0
+    """`seed` (the root seed of every arm)."""
+    out: str = "runs/compare"
+    """Output folder; running again with the same folder resumes."""
+    finished_only: bool = False
+    """Run nothing: write the tables from the arms already finished in `--out` (the reference
+    must be), leaving out the others."""
+    only: tuple[str, ...] = ()
+    """Run only these arms (`START.ARM`, e.g. `pays_for_dying.sailor`) and write no table:
+    several processes can then run the arms of one `--out` side by side on one GPU;
+    `--finished-only` writes the tables afterwards."""
+
+
+_CPU = SailorConfig(
+    iterations=32, num_seeds=8, max_len=2000, baseline=False, tensorboard=False,
+    ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
+    ranker=RankerConfig(kind="expert"), eval=EvalConfig(episodes=64, max_len=50_000))
+"""The repair table's sizes: 32 iterations of 4 PPO updates x 256 envs (1,048,576 env steps
+per seed), 8 seeds, the (64, 64) afterstate trunk, the expert judge."""
+_SMOKE = dataclasses.replace(
+    _CPU, iterations=3, num_seeds=2, max_len=300, trajectories=8, reference_games=4,
+    warmup_updates=1,
+    ppo=PPOConfig(network=SMALL_NETWORK, num_envs=64, num_steps=32, updates_per_segment=2),
+    alignment=dataclasses.replace(_CPU.alignment, bo_calls=12, bo_initial_points=4,
+                                  mcmc_samples=600, mcmc_burn_in=200),
+    eval=EvalConfig(episodes=8, max_len=5_000))
+PRESETS: dict[str, tuple[str, SailorConfig, Args]] = {
+    "smoke": ("about 3 minutes on a 2-core CPU", _SMOKE,
+              Args(starts=("pays_for_dying",))),
+    "cpu": ("~8 min an arm on 2 cores (AMD EPYC without AVX-512)", _CPU, Args()),
+}
+"""Preset name -> (its time, the run's sizes and judge over `SailorConfig()`, its defaults)."""
+
+
+def base_config(preset: str, args: Args) -> SailorConfig:
+    """The preset's config with the budget, seed and judge of `args` (before any arm)."""
+    cfg = PRESETS[preset][1]
+    ppo = cfg.ppo if args.updates_per_segment is None else dataclasses.replace(
+        cfg.ppo, updates_per_segment=args.updates_per_segment)
+    llm = dataclasses.replace(cfg.ranker.llm, model=args.judge_model)
+    return dataclasses.replace(
+        cfg, ppo=ppo, seed=args.seed, ranker=dataclasses.replace(cfg.ranker, kind=args.judge,
+                                                                 llm=llm),
+        iterations=cfg.iterations if args.iterations is None else args.iterations,
+        num_seeds=cfg.num_seeds if args.num_seeds is None else args.num_seeds)
+
+
+def arm_list(base: SailorConfig, starts: tuple[str, ...], arms: tuple[str, ...]
+             ) -> list[tuple[str, Start, str, SailorConfig]]:
+    """`(row name, start, arm, config)` of every run, the reference (theta0 kept fixed) first.
+
+    Raises:
+      UserError: an unknown or repeated start or arm, or an arm the config refuses (before
+        any work is done).
+    """
+    try:
+        parsed = [parse_start(s) for s in starts]
+    except ValueError as e:
+        raise UserError(f"--starts: {e}") from None
+    names = [s.name for s in parsed]
+    if "theta0" in names and parsed[names.index("theta0")].theta != STARTS["theta0"].theta:
+        raise UserError("--starts: the name theta0 is the reference's; name your start otherwise")
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        raise UserError(f"--arms: unknown arm {unknown[0]!r}", f"known: {', '.join(ARMS)}")
+    for what, given in (("--starts", names), ("--arms", list(arms))):
+        if len(set(given)) != len(given):
+            raise UserError(f"{what} repeats a name: {' '.join(given)}")
+
+    def build(start: Start, arm: str) -> SailorConfig:
+        try:
+            return arm_config(arm, dataclasses.replace(base, theta0=start.theta))
+        except ValueError as e:
+            raise UserError(f"--arms {arm}: {e}") from None
+
+    out = [(REFERENCE, STARTS["theta0"], "fixed", build(STARTS["theta0"], "fixed"))]
+    out += [(f"{s.name}.{arm}", s, arm, build(s, arm)) for s in parsed for arm in arms
+            if not (s.name == "theta0" and arm == "fixed")]  # the reference, run once
+    return out
+
+
+def plot_thetas(out: str, runs, results: dict) -> list[str]:
+    """`figures/theta_<start>.png`: each weight over iterations for every arm of one start."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "compare_plot", os.path.join(os.path.dirname(os.path.abspath(__file__)), "plot.py"))
+    plot = sys.modules.setdefault("compare_plot", importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(plot)
+    os.makedirs(os.path.join(out, "figures"), exist_ok=True)
+    paths = []
+    for start in dict.fromkeys(s.name for _, s, _, _ in runs[1:]):
+        fig = plot.plot_theta_trajectories({n: results[n] for n, s, _, _ in runs
+                                            if s.name == start})
+        fig.suptitle(f"From {start}: reward weights over SAILOR iterations (mean, 95% CI over "
+                     "seeds; thin lines: single seeds; dashed: kept fixed)")
+        paths.append(os.path.join(out, "figures", f"theta_{start}.png"))
+        fig.savefig(paths[-1], dpi=100, bbox_inches="tight")
+        plot.plt.close(fig)
+    return paths
+
+
+def write_outputs(out: str, base: SailorConfig, runs, results: dict) -> tuple[list[dict], str]:
+    """`compare.json`, `compare.md`, `theta_trajectories.csv` and the figures in `out`."""
+    rows = summarize(runs, results)
+    table = markdown(rows)
+    with open(os.path.join(out, "compare.json"), "w", encoding="utf-8") as f:
+        json.dump(to_jsonable({
+            "starts": {s.name: {"theta": s.theta, "why": s.why} for _, s, _, _ in runs},
+            "arms": {a: dict(ARMS[a].changes) | {"base": ARMS[a].base} for _, _, a, _ in runs},
+            "base_config": dataclasses.asdict(base),
+            "env_steps_per_seed": results[REFERENCE].env_steps_per_seed, "rows": rows,
+            "theta_history": {n: r.theta_history for n, r in results.items()},
+            "machine": report.machine()}), f, indent=1)
+    with open(os.path.join(out, "compare.md"), "w", encoding="utf-8") as f:
+        f.write(table)
+    write_theta_csv(os.path.join(out, "theta_trajectories.csv"), results)
+    plot_thetas(out, runs, results)
+    return rows, table
+
+
+def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
+            finished_only: bool = False) -> list[dict]:
+    """Run (or read back) every run of `runs` (`arm_list`) in `out/variants/`, then write the
+    tables; returns the table's rows ([] with `only`: no table).
+
+    Raises:
+      UserError: `only` names no run, `finished_only` before the reference finished, or a
+        folder holds another configuration (before any work is done).
+    """
+    if only:
+        unknown = sorted(set(only) - {r[0] for r in runs})
+        if unknown:
+            raise UserError(f"--only: {' '.join(unknown)} is not a run of these --starts and "
+                            "--arms", f"runs: {' '.join(r[0] for r in runs)}")
+        runs = [r for r in runs if r[0] in only]
+    elif finished_only:
+        runs = [r for r in runs if finished(os.path.join(out, "variants", r[0]))]
+        if not runs or runs[0][0] != REFERENCE:
+            raise UserError(f"--finished-only: {REFERENCE} has not finished in {out}",
+                            "run it first (without --finished-only)")
+    for name, _, _, cfg in runs:  # every folder and judge, before anything is written
+        check_variant(name, cfg, os.path.join(out, "variants", name))
+    console, results = make_console(), {}
+    with resumed_by_rerunning(out), progress_bar(console, "iterations") as progress:
+        for name, _, _, cfg in runs:
+            results[name] = run_variant(name, cfg, os.path.join(out, "variants", name),
+                                        console, progress)
+    if only:
+        print(f"finished: {' '.join(results)}; tables: the same command with --finished-only "
+              "instead of --only")
+        return []
+    rows, table = write_outputs(out, base, runs, results)
+    print(f"\nComparison (final greedy-policy evaluation, {base.eval.episodes} games per seed, "
+          f"{base.num_seeds} seeds, {results[REFERENCE].env_steps_per_seed:,} env steps per "
+          f"seed)\n\n{table}\ntables: {os.path.join(out, 'compare.md')}")
+    return rows
+
+
+def parse(argv: list[str]) -> tuple[str, Args]:
+    """`--preset NAME` (default smoke), then any option over that preset's defaults (tyro)."""
+    presets = {name: (f"{time}: {preset_sizes(cfg)}", args)
+               for name, (time, cfg, args) in PRESETS.items()}
+    return parse_with_presets(presets, argv, "Comparison of named SAILOR configurations")
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    preset, args = parse(sys.argv[1:] if argv is None else argv)
+    base = base_config(preset, args)
+    return compare(base, arm_list(base, args.starts, args.arms), args.out, args.only,
+                   args.finished_only)
+
+
+if __name__ == "__main__":
+    report_user_errors(main)

@@ -1,0 +1,210 @@
+"""experiments/compare.py and the arms table: configs, the table's numbers from the runs,
+resume, figures."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import shutil
+
+import numpy as np
+import pytest
+from test_experiments import _load
+
+from sailor_jax import report
+from sailor_jax.config import PAPER, SMALL_NETWORK, EvalConfig, PPOConfig, SailorConfig
+from sailor_jax.config.arms import ARMS, DEFAULT_ARMS, PAPER_CHANGES, arm_config, replace_fields
+from sailor_jax.errors import UserError
+from sailor_jax.run import loop
+from sailor_jax.run.run_dir import config_json
+from sailor_lab import variants
+from sailor_lab.starts import STARTS
+
+TINY_BASE = dataclasses.replace(
+    SailorConfig(), iterations=2, num_seeds=2, trajectories=4, reference_games=2, max_len=80,
+    warmup_updates=1, window=20, baseline=False, tensorboard=False, eval_every=1,
+    ppo=PPOConfig(network=dataclasses.replace(SMALL_NETWORK, hidden_sizes=(16,)), num_envs=16,
+                  num_steps=32, updates_per_segment=1),
+    alignment=dataclasses.replace(SailorConfig().alignment, bo_calls=5, bo_initial_points=3,
+                                  mcmc_samples=200, mcmc_burn_in=50),
+    eval=EvalConfig(episodes=4, max_len=400))
+"""A comparison's base config small enough for the tests (the outcome judge set per test)."""
+
+
+@pytest.fixture(scope="module")
+def compare():
+    return _load("experiments/compare.py")
+
+
+def test_every_arm_builds_and_changes_only_its_fields():
+    base = dataclasses.replace(TINY_BASE, theta0=STARTS["ones"].theta)
+    assert arm_config("sailor", base) == base  # the recommended SAILOR: nothing changed
+    assert arm_config("paper", SailorConfig()) == dataclasses.replace(PAPER, baseline=False)
+    for name, arm in ARMS.items():
+        cfg = arm_config(name, base)
+        want = replace_fields(arm_config(arm.base, base) if arm.base else base, arm.changes)
+        assert cfg == want and cfg.theta0 == base.theta0 and cfg.iterations == 2
+        if arm.control:
+            assert arm_config(arm.control, base).ranker.kind == "random"
+    for name in ("sailor", "paper"):  # a control differs from its arm in the judge only
+        assert arm_config(ARMS[name].control, base) == replace_fields(
+            arm_config(name, base), {"ranker.kind": "random"})
+    assert set(DEFAULT_ARMS) <= set(ARMS) and "sailor" in DEFAULT_ARMS
+    assert not arm_config("fixed", base).self_align
+    assert dict(PAPER_CHANGES)["alignment.method"] == "bo"
+
+
+def test_replace_fields_applies_one_dataclass_at_once_and_names_bad_paths():
+    cfg = replace_fields(SailorConfig(), {"trajectories": 8, "reference_games": 0,
+                                          "alignment.beta": 2.0})
+    assert (cfg.trajectories, cfg.reference_games, cfg.alignment.beta) == (8, 0, 2.0)
+    with pytest.raises(ValueError, match="no field 'nope'"):
+        replace_fields(SailorConfig(), {"alignment.nope": 1})
+    with pytest.raises(ValueError, match="reference_games"):
+        replace_fields(SailorConfig(), {"trajectories": 8})  # 8 reference games of 8
+
+
+def test_cli_builds_the_runs_and_refuses_bad_names(compare):
+    preset, args = compare.parse(["--preset", "cpu", "--starts", "theta0", "timid",
+                                  "--judge", "outcome", "--iterations", "4", "--num-seeds", "3"])
+    base = compare.base_config(preset, args)
+    runs = compare.arm_list(base, args.starts, args.arms)
+    assert [r[0] for r in runs] == ["theta0.fixed", "theta0.sailor", "theta0.sailor_random_judge",
+                                    "theta0.paper", "timid.fixed", "timid.sailor",
+                                    "timid.sailor_random_judge", "timid.paper"]
+    by = {r[0]: r[3] for r in runs}
+    assert by["timid.sailor"] == dataclasses.replace(
+        base, theta0=STARTS["timid"].theta)  # the recommended SAILOR at the preset's sizes
+    assert by["timid.sailor"].ranker.kind == "outcome" and by["timid.sailor"].iterations == 4
+    assert by["timid.sailor_random_judge"].ranker.kind == "random"
+    for bad, match in ((["--arms", "nope"], "--arms: unknown arm 'nope'"),
+                       (["--starts", "nope"], "--starts"),
+                       (["--arms", "paper", "paper"], "--arms repeats")):
+        _, a = compare.parse(["--preset", "smoke", *bad])
+        with pytest.raises(UserError, match=match):
+            compare.arm_list(compare.base_config("smoke", a), a.starts, a.arms)
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_compare_end_to_end_numbers_resume_and_figures(compare, tmp_path, monkeypatch, caplog):
+    out = str(tmp_path / "cmp")
+    base = dataclasses.replace(TINY_BASE, ranker=dataclasses.replace(TINY_BASE.ranker,
+                                                                     kind="outcome"))
+    starts, arms = ("pays_for_dying", "mine:score_gain=0.2,game_over=1"), (
+        "fixed", "sailor", "sailor_random_judge")
+    runs = compare.arm_list(base, starts, arms)
+    real_run, calls = loop.run, []
+
+    def first(cfg, folder, resume=False, progress=None, devices=None):
+        calls.append(os.path.basename(folder))
+        if len(calls) == 3:  # the third arm: killed before it starts
+            raise _Killed
+        return real_run(cfg, folder, resume=resume, progress=progress)
+
+    monkeypatch.setattr(loop, "run", first)
+    with pytest.raises(_Killed):
+        compare.compare(base, runs, out)
+    assert calls == ["theta0.fixed", "pays_for_dying.fixed", "pays_for_dying.sailor"]
+    calls.clear()
+    monkeypatch.setattr(loop, "run", lambda cfg, folder, resume=False, progress=None,
+                        devices=None: (calls.append(os.path.basename(folder))
+                                       or real_run(cfg, folder, resume=resume, progress=progress)))
+    rows = compare.compare(base, runs, out)
+    assert calls == ["pays_for_dying.sailor", "pays_for_dying.sailor_random_judge",
+                     "mine.fixed", "mine.sailor", "mine.sailor_random_judge"]
+    assert [r["arm"] for r in rows] == [r[0] for r in runs]
+    saved = json.load(open(os.path.join(out, "compare.json")))
+    assert saved["env_steps_per_seed"] == 2 * 16 * 32
+    assert saved["starts"]["mine"]["theta"] == [0.2] + [0.0] * 6 + [1.0]
+    by = {r["arm"]: r for r in rows}
+    scores = {a: r["per_seed"]["score"] for a, r in by.items()}
+    for arm, r in by.items():  # every number from the arm's own results.json
+        res = json.load(open(os.path.join(out, "variants", arm, "results.json")))
+        assert scores[arm] == [e["score_mean"] for e in res["evaluation"]["per_seed"]]
+        assert r["score"] == pytest.approx(report.mean_ci(scores[arm]))
+        history = np.asarray(res["theta_history"])  # [warm-up + T + 1, S, F]
+        np.testing.assert_allclose(history[0], [saved["starts"][r["start"]]["theta"]] * 2)
+        if r["method"] == "fixed":
+            assert history.shape == (3, 2, 8) and (history == history[0]).all()
+        else:
+            assert history.shape == (4, 2, 8)  # one warm-up update
+        np.testing.assert_allclose(r["final_theta"], history[-1].mean(axis=0))
+    arm = by["mine.sailor"]
+    d = np.subtract(scores["mine.sailor"], scores["mine.fixed"])
+    assert arm["vs_fixed_start"]["per_seed"] == pytest.approx(d.tolist())
+    assert arm["worst_ratio_to_fixed"] == pytest.approx(
+        min(np.divide(scores["mine.sailor"], scores["mine.fixed"])))
+    assert arm["vs_random_judge"]["per_seed"] == pytest.approx(np.subtract(
+        scores["mine.sailor"], scores["mine.sailor_random_judge"]).tolist())
+    assert "vs_random_judge" not in by["mine.sailor_random_judge"]
+    assert "vs_random_judge" not in by["mine.fixed"]
+    gap = np.mean(scores["theta0.fixed"]) - np.mean(scores["mine.fixed"])
+    if gap > 0:
+        assert arm["recovery"]["fraction"] == pytest.approx(d.mean() / gap)
+    else:  # a start no worse than theta0: no recovery fraction
+        assert "recovery" not in arm
+    assert by["mine.fixed"]["vs_theta0"]["per_seed"] == pytest.approx(
+        np.subtract(scores["mine.fixed"], scores["theta0.fixed"]).tolist())
+    md = open(os.path.join(out, "compare.md")).read()
+    assert md.count("\n") == 2 + 7 and "| worst seed |" in md and "| mine.sailor | " in md
+    assert os.path.getsize(os.path.join(out, "figures", "theta_mine.png")) > 1000
+    lines = open(os.path.join(out, "theta_trajectories.csv")).read().splitlines()
+    assert len(lines) == 1 + 3 * 2 * 3 + 4 * 2 * 4
+    # Running again reads every arm back and writes the same numbers.
+    calls.clear()
+    assert compare.compare(base, runs, out) == rows and calls == []
+    more = compare.arm_list(base, starts, (*arms, "paper"))
+    assert compare.compare(base, more, out, finished_only=True) == rows and calls == []
+    with pytest.raises(UserError, match="--finished-only: theta0.fixed has not finished"):
+        compare.compare(base, runs, str(tmp_path / "none"), finished_only=True)
+    # A saved field that differs is refused, not mixed in.
+    with pytest.raises(UserError, match="different configuration"):
+        compare.compare(dataclasses.replace(base, eval=EvalConfig(episodes=8, max_len=400)),
+                        compare.arm_list(dataclasses.replace(
+                            base, eval=EvalConfig(episodes=8, max_len=400)), starts, arms), out)
+    # --only: just the named runs (side by side in several processes), no table written.
+    os.remove(os.path.join(out, "compare.md"))
+    assert compare.compare(base, runs, out, only=("mine.fixed",)) == [] and calls == []
+    assert not os.path.exists(os.path.join(out, "compare.md"))
+    with pytest.raises(UserError, match="--only: mine.paper is not a run"):
+        compare.compare(base, runs, out, only=("mine.paper",))
+    # Figures of the finished comparison, in its order; an unfinished run is named and left out.
+    plot = _load("experiments/plot.py")
+    paths = plot.main([out])
+    assert sorted(os.path.basename(p) for p in paths) == sorted(
+        f"{n}.{e}" for n in plot.FIGURES for e in ("png", "pdf"))
+    assert list(plot.load_runs(out)) == [r[0] for r in runs]
+    unfinished = os.path.join(out, "variants", "zz_unfinished")
+    shutil.copytree(os.path.join(out, "variants", "mine.fixed"), unfinished)
+    os.remove(os.path.join(unfinished, "results.json"))
+    with caplog.at_level(logging.WARNING, logger="sailor_lab.variants"):
+        assert list(plot.load_runs(out)) == [r[0] for r in runs]
+    assert "zz_unfinished have not finished" in caplog.text
+
+
+def test_a_kept_fixed_arm_is_the_same_cut_in_other_segments_and_is_read_back(
+        compare, tmp_path, monkeypatch):
+    def run(out: str, iterations: int, updates: int, arm: str = "fixed"):
+        cfg = dataclasses.replace(TINY_BASE, iterations=iterations, ppo=dataclasses.replace(
+            TINY_BASE.ppo, updates_per_segment=updates))
+        return cfg, compare.arm_list(cfg, ("theta0",), (arm,)), str(tmp_path / out)
+
+    def scores(rows: list[dict]) -> list[float]:
+        return rows[0]["per_seed"]["score"]
+
+    two_by_two = compare.compare(*run("a", 2, 2))
+    assert scores(compare.compare(*run("b", 4, 1))) == scores(two_by_two)  # to the last digit
+    calls = []
+    monkeypatch.setattr(loop, "run", lambda *a, **k: calls.append(a) or pytest.fail("ran"))
+    assert scores(compare.compare(*run("a", 4, 1))) == scores(two_by_two) and calls == []
+    with pytest.raises(UserError, match="theta0.fixed' run with a different configuration"):
+        compare.compare(*run("a", 3, 1))  # another total of PPO updates
+    sailor = {u: dict((r[0], r[3]) for r in run("c", 4 // u, u, "sailor")[1])["theta0.sailor"]
+              for u in (1, 2)}
+    assert variants._differences(json.loads(config_json(sailor[2])), sailor[1]) == [
+        "iterations: saved 2, given 4", "ppo.updates_per_segment: saved 2, given 1"]
