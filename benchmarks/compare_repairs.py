@@ -1,9 +1,9 @@
-"""Compare two `experiments/repair.py` folders start by start, paired per seed.
+"""Compare two `experiments/compare.py` folders start by start, paired per seed.
 
-A change to SAILOR (e.g. judging end windows, `end_windows` 0.25) is measured by running
-`repair.py` twice with the same starts, seeds and budget, once with the change (folder B) and
-once without (folder A); the kept-fixed arms may be shared (copied: they do not depend on
-the change; `--method-b` names B's arm where it is another, e.g. `sailor_value_regret`). For
+A change to SAILOR is measured by running `compare.py` twice with the same starts, seeds and
+budget, once with the change (folder B) and once without (folder A); the kept-fixed arms may
+be shared (copied: they do not depend on the change; `--method-b` names B's arm where it is
+another, e.g. `sailor_value`). For
 every start whose `METHOD` arm finished in both folders this prints:
 
 - B - A: the paired difference of the final greedy score [95% t-CI] and the seeds where B is
@@ -17,11 +17,11 @@ every start whose `METHOD` arm finished in both folders this prints:
 - what became of the seed-updates in A and B (`update_outcomes`, warm-up updates included):
   accepted, refused by the held-out test, refused by the survival guard after passing it.
 
-    python benchmarks/compare_repairs.py --a runs/repair49 --b runs/repair49_end25 \\
-        --out benchmarks/results/repair49_end_windows
+    python benchmarks/compare_repairs.py --a runs/compare --b runs/compare_changed \\
+        --out runs/compare_changed_vs_compare
 
 More seeds: `--more-a` / `--more-b` name folders run the same way with other root seeds
-(`repair.py --base.seed 1`); their seeds are pooled with `--a`'s and `--b`'s, pair by pair.
+(`compare.py --seed 1`); their seeds are pooled with `--a`'s and `--b`'s, pair by pair.
 
 Writes `compare.md` and `compare.json.gz` (per-seed numbers) in `--out`.
 """
@@ -39,7 +39,7 @@ from sailor_jax.cli import parse_args
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.logging import stored_path, write_json_gz
-from sailor_jax.run.repair_table import REFERENCE, score_samples, worst_ratio
+from sailor_lab.comparison import REFERENCE, score_samples, worst_ratio
 from sailor_jax.run.results import SailorResults
 
 GAME_OVER = FEATURE_NAMES.index("game_over")
@@ -47,23 +47,23 @@ GAME_OVER = FEATURE_NAMES.index("game_over")
 
 @dataclasses.dataclass(frozen=True)
 class Args:
-    """Two repair.py folders, compared start by start."""
+    """Two compare.py folders, compared start by start."""
 
     a: str
     """The folder without the change (the baseline)."""
     b: str
     """The folder with the change."""
-    method: str = "sailor_value"
+    method: str = "sailor"
     """The arm compared in both folders."""
     method_b: str = ""
-    """The arm of `--b` when it differs (e.g. sailor_value_regret against `--a`'s
-    sailor_value); empty = `--method`."""
+    """The arm of `--b` when it differs (e.g. sailor_value against `--a`'s sailor);
+    empty = `--method`."""
     label_a: str = "A"
     label_b: str = "B"
     """Column labels of the two folders."""
     more_a: tuple[str, ...] = ()
-    """Further seed sets of `--a`: folders run like it with other seeds (`repair.py
-    --base.seed`), each holding the arm, its start kept fixed and theta0 kept fixed; their
+    """Further seed sets of `--a`: folders run like it with other seeds (`compare.py
+    --seed`), each holding the arm, its start kept fixed and theta0 kept fixed; their
     seeds are pooled after `--a`'s, in order."""
     more_b: tuple[str, ...] = ()
     """The same for `--b`, one folder per `--more-a` folder (none: `--more-a`'s own)."""
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     rows = [r for r in (compare_start(args, s) for s in _starts(args)) if r is not None]
     if not rows:
         raise UserError(f"--a/--b: no {args.method} arm has finished in both {args.a} and "
-                        f"{args.b}", "run repair.py in both folders first")
+                        f"{args.b}", "run compare.py in both folders first")
     table = markdown(args, rows)
     print(table)
     if args.out:

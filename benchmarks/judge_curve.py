@@ -1,4 +1,4 @@
-"""How good must the judge be? Repair and no-loss against judge accuracy (issue 50).
+"""How good must the judge be? Repair and no-loss against judge accuracy.
 
     python benchmarks/judge_curve.py                     # every arm: ~18 arms, ~2.5 h on 2 cores
     python benchmarks/judge_curve.py --finished-only     # the curve from the arms finished so far
@@ -10,17 +10,18 @@ The judge is the expert's `value` verdict (the recommended SAILOR's) dialled dow
 - its **skill-order accuracy** on `judge_quality.py`'s graded pool (`--pool.groups` groups of
   8 drawn from one pool; 95% bootstrap interval over groups) and Kendall's tau with the clean
   expert: the number a user measures for their own LLM with `judge_quality.py`;
-- `experiments/repair.py`'s recommended SAILOR (`sailor_value`; `--repair-flags`: the `cpu`
-  preset with 32 updates of 4 PPO updates, ~1M env steps, 8 paired seeds) from each of
+- the recommended SAILOR judged by that judge (`experiments/compare.py`'s `sailor_value` arm;
+  `--compare-flags`: the `cpu` preset, 32 updates of 4 PPO updates, ~1M env steps, 8 paired
+  seeds) from each of
   `--starts`: the recovery fraction from a wrong start, the paired difference to theta0 kept
   fixed from theta0 (no loss), each with its 95% interval, and the worst seed against its
   fixed twin.
 
 At the levels in `--query-levels`, the same with `--query-factors` times the windows judged
-per update (repair.py's windows per group and reference games scaled): does a weaker judge
+per update (the windows per group and the reference games scaled): does a weaker judge
 with more queries match a stronger one?
 
-Each level runs `repair.py` in its own folder `OUT/<label>/`; the kept-fixed arms do not depend
+Each level runs a comparison (`experiments/compare.py`) in its own folder `OUT/<label>/`; the kept-fixed arms do not depend
 on the judge, so they run once (in the first level's folder) and are copied into the others
 (without checkpoints). Running the same command again resumes. Output in `--out`:
 `curve.json.gz` (the points; `sailor_jax.judges.judge_curve`), `curve.md` and `judge_curve.png`.
@@ -40,6 +41,7 @@ import numpy as np
 from sailor_jax import report
 from sailor_jax.cli import parse_args
 from sailor_jax.config import RankerConfig
+from sailor_jax.config.arms import replace_fields
 from sailor_jax.errors import report_user_errors
 from sailor_jax.judges import judge_eval
 from sailor_jax.judges.factory import make_ranker
@@ -59,16 +61,15 @@ class Args:
 
     levels: tuple[float, ...] = (0.0, 2.0, math.inf, 1.0, 5.0)
     """Noise levels sigma of the dialled judge, run in this order: 0 = the expert, inf = the
-    random judge (`sailor_value_random_judge`, the chance end of the curve)."""
+    random judge (`sailor_random_judge`, the chance end of the curve)."""
     starts: tuple[str, ...] = ("theta0", "pays_for_dying", "chases_max_tile")
     """Starts of every level (names in STARTS)."""
     query_levels: tuple[float, ...] = (2.0, 1.0)
     """Levels also run with more judged windows per update."""
     query_factors: tuple[int, ...] = (2, 4)
     """Multiples of the windows judged per update at `--query-levels`."""
-    repair_flags: tuple[str, ...] = ("--preset", "cpu", "--base.iterations", "32",
-                                     "--base.ppo.updates-per-segment", "4")
-    """Flags every level passes to `experiments/repair.py`."""
+    compare_flags: tuple[str, ...] = ("--preset", "cpu")
+    """Flags of `experiments/compare.py` that set every level's sizes, budget and seeds."""
     pool: judge_eval.PoolArgs = judge_eval.PoolArgs(groups=32)
     """The graded pool the accuracy is measured on (`judge_quality.py`'s, more groups)."""
     expert_depth: int = 2
@@ -91,7 +92,7 @@ def runs(args: Args) -> list[dict]:
     """The curve's runs in order: `{"label", "noise", "queries", "methods"}` (noise None =
     the random judge)."""
     out = [{"label": "random", "noise": None, "queries": 1,
-            "methods": ["fixed", "sailor_value_random_judge"]} if math.isinf(s) else
+            "methods": ["fixed", "sailor_random_judge"]} if math.isinf(s) else
            {"label": f"sigma{s:g}", "noise": s, "queries": 1, "methods": ["fixed", "sailor_value"]}
            for s in args.levels]
     out += [{"label": f"sigma{s:g}_q{f}", "noise": s, "queries": f,
@@ -100,16 +101,24 @@ def runs(args: Args) -> list[dict]:
     return out
 
 
-def repair_argv(args: Args, run: dict, defaults) -> list[str]:
-    """`experiments/repair.py` flags of one run (`defaults`: `--repair-flags` parsed)."""
-    argv = [*args.repair_flags, "--starts", *args.starts, "--methods", *run["methods"],
-            "--out", os.path.join(args.out, run["label"])]
-    if run["noise"]:
-        argv += ["--judge-noise", str(run["noise"])]
-    if run["queries"] > 1:
-        argv += ["--trajectories", str(defaults.trajectories * run["queries"]),
-                 "--reference-games", str(defaults.reference_games * run["queries"])]
-    return argv
+def base_config(args: Args):
+    """The comparison's config before any arm, from `--compare-flags` (`experiments/compare.py`),
+    and that module."""
+    compare = _load(os.path.join(HERE, os.pardir, "experiments", "compare.py"))
+    preset, cargs = compare.parse(list(args.compare_flags))
+    return compare.base_config(preset, cargs), compare
+
+
+def level_runs(compare, base, run: dict, starts) -> list[tuple]:
+    """The comparison's runs of one level (`compare.arm_list`), its judged arm's expert value
+    verdict made `run["noise"]` noisy and shown `run["queries"]` times the windows and
+    reference games per update; the kept-fixed arms as they are (shared by every level)."""
+    def judged(cfg):
+        return replace_fields(cfg, {
+            "ranker.noise": run["noise"] or 0.0, "trajectories": cfg.trajectories * run["queries"],
+            "reference_games": cfg.reference_games * run["queries"]})
+    return [(name, start, arm, cfg if arm == "fixed" else judged(cfg))
+            for name, start, arm, cfg in compare.arm_list(base, starts, tuple(run["methods"]))]
 
 
 def share_fixed_arms(args: Args, first: str, label: str) -> None:
@@ -213,17 +222,17 @@ def markdown(curve: dict) -> str:
 
 def main(args: Args) -> dict:
     """Run (or read back) every level, then write the curve."""
-    repair = _load(os.path.join(HERE, os.pardir, "experiments", "repair.py"))
-    _, defaults = repair.parse(list(args.repair_flags))
+    defaults, compare = base_config(args)
     plan = runs(args)
     finished = []
     for run in plan:
-        argv = repair_argv(args, run, defaults)
+        arms = level_runs(compare, defaults, run, args.starts)
+        out = os.path.join(args.out, run["label"])
         if run is not plan[0]:
             share_fixed_arms(args, plan[0]["label"], run["label"])
         if args.finished_only:
             try:
-                rows = repair.main([*argv, "--finished-only"])
+                rows = compare.compare(defaults, arms, out, finished_only=True)
             except Exception as e:  # noqa: BLE001 (a level not finished yet is left out)
                 print(f"{run['label']}: left out ({e})", file=sys.stderr)
                 continue
@@ -231,13 +240,13 @@ def main(args: Args) -> dict:
                        for s in args.starts):
                 continue
         else:
-            rows = repair.main(argv)
+            rows = compare.compare(defaults, arms, out)
         finished.append((run, rows))
     calibration = calibrate(args, [run for run, _ in finished])
     points = [point(run, rows, calibration, args.starts, defaults.trajectories)
               for run, rows in finished]
-    curve = {"setting": "expert value verdict dialled by noise; repair.py "
-                        + " ".join(args.repair_flags) + "; graded pool of judge_quality.py, "
+    curve = {"setting": "expert value verdict dialled by noise; compare.py "
+                        + " ".join(args.compare_flags) + "; graded pool of judge_quality.py, "
                         f"{args.pool.groups} groups", "pool": args.pool.record(),
              "points": points, "machine": report.machine(),
              "llm_accuracies": LLM_ACCURACIES}

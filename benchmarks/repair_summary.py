@@ -1,4 +1,4 @@
-"""Repair over every start of one `experiments/repair.py` run: the distribution, not a best case.
+"""Repair over every start of one `experiments/compare.py` run: the distribution, not a best case.
 
 Reads the run's table record (`repair.json`, or its compressed copy `repair.json.gz`) and
 sorts every start by how far it kept fixed falls below theta0 kept fixed (paired mean, as the
@@ -32,33 +32,38 @@ import numpy as np
 
 from sailor_jax import report
 from sailor_jax.cli import parse_args
-from sailor_jax.config.starts import severity
+from sailor_lab.starts import severity
 from sailor_jax.errors import UserError, report_user_errors
-from sailor_jax.logging import open_text, write_json_gz
-from sailor_jax.run.repair_table import REFERENCE, random_judge_control
+from sailor_jax.logging import open_text, stored_path, write_json_gz
+from sailor_jax.config.arms import ARMS
+from sailor_lab.comparison import REFERENCE
 
 
 @dataclasses.dataclass(frozen=True)
 class Args:
-    """One repair.py run, summarised over its starts."""
+    """One compare.py run, summarised over its starts."""
 
     run: str
-    """The repair.py folder (or the path of its repair.json / repair.json.gz)."""
-    method: str = "sailor_value"
+    """The compare.py folder (or the path of its compare.json, or a stored repair.json.gz)."""
+    method: str = "sailor"
     """The SAILOR arm summarised."""
     out: str = ""
     """Where summary.md, summary.json.gz and recovery.png go (none: print only)."""
 
 
 def load_rows(run: str) -> list[dict]:
-    """The rows of a repair.py table record (`repair_table.summarize`'s output)."""
-    path = run if run.endswith((".json", ".json.gz")) else os.path.join(run, "repair.json")
+    """The rows of a comparison's table record (`comparison.summarize`'s output): `compare.json`,
+    or `repair.json` in a folder stored before the comparison had that name."""
+    path = run if run.endswith((".json", ".json.gz")) else os.path.join(run, "compare.json")
+    if not os.path.exists(stored_path(path)) and os.path.exists(stored_path(
+            os.path.join(run, "repair.json"))):
+        path = os.path.join(run, "repair.json")
     try:
         with open_text(path) as f:
             return json.load(f)["rows"]
     except FileNotFoundError:
-        raise UserError(f"--run: no repair.json (or .json.gz) at {path}",
-                        "give a folder that experiments/repair.py has written a table into"
+        raise UserError(f"--run: no compare.json (or .json.gz) at {path}",
+                        "give a folder that experiments/compare.py has written a table into"
                         ) from None
 
 
@@ -94,18 +99,18 @@ def summarize(rows: list[dict], method: str) -> dict:
     by_arm = {r["arm"]: r for r in rows}
     if REFERENCE not in by_arm:
         raise UserError("--run: the table has no theta0.fixed row",
-                        "run repair.py with the fixed method")
+                        "run compare.py with the fixed arm")
     theta0_mean = by_arm[REFERENCE]["score"][0]
-    control = random_judge_control(method)
+    control = ARMS[method].control if method in ARMS else None  # tables naming no control
     starts = []
     for r in rows:
         fixed = by_arm.get(REFERENCE if r["start"] == "theta0" else f"{r['start']}.fixed")
         if r["method"] == method and fixed is not None and "vs_fixed_start" in r:
-            arm = r.get("random_judge_arm", f"{r['start']}.{control}")  # older tables lack it
+            arm = r.get("random_judge_arm", f"{r['start']}.{control}" if control else None)
             starts.append(start_summary(r, fixed, by_arm.get(arm), theta0_mean))
     if not starts:
         raise UserError(f"--method: no {method} arm with its start kept fixed in the table",
-                        "run repair.py with that method and the fixed one")
+                        "run compare.py with that arm and the fixed one")
     order = {"gross": 0, "mild": 1, "good": 2}
     starts.sort(key=lambda s: (order[s["class"]], -s.get("recovery", {}).get("fraction", 0),
                                -s["vs_fixed"]["mean"]))

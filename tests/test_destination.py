@@ -8,7 +8,7 @@ import gzip
 import pytest
 from test_experiments import _load
 
-from sailor_jax.config.starts import parse_start
+from sailor_lab.starts import parse_start
 from sailor_jax.errors import UserError
 from sailor_jax.game.reward import RewardSpec
 

@@ -3,15 +3,17 @@ to end on tiny arms (kept-fixed arms shared between levels, the curve read back)
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
 
 import numpy as np
 import pytest
-from test_ablations import TINY
+from test_compare import TINY_BASE
 from test_experiments import _load
 
+from sailor_jax.config import RankerConfig
 from sailor_jax.judges import judge_eval
 from sailor_jax.judges.judge_curve import crossing, group_accuracy, predict, prediction_line
 from sailor_jax.run import loop
@@ -59,14 +61,14 @@ def test_predict_spans_the_two_measured_levels_around_the_accuracy():
 
 def test_judge_curve_end_to_end_shares_the_fixed_arms(tmp_path, monkeypatch):
     bench = _load("benchmarks/judge_curve.py")
-    flags = ("--preset", "smoke", *TINY, "--window", "20", "--trajectories", "4",
-             "--reference-games", "2")
-    args = bench.Args(levels=(0.0, 3.0), starts=("pays_for_dying",),
-                      query_levels=(), repair_flags=flags,
+    args = bench.Args(levels=(0.0, 3.0), starts=("pays_for_dying",), query_levels=(),
                       pool=judge_eval.PoolArgs(epsilons=(0.0, 1.0), games_per_player=3,
                                                max_len=40, pool_depth=1, m=4, groups=3),
                       expert_depth=1, out=str(tmp_path / "curve"))
     real_run, calls = loop.run, []
+    compare = _load("experiments/compare.py")
+    monkeypatch.setattr(bench, "base_config", lambda _: (dataclasses.replace(
+        TINY_BASE, ranker=RankerConfig(kind="expert"), warmup_updates=0), compare))
 
     def run(cfg, folder, resume=False, progress=None, devices=None):
         calls.append((os.path.basename(os.path.dirname(os.path.dirname(folder))),
@@ -75,14 +77,14 @@ def test_judge_curve_end_to_end_shares_the_fixed_arms(tmp_path, monkeypatch):
 
     monkeypatch.setattr(loop, "run", run)
     curve = bench.main(args)
-    assert calls == [("sigma0", "theta0.fixed", 0.0, 4),
-                     ("sigma0", "pays_for_dying.fixed", 0.0, 4),
+    assert calls == [("sigma0", "theta0.fixed", 0.0, 8),  # the paper's 8 games, never judged
+                     ("sigma0", "pays_for_dying.fixed", 0.0, 8),
                      ("sigma0", "pays_for_dying.sailor_value", 0.0, 4),
                      ("sigma3", "pays_for_dying.sailor_value", 3.0, 4)]  # fixed arms copied
     assert [(p["label"], p["windows_per_update"]) for p in curve["points"]] == [
         ("sigma0", 4), ("sigma3", 4)]
     for p in curve["points"]:  # each number from that level's repair table
-        row = next(r for r in json.load(open(tmp_path / "curve" / p["label"] / "repair.json"))
+        row = next(r for r in json.load(open(tmp_path / "curve" / p["label"] / "compare.json"))
                    ["rows"] if r["arm"] == "pays_for_dying.sailor_value")
         cell = p["starts"]["pays_for_dying"]
         assert cell["recovery"] == row.get("recovery", {}).get("fraction")
@@ -98,20 +100,22 @@ def test_judge_curve_end_to_end_shares_the_fixed_arms(tmp_path, monkeypatch):
     assert "| expert, sigma 3 | 4 |" in open(tmp_path / "curve" / "curve.md").read()
 
 
-def test_the_curves_runs_and_their_repair_flags():
+def test_the_curves_runs_and_what_each_level_changes():
     bench = _load("benchmarks/judge_curve.py")
     args = bench.Args(levels=(0.0, float("inf"), 2.0), query_levels=(2.0,), query_factors=(2, 4),
-                      repair_flags=("--preset", "cpu"), out="o")
+                      starts=("pays_for_dying",), out="o")
     plan = bench.runs(args)
     assert [(r["label"], r["noise"], r["queries"], r["methods"][1]) for r in plan] == [
-        ("sigma0", 0.0, 1, "sailor_value"), ("random", None, 1, "sailor_value_random_judge"),
+        ("sigma0", 0.0, 1, "sailor_value"), ("random", None, 1, "sailor_random_judge"),
         ("sigma2", 2.0, 1, "sailor_value"), ("sigma2_q2", 2.0, 2, "sailor_value"),
         ("sigma2_q4", 2.0, 4, "sailor_value")]
-    _, defaults = _load("experiments/repair.py").parse(["--preset", "cpu"])
-    argv = bench.repair_argv(args, plan[4], defaults)
-    assert argv[-6:] == ["--judge-noise", "2.0", "--trajectories", "64", "--reference-games",
-                         "32"]
-    assert "--judge-noise" not in bench.repair_argv(args, plan[1], defaults)
+    base, compare = bench.base_config(args)  # the cpu preset: 16 windows, 8 reference games
+    by = {r[0]: r[3] for r in bench.level_runs(compare, base, plan[4], args.starts)}
+    judged = by["pays_for_dying.sailor_value"]
+    assert (judged.ranker.noise, judged.trajectories, judged.reference_games) == (2.0, 64, 32)
+    assert by["pays_for_dying.fixed"] == compare.arm_list(base, args.starts, ("fixed",))[1][3]
+    random = {r[0]: r[3] for r in bench.level_runs(compare, base, plan[1], args.starts)}
+    assert random["pays_for_dying.sailor_random_judge"].ranker.noise == 0.0
 
 
 def test_judge_quality_prints_what_the_committed_curve_predicts(tmp_path, monkeypatch, capsys):

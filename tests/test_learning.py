@@ -228,18 +228,18 @@ def test_learning_benchmark_runs_dqn_recipes(learning, monkeypatch, tmp_path, ca
 
 
 def test_cpu_sized_experiments_train_the_small_trunk_and_training_defaults_the_wide_one():
-    """Round 11 made the (256, 256) trunk `PPOConfig()`'s; every SAILOR, repair, ablation and
+    """Round 11 made the (256, 256) trunk `PPOConfig()`'s; every SAILOR, comparison and
     theta-search preset keeps the (64, 64) trunk its tables were measured with (it trains
     3.6-5x the env steps/s on a 2-core CPU), and a plain PPO run trains the new default."""
     from sailor_jax.config import SailorConfig, TrainConfig
     from sailor_jax.config.search import ThetaSearchConfig
 
     networks = {}
-    for script in ("experiments/sailor.py", "experiments/repair.py", "experiments/ablations.py"):
-        for name, preset in _load(script).PRESETS.items():
-            cfg = getattr(preset, "base", preset)
-            networks[f"{script}:{name}"] = cfg.ppo.network
-    assert len(networks) == 3 + 2 + 4
+    for name, preset in _load("experiments/sailor.py").PRESETS.items():
+        networks[f"sailor:{name}"] = preset.ppo.network
+    for name, (_, cfg, _) in _load("experiments/compare.py").PRESETS.items():
+        networks[f"compare:{name}"] = cfg.ppo.network
+    assert len(networks) == 3 + 2
     networks["ThetaSearchConfig()"] = ThetaSearchConfig().ppo.network
     assert {k: v for k, v in networks.items() if v != SMALL_NETWORK} == {}
     assert TrainConfig().ppo.network == SailorConfig().ppo.network == PPOConfig().network

@@ -4,7 +4,7 @@ Every `python experiments/...` or `python benchmarks/...` command of README.md a
 docs/*.md (fenced and indented code blocks, with `\\` continuations joined, env
 assignments and `$ ` prompts allowed, and inline code spans) and of the module docstrings
 of `experiments/*.py` and `benchmarks/*.py` goes through its script's own parser
-in-process: `parse(argv)` where the script has one (sailor.py, ablations.py), else
+in-process: `parse(argv)` where the script has one (sailor.py, compare.py), else
 `tyro.cli(Args, args=argv)` as its `__main__` block does. A renamed flag then fails here
 instead of leaving the docs wrong. Appending `--help` would not catch it: tyro prints the
 help and exits 0 however many unknown flags come before `--help`.
@@ -293,7 +293,7 @@ def test_help_exits_zero(script: str, capsys):
         assert "--preset" in printed and "--debug" in printed
 
 
-@pytest.mark.parametrize("script", ["experiments/sailor.py", "experiments/ablations.py"])
+@pytest.mark.parametrize("script", ["experiments/sailor.py", "experiments/compare.py"])
 def test_help_in_a_real_process(script: str):
     """`python SCRIPT --help` as a user types it: exit 0, presets and --debug named."""
     done = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True,

@@ -10,9 +10,8 @@ import pytest
 from test_experiments import _load
 
 from sailor_jax import report
-from sailor_jax.config.starts import severity
+from sailor_lab.starts import severity
 from sailor_jax.errors import UserError
-from sailor_jax.run import repair_table
 
 summary_mod = _load("benchmarks/repair_summary.py")
 
@@ -21,7 +20,7 @@ THETA0 = [100.0, 110.0, 90.0, 100.0]
 
 def _row(start: str, method: str, scores: list[float], fixed: list[float] | None = None,
          random_judge: list[float] | None = None) -> dict:
-    """A row as `repair_table.summarize` writes it."""
+    """A row as `comparison.summarize` writes it."""
     row = {"arm": f"{start}.{method}", "start": start, "method": method,
            "per_seed": {"score": scores}, "score": list(report.mean_ci(scores))}
     if fixed is not None:
@@ -31,6 +30,7 @@ def _row(start: str, method: str, scores: list[float], fixed: list[float] | None
             row["recovery"] = report.recovery_fraction(scores, fixed, THETA0)
     if random_judge is not None:
         row["vs_random_judge"] = report.paired_difference(scores, random_judge)
+        row["random_judge_arm"] = f"{start}.sailor_value_random_judge"
     return row
 
 
@@ -84,7 +84,7 @@ def test_main_reads_the_compressed_record_and_writes_table_json_and_figure(tmp_p
     record.parent.mkdir()
     record.write_bytes(gzip.compress(json.dumps({"rows": _table()}).encode()))
     out = tmp_path / "out"
-    summary_mod.main(["--run", str(record.parent), "--out", str(out)])
+    summary_mod.main(["--run", str(record.parent), "--method", "sailor_value", "--out", str(out)])
     table = capsys.readouterr().out
     assert "| g1 | gross (10, 90%) | recovery 0.90" in table
     assert "| 0.01 [" in table and "| +80 [" in table  # the control alone, SAILOR - control
@@ -97,7 +97,7 @@ def test_main_reads_the_compressed_record_and_writes_table_json_and_figure(tmp_p
 
 
 def test_bad_input_names_the_flag(tmp_path):
-    with pytest.raises(UserError, match="--run: no repair.json"):
+    with pytest.raises(UserError, match="--run: no compare.json"):
         summary_mod.main(["--run", str(tmp_path)])
     with pytest.raises(UserError, match="--method: no sailor arm"):
         summary_mod.summarize(_table(), "sailor")
@@ -106,13 +106,8 @@ def test_bad_input_names_the_flag(tmp_path):
 
 
 def test_the_summary_reads_the_control_the_table_matched():
-    """A regret arm compared as sums (`--value-compare sum`) is matched with the sum-compared
-    control (`repair_table.random_judge_control`), which the table names per row; the summary
-    reads that one, not the per-move control its method alone would name."""
-    assert repair_table.random_judge_control("sailor_value_regret", "sum") == \
-        "sailor_value_random_judge"
-    assert repair_table.random_judge_control("sailor_value_regret") == \
-        "sailor_value_regret_random_judge"
+    """The table names each row's random-judge control; the summary reads that one. A stored
+    table's row that names none, of an arm the arms table does not know, has no control."""
     rows = [dict(r, method="sailor_value_regret", arm=r["arm"].replace(
         ".sailor_value", ".sailor_value_regret"), random_judge_arm="g1.sailor_value_random_judge")
         if r["arm"] == "g1.sailor_value" else r for r in _table()]

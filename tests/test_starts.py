@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from sailor_jax.config.starts import STARTS, parse_start
+from sailor_lab.starts import STARTS, parse_start
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
 
@@ -46,7 +46,7 @@ def test_screened_starts_carry_the_severity_their_screen_measured():
 
 
 def test_a_start_with_an_unknown_severity_is_refused():
-    from sailor_jax.config.starts import _start
+    from sailor_lab.starts import _start
 
     with pytest.raises(ValueError, match="severity must be one of"):
         _start("x", {"score_gain": 1.0}, "A reason long enough to pass.", "terrible")

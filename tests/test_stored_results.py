@@ -24,7 +24,7 @@ from sailor_jax import report
 from sailor_jax.logging import open_text, stored_path
 from sailor_jax.run import run_dir
 from sailor_jax.run.results import SailorResults
-from sailor_jax.run.variants import load_runs
+from sailor_lab.variants import load_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results")

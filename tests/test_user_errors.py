@@ -194,7 +194,7 @@ def _started_run(out, cfg) -> None:
 @pytest.fixture(scope="module")
 def scripts():
     return {name: _load(f"experiments/{name}.py")
-            for name in ("sailor", "train_ppo", "ablations", "plot", "transfer_dqn")}
+            for name in ("sailor", "train_ppo", "compare", "plot", "transfer_dqn")}
 
 
 def _entry(scripts, name):
@@ -228,19 +228,19 @@ CASES = {
                              "iterations: saved 2, given 3; seed: saved 0, given 7"),
     "devices": ("sailor", ["--devices", "64", "--out", "o"], "--devices must be in 1.."),
     "train_ppo resume": ("train_ppo", ["--resume", "--out", "nothere"], "holds no run"),
-    "unknown variant": ("ablations", ["--variants", "nope", "--out", "o"], "unknown variant"),
-    "repeated variant": ("ablations", ["--variants", "baseline", "baseline", "--out", "o"],
+    "unknown arm": ("compare", ["--arms", "nope", "--out", "o"], "unknown arm"),
+    "repeated arm": ("compare", ["--arms", "fixed", "fixed", "--out", "o"],
                          "repeats a name"),
     "plot, not a run": ("plot", ["empty"], "no results.json in empty"),
-    # Issue 35: an unfinished run or ablation says what finishes it.
+    # An unfinished run or comparison says what finishes it.
     "plot, unfinished run": ("plot", ["started"], re.escape(
         "error: started holds a run that has not finished (no results.json; checkpoint of "
         "segment 1) (--resume finishes it: python experiments/sailor.py with the flags that "
         "started it, then --out started --resume; then plot)")),
-    "plot, unfinished ablation": ("plot", ["ablation"], re.escape(
+    "plot, unfinished comparison": ("plot", ["ablation"], re.escape(
         f"error: no variant in {os.path.join('ablation', 'variants')} has finished (started: "
-        "sailor_bo) (run the same python experiments/ablations.py --preset smoke command "
-        "again (--out ablation): it resumes them, then plot)")),
+        "theta0.sailor) (run the command that started them again: it resumes them, then "
+        "plot)")),
     "transfer, not a run": ("transfer_dqn", ["--sailor-results", "empty", "--out", "o"],
                             "no SAILOR results.json"),
     "transfer, unfinished run": ("transfer_dqn", ["--sailor-results", "started", "--out", "o"],
@@ -254,7 +254,7 @@ CASES = {
                         r"\(No such file or directory\) \(choose a folder you can write to\)"),
     "train_ppo out under /proc": ("train_ppo", ["--out", "/proc/run"],
                                   r"^error: --out /proc/run: cannot create it"),
-    "ablations out under /proc": ("ablations", ["--out", "/proc/nonexistent/run"],
+    "compare out under /proc": ("compare", ["--out", "/proc/nonexistent/run"],
                                   r"^error: --out /proc/nonexistent/run: cannot create"),
     "out name too long": ("sailor", ["--out", "new/" + "x" * 300],
                           r"^error: --out new/x{300}: cannot create it \(File name too long\) "
@@ -277,9 +277,7 @@ def test_cli_user_mistakes_are_one_line(case, scripts, tmp_path, monkeypatch, ca
         (tmp_path / folder / "config.json").write_text(text)
     smoke = scripts["sailor"].PRESETS["smoke"]
     _started_run(tmp_path / "started", smoke)
-    _started_run(tmp_path / "ablation" / "variants" / "sailor_bo", smoke)
-    (tmp_path / "ablation" / "ablation.json").write_text(json.dumps(
-        {"preset": "smoke", "variants": ["sailor_bo"]}))
+    _started_run(tmp_path / "ablation" / "variants" / "theta0.sailor", smoke)
     _started_run(tmp_path / "finished", smoke)
     (tmp_path / "finished" / "results.json").write_text(json.dumps({}))
     before = _listing(tmp_path)
@@ -293,19 +291,19 @@ def test_cli_user_mistakes_are_one_line(case, scripts, tmp_path, monkeypatch, ca
 
 
 @pytest.mark.parametrize(("name", "stop", "status"), [
-    ("ablations", errors.Terminated("terminated"), errors.TERMINATE_STATUS),
+    ("compare", errors.Terminated("terminated"), errors.TERMINATE_STATUS),
     ("theta_search", KeyboardInterrupt(), errors.INTERRUPT_STATUS),
-    ("repair", KeyboardInterrupt(), errors.INTERRUPT_STATUS),
+    ("compare", KeyboardInterrupt(), errors.INTERRUPT_STATUS),
 ])
 def test_clis_that_resume_by_rerunning_say_so_when_stopped(name, stop, status, tmp_path,
                                                            monkeypatch, capsys):
-    """ablations.py, theta_search.py and repair.py have no --resume: running the same command
+    """compare.py and theta_search.py have no --resume: running the same command
     again continues them, and Ctrl-C or SIGTERM says that (a variant's own line said
     --resume)."""
     module = _load(f"experiments/{name}.py")
 
     def stopped(*args, **kwargs):
-        if name in ("ablations", "repair"):  # what a variant's run raises (claim_out_dir)
+        if name == "compare":  # what a variant's run raises (claim_out_dir)
             raise errors.Interrupted(f"{errors.stop_word(stop)}; continue with --resume "
                                      "(--out o/variants/baseline)") from stop
         raise stop

@@ -13,7 +13,8 @@ from test_loop import TINY, _DiesAfter
 from sailor_jax import logging
 from sailor_jax.config import SailorConfig
 from sailor_jax.judges.oracles import OutcomeRanker
-from sailor_jax.run import loop, phases, variants
+from sailor_jax.run import loop, phases
+from sailor_lab import variants
 from sailor_jax.run.results import LoopState, SailorResults
 
 WARM = dataclasses.replace(TINY, iterations=2, warmup_updates=2)
