@@ -32,11 +32,11 @@ import numpy as np
 
 from sailor_jax import report
 from sailor_jax.cli import parse_args
-from sailor_lab.starts import severity
+from sailor_jax.config.arms import ARMS
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.logging import open_text, stored_path, write_json_gz
-from sailor_jax.config.arms import ARMS
 from sailor_lab.comparison import REFERENCE
+from sailor_lab.starts import severity
 
 
 @dataclasses.dataclass(frozen=True)

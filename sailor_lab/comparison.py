@@ -40,7 +40,7 @@ def summarize(arm_list, results: dict) -> list[dict]:
     """
     ref = score_samples(results[REFERENCE])["score"]
     rows = []
-    for name, start, method, cfg in arm_list:
+    for name, start, method, _ in arm_list:
         s = score_samples(results[name])
         row = {"arm": name, "start": start.name, "method": method, "per_seed": s,
                **{k: report.mean_ci(v) for k, v in s.items()},

@@ -13,13 +13,11 @@ from test_fault_injection import assert_resume_after_update_kill
 from test_judge_quality import TINY_POOL, bench  # noqa: F401 (fixture)
 from test_loop import TINY
 
-from sailor_jax.config import PAPER, AlignmentConfig, RankerConfig
-from sailor_jax.config.starts import STARTS
+from sailor_jax.config import AlignmentConfig, RankerConfig, SailorConfig
 from sailor_jax.judges import judge_eval
 from sailor_jax.judges.expert import ExpertRanker
 from sailor_jax.judges.factory import make_ranker, ranker_description
 from sailor_jax.run import loop
-from sailor_jax.run.repair_arms import ValueArmSettings, arm_config
 
 
 @pytest.fixture(scope="module")
@@ -82,24 +80,15 @@ def test_bad_noise_is_refused(noise):
         RankerConfig(kind="expert", noise=noise)
     with pytest.raises(ValueError, match="noise must be finite and >= 0"):
         ExpertRanker(noise=noise)
-    with pytest.raises(ValueError, match="judge_noise must be finite and >= 0"):
-        ValueArmSettings(judge_noise=noise)
     with pytest.raises(ValueError, match="expert judge only"):
         RankerConfig(kind="outcome", noise=0.5)
 
 
-def test_repair_arms_make_only_the_expert_judge_noisy():
-    settings = ValueArmSettings(judge_noise=0.5)
-    start = STARTS["pays_for_dying"]
-    value = arm_config(start, "sailor_value", PAPER, 4, args=settings)
-    assert value.ranker.noise == 0.5 and value.ranker.expert_verdict == "value"
-    assert ranker_description(value.ranker)["noise"] == 0.5
-    for method in ("fixed", "sailor_value_random_judge", "sailor_value_outcome"):
-        assert arm_config(start, method, PAPER, 4, args=settings).ranker.noise == 0.0
-    # a fixed arm's config does not depend on the noise: the noise levels share it
-    assert arm_config(start, "fixed", PAPER, 4, args=settings) == \
-        arm_config(start, "fixed", PAPER, 4)
-    assert "noise" not in ranker_description(arm_config(start, "sailor_value", PAPER, 4).ranker)
+def test_the_noise_is_part_of_the_judges_description_only_when_set():
+    noisy = dataclasses.replace(SailorConfig().ranker, kind="expert", expert_verdict="value",
+                                noise=0.5)
+    assert ranker_description(noisy)["noise"] == 0.5
+    assert "noise" not in ranker_description(dataclasses.replace(noisy, noise=0.0))
 
 
 NOISY = dataclasses.replace(
