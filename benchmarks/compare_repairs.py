@@ -1,6 +1,6 @@
 """Compare two `experiments/repair.py` folders start by start, paired per seed.
 
-A change to SAILOR (e.g. judging end windows, `end_windows` 0.25) is measured by running
+A change to SAILOR (e.g. the warm-up, `--warmup-updates 8`) is measured by running
 `repair.py` twice with the same starts, seeds and budget, once with the change (folder B) and
 once without (folder A); the kept-fixed arms may be shared (copied: they do not depend on
 the change; `--method-b` names B's arm where it is another, e.g. `sailor_value_regret`). For
@@ -17,8 +17,8 @@ every start whose `METHOD` arm finished in both folders this prints:
 - what became of the seed-updates in A and B (`update_outcomes`, warm-up updates included):
   accepted, refused by the held-out test, refused by the survival guard after passing it.
 
-    python benchmarks/compare_repairs.py --a runs/repair49 --b runs/repair49_end25 \\
-        --out benchmarks/results/repair49_end_windows
+    python benchmarks/compare_repairs.py --a runs/r49i --b runs/r49i_warm \\
+        --method sailor_value_regret --out runs/compare_warm
 
 More seeds: `--more-a` / `--more-b` name folders run the same way with other root seeds
 (`repair.py --base.seed 1`); their seeds are pooled with `--a`'s and `--b`'s, pair by pair.

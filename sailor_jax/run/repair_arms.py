@@ -2,7 +2,7 @@
 method runs. Host-only.
 
 Methods (the experiment's module docstring says what each does): `fixed`, the issue-24 arms
-(`sailor`, `sailor_kept`, `sailor_trust`, `sailor_bt_mcmc`, `sailor_random_judge`) and the
+(`sailor`, `sailor_trust`, `sailor_bt_mcmc`, `sailor_random_judge`) and the
 issue-34 arms (`VALUE_JUDGES`), which share the conservative update set by `ValueArmSettings`.
 """
 
@@ -18,7 +18,7 @@ from sailor_jax.config.starts import STARTS, Start, parse_start
 from sailor_jax.errors import UserError
 from sailor_jax.run.repair_table import REFERENCE
 
-METHODS: tuple[str, ...] = ("fixed", "sailor", "sailor_kept", "sailor_trust", "sailor_bt_mcmc",
+METHODS: tuple[str, ...] = ("fixed", "sailor", "sailor_trust", "sailor_bt_mcmc",
                             "sailor_random_judge", "sailor_value", "sailor_value_regret",
                             "sailor_value_outcome", "sailor_value_random_judge",
                             "sailor_value_regret_random_judge", "sailor_value_llm")
@@ -61,18 +61,10 @@ class ValueArmSettings:
     heldout_z: float = RECOMMENDED_ALIGNMENT.heldout_z
     """The held-out sign test's z in the sailor_value* arms: a step is accepted when
     gained - lost >= max(1, z sqrt(gained + lost)) on the held-out pairs."""
-    heldout_tau_z: float = RECOMMENDED_ALIGNMENT.heldout_tau_z
-    """The held-out agreement gate in the sailor_value* arms: a step is accepted only if its
-    Kendall tau with the judge on the held-out windows is at least this many null standard
-    deviations (`AlignmentConfig.heldout_tau_z`; 0 = no gate)."""
     survival_guard: bool = RECOMMENDED_ALIGNMENT.survival_guard
     """In the sailor_value* arms, reject an update that lowers the per-move reward of the
     iteration's trajectories (`AlignmentConfig.survival_guard`; off before 2026-11-25's
     table: `--no-survival-guard`)."""
-    value_keep_iterations: int = RECOMMENDED_ALIGNMENT.keep_iterations
-    """In the sailor_value* arms, the fitted pairs of the last this many iterations also join
-    each update's fit (`AlignmentConfig.keep_iterations`; the held-out test still uses this
-    iteration's held-out windows only). 0 = this iteration's pairs only."""
     survival_floor: float | None = RECOMMENDED_ALIGNMENT.survival_floor
     """The survival guard's floor in the sailor_value* arms (`AlignmentConfig.survival_floor`:
     an update may lower a per-move level above it, down to it; None = never lower it)."""
@@ -88,25 +80,10 @@ class ValueArmSettings:
     epsilon-greedy expert (`--reference-epsilon`): groups that compare play, not luck."""
     reference_epsilon: float = _RECOMMENDED.reference_epsilon
     """Random-move probability of that reference expert (depth 1)."""
-    reference_policy: str = _RECOMMENDED.reference_policy
-    """Who plays those reference games (`SailorConfig.reference_policy`): the expert, or
-    "previous", the agent before the iteration's segment (issue 49)."""
-    end_windows: float = _RECOMMENDED.end_windows
-    """Probability that a judged game that ended shows its last window in the sailor_value*
-    arms (`SailorConfig.end_windows`: where the judge sees `game_over`; issue 49)."""
     warmup_updates: int = _RECOMMENDED.warmup_updates
     """Theta updates before the first segment in the sailor_value* arms, judged on the
     untrained agent's and the reference player's windows (`SailorConfig.warmup_updates`;
     issue 49). 0 = none."""
-    warmup_tau_z: float = _RECOMMENDED.warmup_tau_z
-    """The held-out agreement gate for those warm-up updates only (`SailorConfig.warmup_tau_z`;
-    0 = the iterations' held-out test)."""
-    judged: str = _RECOMMENDED.judged
-    """What the judge compares in the sailor_value* arms (`SailorConfig.judged`): "windows",
-    or "moves" (every legal move of `--move-boards` boards per update, ordered by the
-    expert's action values or, in the random-judge arms, at random; issue 49)."""
-    move_boards: int = _RECOMMENDED.move_boards
-    """Boards per seed and update whose moves are judged (`SailorConfig.move_boards`)."""
     judge_noise: float = 0.0
     """The expert judge of the sailor_value and sailor_value_regret arms with its verdicts made
     this noisy (`RankerConfig.noise`: issue 50's judge of dialled quality). 0 = the expert."""
@@ -133,16 +110,13 @@ def guarded(cfg: SailorConfig, args: ValueArmSettings | None = None) -> SailorCo
     args = args or ValueArmSettings()
     return dataclasses.replace(
         cfg, window=min(args.window, cfg.max_len), trajectories=args.trajectories,
-        end_windows=args.end_windows,
         reference_games=args.reference_games, reference_epsilon=args.reference_epsilon,
-        reference_policy=args.reference_policy, warmup_updates=args.warmup_updates,
-        warmup_tau_z=args.warmup_tau_z, judged=args.judged, move_boards=args.move_boards,
+        warmup_updates=args.warmup_updates,
         preferences=dataclasses.replace(cfg.preferences, compare=args.value_compare),
         alignment=dataclasses.replace(
             cfg.alignment, method=args.value_update, heldout=args.heldout, heldout_z=args.heldout_z,
-            heldout_tau_z=args.heldout_tau_z, beta=args.value_beta,
+            beta=args.value_beta,
             survival_guard=args.survival_guard, survival_floor=args.survival_floor,
-            keep_iterations=args.value_keep_iterations,
             **({"mcmc_trust_region": args.value_step} if args.value_update == "bt_mcmc"
                else {"trust_region": args.value_step})))
 
@@ -164,9 +138,8 @@ def value_arm(cfg: SailorConfig, method: str, args: ValueArmSettings | None = No
         cfg.ranker, kind=kind, expert_verdict=verdict, noise=noise))
 
 
-def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: int,
-               trust_region: float = 0.25, args: ValueArmSettings | None = None
-               ) -> SailorConfig:
+def arm_config(start: Start, method: str, base: SailorConfig, trust_region: float = 0.25,
+               args: ValueArmSettings | None = None) -> SailorConfig:
     """The `SailorConfig` of one arm: `base` from theta0 = `start.theta`, reward learning per
     `method` (see `METHODS`).
 
@@ -177,10 +150,7 @@ def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: i
         raise UserError(f"--methods: unknown arm {method!r}", f"known: {', '.join(METHODS)}")
     cfg = dataclasses.replace(base, theta0=start.theta, baseline=False, tunable=None,
                               self_align=method != "fixed")
-    if method == "sailor_kept":
-        cfg = dataclasses.replace(cfg, alignment=dataclasses.replace(
-            cfg.alignment, keep_iterations=keep_iterations))
-    elif method == "sailor_trust":
+    if method == "sailor_trust":
         cfg = dataclasses.replace(cfg, alignment=dataclasses.replace(
             cfg.alignment, trust_region=trust_region))
     elif method == "sailor_random_judge":
@@ -196,7 +166,7 @@ def arm_config(start: Start, method: str, base: SailorConfig, keep_iterations: i
 def arms(args) -> list[tuple[str, Start, str, SailorConfig]]:
     """`(arm name, start, method, config)` of every arm, the reference first; `args`: the
     experiment's `Args` (`experiments/repair.py`: a `ValueArmSettings` with `base`, `starts`,
-    `methods`, `keep_iterations`, `trust_region`).
+    `methods`, `trust_region`).
 
     Raises:
       UserError: an unknown or repeated start or method (before any work is done).
@@ -212,12 +182,11 @@ def arms(args) -> list[tuple[str, Start, str, SailorConfig]]:
         if len(set(given)) != len(given):
             raise UserError(f"{what} repeats a name: {' '.join(given)}")
     out = [(REFERENCE, STARTS["theta0"], "fixed",
-            arm_config(STARTS["theta0"], "fixed", args.base, args.keep_iterations))]
+            arm_config(STARTS["theta0"], "fixed", args.base))]
     for start in starts:
         for method in args.methods:
             if start.name == "theta0" and method == "fixed":
                 continue  # theta0 kept fixed is the reference, always run
             out.append((f"{start.name}.{method}", start, method,
-                        arm_config(start, method, args.base, args.keep_iterations,
-                                   args.trust_region, args)))
+                        arm_config(start, method, args.base, args.trust_region, args)))
     return out
