@@ -91,15 +91,15 @@ def test_bad_noise_is_refused(noise):
 def test_repair_arms_make_only_the_expert_judge_noisy():
     settings = ValueArmSettings(judge_noise=0.5)
     start = STARTS["pays_for_dying"]
-    value = arm_config(start, "sailor_value", PAPER, 4, args=settings)
+    value = arm_config(start, "sailor_value", PAPER, args=settings)
     assert value.ranker.noise == 0.5 and value.ranker.expert_verdict == "value"
     assert ranker_description(value.ranker)["noise"] == 0.5
     for method in ("fixed", "sailor_value_random_judge", "sailor_value_outcome"):
-        assert arm_config(start, method, PAPER, 4, args=settings).ranker.noise == 0.0
+        assert arm_config(start, method, PAPER, args=settings).ranker.noise == 0.0
     # a fixed arm's config does not depend on the noise: the noise levels share it
-    assert arm_config(start, "fixed", PAPER, 4, args=settings) == \
-        arm_config(start, "fixed", PAPER, 4)
-    assert "noise" not in ranker_description(arm_config(start, "sailor_value", PAPER, 4).ranker)
+    assert arm_config(start, "fixed", PAPER, args=settings) == \
+        arm_config(start, "fixed", PAPER)
+    assert "noise" not in ranker_description(arm_config(start, "sailor_value", PAPER).ranker)
 
 
 NOISY = dataclasses.replace(

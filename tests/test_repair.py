@@ -32,7 +32,7 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
     assert base.alignment == type(base.alignment)()  # the default update
     start = STARTS["pays_for_dying"]
     for method in repair_arms.METHODS:
-        cfg = repair_arms.arm_config(start, method, base, keep_iterations=3, trust_region=0.1)
+        cfg = repair_arms.arm_config(start, method, base, trust_region=0.1)
         assert cfg.theta0 == start.theta and not cfg.baseline and cfg.tunable is None
         assert cfg.self_align == (method != "fixed")
         if method in repair_arms.VALUE_JUDGES:
@@ -41,37 +41,33 @@ def test_arm_configs_change_only_the_start_and_the_reward_learning(repair):
                                    ranker=base.ranker) == dataclasses.replace(base, self_align=True)
         assert cfg.ranker.kind == ("random" if method == "sailor_random_judge" else "expert")
         assert cfg.alignment.trust_region == (0.1 if method == "sailor_trust" else None)
-        assert cfg.alignment.keep_iterations == (3 if method == "sailor_kept" else 0)
         assert cfg.alignment.method == ("bt_mcmc" if method == "sailor_bt_mcmc" else "bo")
     args = dataclasses.replace(repair.PRESETS["cpu"], window=50, trajectories=12,
-                               reference_games=4, heldout=0.25, value_step=0.4, end_windows=0.5,
-                               reference_policy="previous", survival_floor=0.5,
-                               value_keep_iterations=2)
+                               reference_games=4, heldout=0.25, value_step=0.4,
+                               survival_floor=0.5)
     for method, (kind, verdict) in repair_arms.VALUE_JUDGES.items():
-        cfg = repair_arms.arm_config(start, method, base, 3, 0.1, args)
+        cfg = repair_arms.arm_config(start, method, base, 0.1, args)
         assert (cfg.ranker.kind, cfg.ranker.expert_verdict) == (kind, verdict)
-        assert (cfg.window, cfg.trajectories, cfg.reference_games, cfg.end_windows,
-                cfg.reference_policy) == (50, 12, 4, 0.5, "previous")
+        assert (cfg.window, cfg.trajectories, cfg.reference_games) == (50, 12, 4)
         assert cfg.preferences.compare == repair_arms.COMPARED_AS.get(method, "auto")
         assert (cfg.alignment.method, cfg.alignment.heldout,
                 cfg.alignment.mcmc_trust_region) == ("bt_mcmc", 0.25, 0.4)
         assert (cfg.alignment.beta, cfg.alignment.survival_guard, cfg.alignment.heldout_z) \
             == (5.0, True, 1.0)
-        assert (cfg.alignment.survival_floor, cfg.alignment.keep_iterations) == (0.5, 2)
-        bo = repair_arms.arm_config(start, method, base, 3, 0.1,
+        assert cfg.alignment.survival_floor == 0.5
+        bo = repair_arms.arm_config(start, method, base, 0.1,
                                dataclasses.replace(args, value_update="bo"))
         assert (bo.alignment.method, bo.alignment.trust_region) == ("bo", 0.4)
         assert dataclasses.replace(
             cfg, theta0=None, self_align=True, alignment=base.alignment, ranker=base.ranker,
-            window=0, trajectories=8, reference_games=0, preferences=base.preferences,
-            end_windows=0.0, reference_policy="expert"
+            window=0, trajectories=8, reference_games=0, preferences=base.preferences
         ) == dataclasses.replace(base, self_align=True)  # nothing else changes
     with pytest.raises(UserError, match="unknown arm 'nope'"):
-        repair_arms.arm_config(start, "nope", base, 4)
+        repair_arms.arm_config(start, "nope", base)
     args = repair.PRESETS["cpu"]
     names = [a[0] for a in repair_arms.arms(args)]
-    assert names[0] == repair.REFERENCE and len(names) == 1 + 3 * 3
-    assert "ones.sailor_kept" in names and "pays_for_dying.fixed" in names
+    assert names[0] == repair.REFERENCE and len(names) == 1 + 3 * 2
+    assert "ones.sailor" in names and "pays_for_dying.fixed" in names
     with_theta0 = [a[0] for a in repair_arms.arms(dataclasses.replace(args, starts=("theta0",),
                                                                   methods=("fixed", "sailor")))]
     assert with_theta0 == [repair.REFERENCE, "theta0.sailor"]  # the reference is its fixed arm
@@ -97,8 +93,8 @@ def test_each_value_arm_has_a_control_that_differs_only_in_the_judge(repair):
             continue
         control = repair_table.random_judge_control(method)
         controls[method] = control
-        arm = repair_arms.arm_config(start, method, base, 0)
-        ctrl = repair_arms.arm_config(start, control, base, 0)
+        arm = repair_arms.arm_config(start, method, base)
+        ctrl = repair_arms.arm_config(start, control, base)
         assert ctrl.ranker.kind == "random"
         compared = [heldout.resolve_comparison(c.preferences.compare,
                                                factory.make_ranker(c.ranker).aggregate)
@@ -111,17 +107,17 @@ def test_each_value_arm_has_a_control_that_differs_only_in_the_judge(repair):
                         "sailor_value_outcome": "sailor_value_random_judge"}
     assert heldout.resolve_comparison(
         "auto", factory.make_ranker(repair_arms.arm_config(
-            start, "sailor_value_regret", base, 0).ranker).aggregate) == "mean"
-    assert repair_table.random_judge_control("sailor_kept") == "sailor_random_judge"
+            start, "sailor_value_regret", base).ranker).aggregate) == "mean"
+    assert repair_table.random_judge_control("sailor_trust") == "sailor_random_judge"
     assert repair_table.random_judge_control("sailor_value_llm") == "sailor_value_random_judge"
     assert LLMRanker.aggregate == "sum"  # the LLM's verdict: a whole-window impression
     # --value-compare sum: every value arm and its control rank R_theta by sums.
     preset = repair.PRESETS["cpu"]
     args = dataclasses.replace(preset, value_compare="sum")
     for method in repair_arms.VALUE_JUDGES:
-        cfg = repair_arms.arm_config(start, method, base, 0, args=args)
+        cfg = repair_arms.arm_config(start, method, base, args=args)
         assert cfg.preferences.compare == "sum"
-        as_preset = repair_arms.arm_config(start, method, base, 0, args=preset)
+        as_preset = repair_arms.arm_config(start, method, base, args=preset)
         assert dataclasses.replace(cfg, preferences=as_preset.preferences) == as_preset
 
 
@@ -129,7 +125,7 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
     out = str(tmp_path / "rep")
     argv = ["--preset", "smoke", "--out", out, *TINY, "--base.ranker.kind", "outcome",
             "--starts", "pays_for_dying", "mine:score_gain=0.2,game_over=1",
-            "--methods", "fixed", "sailor_kept", "sailor_random_judge", "--keep-iterations", "1"]
+            "--methods", "fixed", "sailor", "sailor_random_judge"]
     real_run = loop.run
     calls = []
 
@@ -142,20 +138,20 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
     monkeypatch.setattr(loop, "run", first)
     with pytest.raises(_Killed):
         repair.main(argv)
-    assert calls == ["theta0.fixed", "pays_for_dying.fixed", "pays_for_dying.sailor_kept"]
+    assert calls == ["theta0.fixed", "pays_for_dying.fixed", "pays_for_dying.sailor"]
     calls.clear()
     monkeypatch.setattr(loop, "run", lambda cfg, folder, resume=False, progress=None,
                         devices=None: (calls.append(os.path.basename(folder))
                                        or real_run(cfg, folder, resume=resume, progress=progress)))
     rows = repair.main(argv)
-    assert calls == ["pays_for_dying.sailor_kept", "pays_for_dying.sailor_random_judge",
-                     "mine.fixed", "mine.sailor_kept", "mine.sailor_random_judge"]
+    assert calls == ["pays_for_dying.sailor", "pays_for_dying.sailor_random_judge",
+                     "mine.fixed", "mine.sailor", "mine.sailor_random_judge"]
     assert [r["arm"] for r in rows] == [
-        "theta0.fixed", "pays_for_dying.fixed", "pays_for_dying.sailor_kept",
-        "pays_for_dying.sailor_random_judge", "mine.fixed", "mine.sailor_kept",
+        "theta0.fixed", "pays_for_dying.fixed", "pays_for_dying.sailor",
+        "pays_for_dying.sailor_random_judge", "mine.fixed", "mine.sailor",
         "mine.sailor_random_judge"]
     saved = json.load(open(os.path.join(out, "repair.json")))
-    assert saved["env_steps_per_seed"] == 2 * 16 * 32 and saved["keep_iterations"] == 1
+    assert saved["env_steps_per_seed"] == 2 * 16 * 32
     assert saved["starts"]["mine"]["theta"] == [0.2] + [0.0] * 6 + [1.0]
     by = {r["arm"]: r for r in rows}
     scores = {a: r["per_seed"]["score"] for a, r in by.items()}
@@ -169,24 +165,24 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
         if r["method"] == "fixed":
             assert (history == history[0]).all()
         np.testing.assert_allclose(r["final_theta"], history[-1].mean(axis=0))
-    kept = by["mine.sailor_kept"]
-    d = np.subtract(scores["mine.sailor_kept"], scores["mine.fixed"])
-    assert kept["vs_fixed_start"]["per_seed"] == pytest.approx(d.tolist())
-    assert kept["worst_ratio_to_fixed"] == pytest.approx(
-        min(np.divide(scores["mine.sailor_kept"], scores["mine.fixed"])))
-    assert kept["vs_random_judge"]["per_seed"] == pytest.approx(np.subtract(
-        scores["mine.sailor_kept"], scores["mine.sailor_random_judge"]).tolist())
+    arm = by["mine.sailor"]
+    d = np.subtract(scores["mine.sailor"], scores["mine.fixed"])
+    assert arm["vs_fixed_start"]["per_seed"] == pytest.approx(d.tolist())
+    assert arm["worst_ratio_to_fixed"] == pytest.approx(
+        min(np.divide(scores["mine.sailor"], scores["mine.fixed"])))
+    assert arm["vs_random_judge"]["per_seed"] == pytest.approx(np.subtract(
+        scores["mine.sailor"], scores["mine.sailor_random_judge"]).tolist())
     assert "vs_random_judge" not in by["mine.sailor_random_judge"]
     assert "vs_random_judge" not in by["mine.fixed"]
     gap = np.mean(scores["theta0.fixed"]) - np.mean(scores["mine.fixed"])
     if gap > 0:
-        assert kept["recovery"]["fraction"] == pytest.approx(d.mean() / gap)
+        assert arm["recovery"]["fraction"] == pytest.approx(d.mean() / gap)
     else:  # a start no worse than theta0: no recovery fraction
-        assert "recovery" not in kept
+        assert "recovery" not in arm
     assert by["mine.fixed"]["vs_theta0"]["per_seed"] == pytest.approx(
         np.subtract(scores["mine.fixed"], scores["theta0.fixed"]).tolist())
     md = open(os.path.join(out, "repair.md")).read()
-    assert md.count("\n") == 2 + 7 and "| worst seed |" in md and "| mine.sailor_kept | " in md
+    assert md.count("\n") == 2 + 7 and "| worst seed |" in md and "| mine.sailor | " in md
     assert os.path.getsize(os.path.join(out, "figures", "theta_mine.png")) > 1000
     lines = open(os.path.join(out, "theta_trajectories.csv")).read().splitlines()
     assert len(lines) == 1 + 7 * 2 * 3
@@ -217,8 +213,8 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
     os.remove(os.path.join(out, "repair.md"))
     assert repair.main([*argv, "--only", "mine.fixed"]) == [] and calls == []
     assert not os.path.exists(os.path.join(out, "repair.md"))
-    with pytest.raises(UserError, match="--only: mine.sailor is not an arm"):
-        repair.main([*argv, "--only", "mine.sailor"])
+    with pytest.raises(UserError, match="--only: mine.sailor_trust is not an arm"):
+        repair.main([*argv, "--only", "mine.sailor_trust"])
 
     class Ran(Exception):
         pass
@@ -229,8 +225,8 @@ def test_repair_end_to_end_numbers_and_resume(repair, tmp_path, monkeypatch):
     monkeypatch.setattr(loop, "run", record)
     with pytest.raises(Ran):  # a fresh --out: the named arm runs first, not the reference
         repair.main([str(tmp_path / "fresh") if a == out else a for a in argv]
-                    + ["--only", "pays_for_dying.sailor_kept"])
-    assert calls == ["pays_for_dying.sailor_kept"]
+                    + ["--only", "pays_for_dying.sailor"])
+    assert calls == ["pays_for_dying.sailor"]
 
 
 def test_a_kept_fixed_arm_is_the_same_cut_in_other_segments_and_is_read_back(

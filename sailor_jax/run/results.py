@@ -118,9 +118,9 @@ class LoopState:
 
     `theta_history` is `[t + 1][S][F]` after `t` iterations; `best_score` and `stall` track,
     per seed, the best segment game score and the iterations since it last improved (for
-    LLM-guided refinement). With `SailorConfig.warmup_updates = K`, `warmup` holds the K updates made before the first
-    segment and `theta_history` is `[K + t + 1][S][F]`: theta0, the K warm-up thetas, then one
-    per iteration.
+    LLM-guided refinement). With `SailorConfig.warmup_updates = K`, `warmup` holds the K
+    updates made before the first segment and `theta_history` is `[K + t + 1][S][F]`: theta0,
+    the K warm-up thetas, then one per iteration.
     """
 
     theta_history: list[list[list[float]]]

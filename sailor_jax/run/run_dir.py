@@ -113,13 +113,14 @@ def config_differences(saved: dict, given: dict, config: Any = None) -> list[str
     """`"field: saved X, given Y"` for every dotted field where two configs differ.
 
     A `RETIRED` field the saved config holds at its off value is no difference (the saved
-    run ran as this code does); at another value it raises (`current_config`). With `config` (the dataclass `given` was written from), a field the saved config lacks
-    and `config` holds at its default is no difference: a run saved before that field
-    existed ran as its default says (or as `ABSENT_MEANS` says, for a default changed since),
-    so it resumes under newer code. Nor is a field its
-    judge never reads (`RankerConfig.unread_fields`: the expert's verdict under an LLM judge),
-    nor a comparison that resolves the same under `config`'s judge (`preferences.compare`
-    "auto" and "sum" under an LLM judge: `RankerConfig.aggregate`).
+    run ran as this code does); at another value it raises (`current_config`). With `config`
+    (the dataclass `given` was written from), a field the saved config lacks and `config`
+    holds at its default is no difference: a run saved before that field existed ran as its
+    default says (or as `ABSENT_MEANS` says, for a default changed since), so it resumes under
+    newer code. Nor is a field its judge never reads (`RankerConfig.unread_fields`: the
+    expert's verdict under an LLM judge), nor a comparison that resolves the same under
+    `config`'s judge (`preferences.compare` "auto" and "sum" under an LLM judge:
+    `RankerConfig.aggregate`).
 
     Raises:
       UserError: `saved` used a retired option (`current_config`).
