@@ -13,9 +13,9 @@ group with the expert judge and splits the groups per policy into train and held
    varies within a group (finished whole games): no ranking can move it.
 2. Replay of the in-loop update: per replay seed, theta starts at theta0 and takes
    `--iterations` updates, each on one fresh train group (as a SAILOR iteration ranks M fresh
-   games): discordant + concordant pairs (`build_preferences`), kept pairs of earlier
-   iterations (`--variants` ...:k<K>[:d<decay>]), `update_theta`. The held-out agreement of
-   the final theta is reported per variant: mean and worst seed.
+   games): discordant + concordant pairs (`build_preferences`), then `update_theta` with each
+   method of `--variants`. The held-out agreement of the final theta is reported per variant:
+   mean and worst seed.
 
 Prints tables and, with `--json`, one JSON line (plus `device`, `cpu`, `jax`).
 """
@@ -33,7 +33,6 @@ import numpy as np
 
 from sailor_jax import report
 from sailor_jax.agents.rollout import cut_windows
-from sailor_jax.alignment import kept_pairs
 from sailor_jax.alignment.identifiability import feature_spread
 from sailor_jax.alignment.offline_fit import (
     agreement,
@@ -74,9 +73,8 @@ class Args:
     """Fraction of each policy's groups fitted on; the rest are held out."""
     l2: float = 1e-3
     """Ridge penalty of the offline fit."""
-    variants: tuple[str, ...] = ("bt_mcmc:k0", "bt_mcmc:k4", "bt_mcmc:k8:d0.8", "bo:k0",
-                                 "bo:k4")
-    """Replayed updates: method:k<kept iterations>[:d<decay>]."""
+    variants: tuple[str, ...] = ("bt_mcmc", "bo")
+    """Replayed updates: `AlignmentConfig.method` names."""
     iterations: int = 8
     """Replayed updates per seed."""
     replay_seeds: int = 5
@@ -130,35 +128,20 @@ def held_out(theta, phis, rankings, test) -> dict:
                                           [rankings[g] for g in test])}
 
 
-def parse_variant(text: str) -> tuple[str, int, float]:
-    """`"bt_mcmc:k4:d0.8"` -> ("bt_mcmc", 4, 0.8)."""
-    method, *rest = text.split(":")
-    keep, decay = 0, 1.0
-    for part in rest:
-        if part.startswith("k"):
-            keep = int(part[1:])
-        elif part.startswith("d"):
-            decay = float(part[1:])
-    return method, keep, decay
-
-
 def replay(variant: str, phis, rankings, train, test, spec: RewardSpec, args: Args) -> dict:
     """The in-loop update replayed on fresh train groups (module docstring, item 2)."""
-    method, keep, decay = parse_variant(variant)
-    cfg = AlignmentConfig(method=method, keep_iterations=keep, keep_decay=decay)
+    cfg = AlignmentConfig(method=variant)
     finals, t0 = [], time.perf_counter()
     for s in range(args.replay_seeds):
         rng = np.random.default_rng([args.seed, s])
         order = rng.choice(train, size=args.iterations, replace=False)
-        theta, kept = np.asarray(spec.theta0, np.float32), []
+        theta = np.asarray(spec.theta0, np.float32)
         for t, g in enumerate(order):
             step_rng = np.random.default_rng([args.seed, s, t])
             phi = np.asarray(phis[g], np.float64)
             prefs = build_preferences(phi @ theta, rankings[g], step_rng, PreferenceConfig())
-            u_phi, u_prefs, _ = kept_pairs.merge(phi, prefs, kept, t, keep, decay)
-            kept = kept_pairs.push(kept, phi, prefs, t, keep)
-            if len(u_prefs):
-                theta = update_theta(theta, u_phi, u_prefs, spec, cfg, step_rng).theta
+            if len(prefs):
+                theta = update_theta(theta, phi, prefs, spec, cfg, step_rng).theta
         finals.append({"theta": theta.tolist(), **held_out(theta, phis, rankings, test)})
     taus = [f["kendall_tau"] for f in finals]
     accs = [f["pair_accuracy"] for f in finals]

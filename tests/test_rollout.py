@@ -140,32 +140,3 @@ def test_windows_are_contiguous_slices_with_reference_feature_sums():
         np.testing.assert_allclose(window.Phi[m], want, rtol=1e-4, atol=1e-3)
     with pytest.raises(ValueError, match="window must be positive"):
         rollout.cut_windows(full, jax.random.key(0), 0)
-
-
-def test_end_windows_end_where_the_game_ended_and_zero_changes_nothing():
-    """Issue 49: with end_fraction 1 every game that ended gets the window of its last moves
-    (its game_over fires once, against the NumPy features); a truncated game keeps a uniform
-    window; end_fraction 0 gives exactly the windows of before the option."""
-    full = jax.device_get(rollout.make_act_collect(expert_act(1, 1.0), 6, 150)(
-        jax.random.key(3)))
-    assert (~full.truncated).sum() >= 2 and full.truncated.sum() >= 1  # both kinds of game
-    key = jax.random.key(4)
-    plain = jax.device_get(rollout.cut_windows(full, key, 20))
-    zero = jax.device_get(rollout.cut_windows(full, key, 20, end_fraction=0.0))
-    for field in ("boards", "actions", "Phi", "lengths"):
-        np.testing.assert_array_equal(getattr(plain, field), getattr(zero, field))
-    ends = jax.device_get(rollout.cut_windows(full, key, 20, end_fraction=1.0))
-    for m in range(6):
-        length = int(full.lengths[m])
-        if full.truncated[m]:  # no end to show: the same uniform window as without the option
-            np.testing.assert_array_equal(ends.boards[m], plain.boards[m])
-            continue
-        s = max(length - 20, 0)
-        np.testing.assert_array_equal(ends.boards[m, :length - s + 1],
-                                      full.boards[m, s:length + 1])
-        assert ends.Phi[m, 7] == 1.0 and not ends.truncated[m]
-        want = sum(phi_reference(full.boards[m, t], full.boards[m, t + 1], full.score_gains[m, t],
-                                 t == length - 1) for t in range(s, length))
-        np.testing.assert_allclose(ends.Phi[m], want, rtol=1e-4, atol=1e-3)
-    with pytest.raises(ValueError, match="end_fraction must be in"):
-        rollout.cut_windows(full, key, 20, end_fraction=1.5)

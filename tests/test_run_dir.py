@@ -323,3 +323,47 @@ def test_a_field_whose_default_changed_reads_as_what_it_ran_at(warmup, differs):
     assert run_dir.config_differences(saved, given, cfg) == expected
     assert run_dir.config_differences({**saved, "warmup_updates": 8}, given, cfg) == (
         [] if differs else ["warmup_updates: saved 8, given 0"])
+
+
+RETIRED_OFF = {"judged": "windows", "move_boards": 256, "end_windows": 0.0,
+               "reference_policy": "expert", "warmup_tau_z": 0.0}
+RETIRED_OFF_ALIGNMENT = {"keep_iterations": 0, "keep_decay": 0.8, "heldout_tau_z": 0.0}
+
+
+def _saved_with_retired(cfg, **on) -> dict:
+    """`cfg`'s config.json as a run saved it while the retired options existed: their fields
+    at their off values, except those in `on`."""
+    saved = json.loads(run_dir.config_json(cfg))
+    saved |= RETIRED_OFF | {k: v for k, v in on.items() if k in RETIRED_OFF}
+    saved["alignment"] |= RETIRED_OFF_ALIGNMENT | {
+        k: v for k, v in on.items() if k in RETIRED_OFF_ALIGNMENT}
+    return saved
+
+
+def test_a_retired_option_at_its_off_value_is_no_difference_and_one_in_use_is_refused(tmp_path):
+    """`run_dir.RETIRED`: a config saved with a retired option's field at its off value (any
+    value where the field was read only with the option on) resumes and compares as before;
+    one that used the option is one UserError naming the field, on --resume as when compared."""
+    from sailor_jax.config import SailorConfig
+
+    cfg = SailorConfig()
+    given = json.loads(run_dir.config_json(cfg))
+    assert run_dir.config_differences(_saved_with_retired(cfg), given, cfg) == []
+    out = str(tmp_path / "run")
+    run_dir.prepare_out_dir(out, cfg, resume=False)
+    _start(out)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(_saved_with_retired(cfg), f)
+    run_dir.prepare_out_dir(out, cfg, resume=True)
+    for field, value in (("judged", "moves"), ("keep_iterations", 4), ("heldout_tau_z", 1.5),
+                         ("warmup_tau_z", 2.0), ("end_windows", 0.25),
+                         ("reference_policy", "previous")):
+        used = _saved_with_retired(cfg, **{field: value})
+        with open(os.path.join(out, "config.json"), "w") as f:
+            json.dump(used, f)
+        with pytest.raises(UserError, match=rf"^--resume: the run was saved with "
+                                            rf"(alignment\.)?{field}={value!r}, an option that "
+                                            "was retired"):
+            run_dir.prepare_out_dir(out, cfg, resume=True)
+        with pytest.raises(UserError, match=f"{field}={value!r}, an option that was retired"):
+            run_dir.config_differences(used, given, cfg)

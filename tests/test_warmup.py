@@ -110,34 +110,6 @@ def test_commit_builds_iteration_and_warmup_records_alike():
     assert len(state.theta_history) == 1 + 2 and state.theta_history[-1] == thetas.tolist()
 
 
-def test_warmup_tau_z_must_be_valid():
-    with pytest.raises(ValueError, match="warmup_tau_z must be finite and >= 0, got -1"):
-        dataclasses.replace(SailorConfig(), warmup_tau_z=-1.0)
-    with pytest.raises(ValueError, match="warmup_tau_z needs alignment.heldout > 0"):
-        dataclasses.replace(TINY, warmup_tau_z=1.0)
-    assert SailorConfig().warmup_tau_z == 0.0
-
-
-HELDOUT = dataclasses.replace(WARM, alignment=dataclasses.replace(TINY.alignment, heldout=0.5))
-
-
-def test_the_warmup_gate_holds_the_warmup_steps_and_only_them(tmp_path):
-    """`warmup_tau_z` gates the warm-up's steps, not the iterations': with a gate no tau can
-    pass, every warm-up step that reaches the held-out test fails it on the gate and theta0
-    stays; the run then goes on exactly as one without a warm-up (same thetas, same judged
-    iterations, whose held-out tests carry no gate)."""
-    gated = loop.run(dataclasses.replace(HELDOUT, warmup_tau_z=100.0), str(tmp_path / "gated"))
-    cold = loop.run(dataclasses.replace(HELDOUT, warmup_updates=0), str(tmp_path / "cold"))
-    tested = [u.message for r in gated.warmup for u in r.seeds if "held-out" in u.message]
-    assert tested and all("need >= " in m for m in tested)  # the gate, at tau_z 100
-    assert not any(u.accepted for r in gated.warmup for u in r.seeds)
-    np.testing.assert_array_equal(gated.theta_history[:3], [cold.theta_history[0]] * 3)
-    np.testing.assert_array_equal(gated.theta_history[2:], cold.theta_history)
-    iterations = [u.message for r in gated.iterations for u in r.seeds]
-    assert iterations == [u.message for r in cold.iterations for u in r.seeds]
-    assert not any("need >= " in m for m in iterations)
-
-
 class _Tagged(OutcomeRanker):
     """An outcome judge with a `log_context`, as the LLM judge has: records the tag of each
     call."""

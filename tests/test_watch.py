@@ -232,3 +232,21 @@ def test_sailor_run_rows_agents_then_baselines(tmp_path):
         assert agent.script == "experiments/sailor.py" and agent.row == row
         assert agent.rows == 4 and agent.checkpoint_step == 3
         assert all(np.all(np.asarray(x) == row) for x in jax.tree.leaves(agent.params))
+
+
+def test_a_run_saved_with_retired_options_off_is_read_and_one_that_used_one_is_refused(
+        tmp_path):
+    """`trained.read_run` drops the retired options' fields at their off values
+    (`run_dir.RETIRED`) and refuses, naming the field, a run that used one."""
+    cfg = SailorConfig(num_seeds=2)
+    folder = str(tmp_path / "sailor")
+    run_dir.prepare_out_dir(folder, cfg, resume=False)
+    open(os.path.join(folder, "results.json"), "w").write("{}")
+    path = os.path.join(folder, "config.json")
+    saved = json.load(open(path))
+    json.dump(saved | {"judged": "windows", "move_boards": 256, "end_windows": 0.0},
+              open(path, "w"))
+    assert trained.read_run(folder) == ("experiments/sailor.py", cfg)
+    json.dump(saved | {"end_windows": 0.25}, open(path, "w"))
+    with pytest.raises(errors.UserError, match="end_windows=0.25, an option that was retired"):
+        trained.read_run(folder)

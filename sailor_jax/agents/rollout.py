@@ -100,16 +100,12 @@ def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> Tr
 
 
 def cut_windows(batch: TrajectoryBatch, key: jax.Array, window: int,
-                env_fns: EnvFns = GAME_2048, end_fraction: float = 0.0) -> TrajectoryBatch:
+                env_fns: EnvFns = GAME_2048) -> TrajectoryBatch:
     """One window of `window` consecutive moves from each game, for judging strategy, not length.
 
     Compiled-safe; `batch` holds `M` games (`[M, L, 16]` boards etc., no seed axis; vmap for
     one). Game `m`'s window starts at a move drawn uniformly from `0..max(length - window, 0)`
     (so it lies inside the game when the game is long enough; a shorter game is kept whole).
-    With `end_fraction > 0`, a game that ended (not truncated) has, with that probability
-    (drawn per game from a key folded off its window key with 1), the window that ends at its
-    last move instead: the judge then sees `game_over` in that many windows (issue 49);
-    `end_fraction = 0` draws nothing more, so its windows are the same as before the option.
     `Phi` is the sum of the transition features over the window's moves (recomputed from its
     boards with `env_fns.phi`), so `R_theta` and the judge see the same moves. `score` and
     `max_tile` are the window's; `truncated` is True when the game goes on after the window.
@@ -123,22 +119,15 @@ def cut_windows(batch: TrajectoryBatch, key: jax.Array, window: int,
     """
     if window <= 0:
         raise ValueError(f"window must be positive, got {window}")
-    if not 0.0 <= end_fraction <= 1.0:
-        raise ValueError(f"end_fraction must be in [0, 1], got {end_fraction}")
     keys = jax.random.split(key, batch.lengths.shape[0])
-    return jax.vmap(functools.partial(_window, env_fns, int(window), float(end_fraction)))(
-        batch, keys)
+    return jax.vmap(functools.partial(_window, env_fns, int(window)))(batch, keys)
 
 
-def _window(fns: EnvFns, window: int, end_fraction: float, game: TrajectoryBatch,
-            key: jax.Array) -> TrajectoryBatch:
+def _window(fns: EnvFns, window: int, game: TrajectoryBatch, key: jax.Array
+            ) -> TrajectoryBatch:
     last_move = game.actions.shape[0] - 1
     slack = jnp.maximum(game.lengths - window, 0)
     start = jnp.minimum(jnp.floor(jax.random.uniform(key) * (slack + 1)), slack).astype(jnp.int32)
-    if end_fraction > 0:  # static: without the option no extra draw
-        to_end = (jax.random.uniform(jax.random.fold_in(key, 1)) < end_fraction) & \
-            ~game.truncated
-        start = jnp.where(to_end, slack, start)
     offset = jnp.arange(window)
     t = start + offset
     played = offset < game.lengths - start

@@ -21,14 +21,6 @@ with `g` pairs it newly gets right and `l` it newly gets wrong, accept iff
 exchangeable, so the update stays put except by chance (by the normal approximation, about
 16% of the updates that change some held-out pairs at z = 1).
 
-Agreement gate (issue 50). Beating the current theta on 28 held-out pairs is a weak test: in
-the judge-curve runs from theta0 it accepted 15 of 234 random-judge steps against 20 of 206
-of the expert's. With `tau_z > 0` the candidate must also agree with the judge on the held-out
-trajectories beyond chance: its Kendall tau with the judge's order at least `tau_z` times tau's
-standard deviation under independence, `sqrt(2 (2n + 5) / (9 n (n - 1)))` for `n` ranked
-trajectories (Kendall 1938). A judge with no information passes it with probability about
-`1 - Phi(tau_z)` whatever the candidate; an informative judge's good steps agree with it.
-
 Survival guard. The per-move level of `R_theta` (its mean per move, the terminal feature
 left out) decides how much the agent wants to live: below zero every move costs and the agent
 learns to end the game; near zero it barely cares. Features such as smoothness and
@@ -137,32 +129,15 @@ class HeldoutResult:
     agreement_after: float
     """The same for the candidate."""
     message: str
-    tau_after: float = float("nan")
-    """The candidate's Kendall tau with the judge on the held-out pairs (`2 agreement - 1`)."""
-
-
-def tau_null_sd(n: int) -> float:
-    """Standard deviation of Kendall's tau between two independent orders of `n` items.
-
-    `sqrt(2 (2n + 5) / (9 n (n - 1)))` (Kendall 1938; no ties). E.g. 0.289 for n = 8.
-
-    Raises:
-      ValueError: `n < 2`.
-    """
-    if n < 2:
-        raise ValueError(f"Kendall's tau needs at least 2 items, got {n}")
-    return float(np.sqrt(2.0 * (2 * n + 5) / (9.0 * n * (n - 1))))
 
 
 def heldout_test(theta, candidate, phi_heldout, ranking: Ranking, z: float = 1.0,
-                 tie_tol: float = 1e-6, tau_z: float = 0.0) -> HeldoutResult:
+                 tie_tol: float = 1e-6) -> HeldoutResult:
     """Accept `candidate` only if it orders the held-out trajectories better than `theta`.
 
     Host-only. Pairs are every pair the judge orders among the held-out trajectories
-    (`pairs_test` decides). Accept iff `g - l >= max(1, z * sqrt(g + l))` (module docstring)
-    and, with `tau_z > 0`, the candidate's tau with the judge (`2 agreement - 1` over those
-    pairs) is at least `tau_z * tau_null_sd(H)` (the agreement gate); an unchanged theta is
-    not accepted.
+    (`pairs_test` decides). Accept iff `g - l >= max(1, z * sqrt(g + l))` (module docstring);
+    an unchanged theta is not accepted.
 
     Args:
       theta, candidate: `float[F]` current and proposed weights.
@@ -170,26 +145,24 @@ def heldout_test(theta, candidate, phi_heldout, ranking: Ranking, z: float = 1.0
       ranking: the judge's ranking of those `H` trajectories (`subset_ranking`).
       z: sign-test margin (>= 0).
       tie_tol: tie tolerance of `R_theta` (`PreferenceConfig.tie_tol`).
-      tau_z: the agreement gate's margin in null standard deviations (0 = no gate).
 
     Raises:
-      ValueError: `z` or `tau_z` negative or not finite.
+      ValueError: `z` negative or not finite.
     """
     win, lose = _judged_pairs(ranking)
-    return pairs_test(theta, candidate, phi_heldout, win, lose, z, tie_tol, tau_z)
+    return pairs_test(theta, candidate, phi_heldout, win, lose, z, tie_tol)
 
 
-def pairs_test(theta, candidate, phi, win, lose, z: float = 1.0, tie_tol: float = 1e-6,
-               tau_z: float = 0.0) -> HeldoutResult:
+def pairs_test(theta, candidate, phi, win, lose, z: float = 1.0, tie_tol: float = 1e-6
+               ) -> HeldoutResult:
     """`heldout_test` on given held-out pairs: `win[p]` is the judge's preferred item of pair
-    p over `lose[p]` (`int[P]` rows of `phi float[N, F]`, e.g. the moves of held-out boards).
+    p over `lose[p]` (`int[P]` rows of `phi float[N, F]`).
 
-    A tie of `R_theta` counts half a pair (as `preferences.pair_agreement`). The agreement
-    gate (`tau_z > 0`) takes `N` as the number of ranked items. Raises as `heldout_test`.
+    A tie of `R_theta` counts half a pair (as `preferences.pair_agreement`). Raises as
+    `heldout_test`.
     """
-    for name, value in (("z", z), ("tau z", tau_z)):
-        if not (np.isfinite(value) and value >= 0):
-            raise ValueError(f"held-out {name} must be finite and >= 0, got {value}")
+    if not (np.isfinite(z) and z >= 0):
+        raise ValueError(f"held-out z must be finite and >= 0, got {z}")
     phi = np.asarray(phi, np.float64)
     old = _theta_sign(phi @ np.asarray(theta, np.float64), win, lose, tie_tol) / 2.0 + 0.5
     new = _theta_sign(phi @ np.asarray(candidate, np.float64), win, lose, tie_tol) / 2.0 + 0.5
@@ -198,16 +171,10 @@ def pairs_test(theta, candidate, phi, win, lose, z: float = 1.0, tie_tol: float 
     accepted = bool(gained - lost >= max(1.0, z * np.sqrt(gained + lost)))
     before = float(old.mean()) if len(win) else float("nan")
     after = float(new.mean()) if len(win) else float("nan")
-    tau_after = 2.0 * after - 1.0
-    gate = ""
-    if tau_z > 0:
-        need = tau_z * tau_null_sd(max(len(phi), 2))
-        accepted = accepted and bool(tau_after >= need - 1e-12)
-        gate = f"; candidate's tau {tau_after:+.3f}, need >= {need:.3f}"
     verdict = "accepted" if accepted else "rejected (theta unchanged)"
     message = (f"held-out {verdict}: {len(win)} pairs, agreement {before:.3f} -> {after:.3f} "
-               f"(+{gained:g} -{lost:g}, need a net >= max(1, {z:g} sqrt(n))){gate}")
-    return HeldoutResult(accepted, gained, lost, before, after, message, tau_after)
+               f"(+{gained:g} -{lost:g}, need a net >= max(1, {z:g} sqrt(n)))")
+    return HeldoutResult(accepted, gained, lost, before, after, message)
 
 
 def survival_level(theta, Phi, lengths, names) -> float:

@@ -112,22 +112,12 @@ class AlignmentConfig:
     """Half-width of the uniform prior box around the current theta (within bounds)."""
     mcmc_chains: int = 4
     """Independent chains run side by side (vectorised), all started at the current theta."""
-    keep_iterations: int = 0
-    """Preference pairs kept across iterations: the pairs (with their `Phi` rows) of the last
-    this many iterations join each iteration's pairs in the update (0 = this iteration's only;
-    `alignment.kept_pairs`). Saved in every checkpoint, so `--resume` stays exact."""
-    keep_decay: float = 1.0
-    """Weight factor per iteration of age of a kept pair (1 = no decay; in (0, 1])."""
     heldout: float = 0.0
     """Fraction of each group's trajectories held out of the fit: the update is fitted on the
     others' pairs and accepted only if it orders the held-out pairs better than the current
     theta by a sign-test margin (`alignment.heldout`). 0 = accept on the fitted pairs."""
     heldout_z: float = 1.0
     """Margin of the held-out test: net pairs gained >= max(1, z sqrt(pairs changed))."""
-    heldout_tau_z: float = 0.0
-    """The held-out agreement gate (issue 50): the candidate's Kendall tau with the judge on
-    the held-out trajectories must be at least this many standard deviations of tau under
-    independence (`alignment.heldout.tau_null_sd`). 0 = no gate."""
     survival_guard: bool = False
     """Reject an update that lowers the per-move reward of the iteration's trajectories (the
     terminal feature left out; `alignment.heldout.survival_check`): how this project sets the
@@ -162,19 +152,13 @@ class AlignmentConfig:
         _check(self.bo_gp_restarts >= 0, f"bo_gp_restarts must be >= 0, got {self.bo_gp_restarts}")
         _check(self.bo_gp_fit_maxiter is None or self.bo_gp_fit_maxiter >= 1,
                f"bo_gp_fit_maxiter must be >= 1 or None, got {self.bo_gp_fit_maxiter}")
-        _check(self.keep_iterations >= 0,
-               f"keep_iterations must be >= 0, got {self.keep_iterations}")
         _check(np.isfinite(self.heldout) and 0 <= self.heldout < 1,
                f"heldout must be in [0, 1), got {self.heldout}")
         _check(np.isfinite(self.heldout_z) and self.heldout_z >= 0,
                f"heldout_z must be finite and >= 0, got {self.heldout_z}")
-        _check(np.isfinite(self.heldout_tau_z) and self.heldout_tau_z >= 0,
-               f"heldout_tau_z must be finite and >= 0, got {self.heldout_tau_z}")
         _check(self.survival_floor is None
                or (np.isfinite(self.survival_floor) and self.survival_floor >= 0),
                f"survival_floor must be None or finite and >= 0, got {self.survival_floor}")
-        _check(np.isfinite(self.keep_decay) and 0 < self.keep_decay <= 1,
-               f"keep_decay must be in (0, 1], got {self.keep_decay}")
         _check(self.update_workers >= 0,
                f"update_workers must be >= 0 (0 = one per core), got {self.update_workers}")
         for name in ("beta", "mcmc_step", "mcmc_trust_region", "trust_region"):

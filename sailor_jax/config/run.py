@@ -77,10 +77,6 @@ RECOMMENDED_PREFERENCES = PreferenceConfig(compare="sum")
 per-move regret verdict it repairs as well as or better than the value verdict from every named
 start, issue 49; "auto", which compares that verdict per move, was the recommended until
 2026-11-28 and is what every judge but the expert's per-move verdicts resolves to anyway)."""
-REFERENCE_POLICIES = ("expert", "previous")
-"""`SailorConfig.reference_policy` values: who plays a group's reference games."""
-JUDGED = ("windows", "moves")
-"""What a SAILOR judge compares (`SailorConfig.judged`)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -105,10 +101,6 @@ class SailorConfig:
     window: int = 100
     """Judge and rank windows of this many consecutive moves, one per sampled game (start
     uniform, `rollout.cut_windows`), instead of whole games: 0 = whole games."""
-    end_windows: float = 0.0
-    """Probability that a judged game that ended gets the window ending at its last move
-    instead of a uniform one (`rollout.cut_windows`'s `end_fraction`): windows in which the
-    judge sees the game's end, the only ones that inform `game_over` (issue 49). 0 = uniform."""
     reference_games: int = 8
     """Of the `trajectories` judged per seed and iteration, this many are played by a
     reference policy instead of the agent (an epsilon-greedy expert, `reference_epsilon`),
@@ -116,10 +108,6 @@ class SailorConfig:
     Hatgis-Kessell et al. 2025). 0 = the agent's games only."""
     reference_epsilon: float = 0.5
     """Random-move probability of the reference expert (depth 1; 0 = the expert itself)."""
-    reference_policy: str = "expert"
-    """Who plays the `reference_games`: "expert" (the epsilon-greedy expert) or "previous"
-    (the agent as it was before this iteration's segment: PBRR's reference policy, so that a
-    group compares the agent with its own recent past, games of like quality; issue 49)."""
     warmup_updates: int = 8
     """Theta updates before the first segment trains (issue 49): each samples and judges a
     group per seed from the untrained agent and the reference player and updates theta as an
@@ -128,20 +116,6 @@ class SailorConfig:
     env steps of training; `theta_history` then holds these updates after theta0, and
     `SailorResults.warmup` their records. 0 = none (the default until 2026-11-28; 8 measured
     level with it or above from all 13 named starts, docs/repair.md)."""
-    warmup_tau_z: float = 0.0
-    """The held-out agreement gate for the warm-up's updates only (`AlignmentConfig.heldout_tau_z`
-    while they run): a warm-up step must order the held-out windows like the judge, beyond
-    chance by this many standard deviations, so that a judge with no information is not given
-    `warmup_updates` more chances to pass the held-out test by luck (issue 49). 0 = the
-    iterations' test."""
-    judged: str = "windows"
-    """What the judge compares (issue 49): "windows" (the `trajectories` windows of a group,
-    ranked) or "moves" (every legal move from `move_boards` boards of the group's windows,
-    ordered per board by the judge's action values, `judges.moves`: the expert or the random
-    judge; the window group still gives the survival guard's level)."""
-    move_boards: int = 256
-    """With `judged="moves"`, the boards sampled per seed and update (their moves compared
-    board by board; `alignment.heldout` of them held out)."""
     ppo: PPOConfig = PPOConfig()
     """PPO hyperparameters; updates_per_segment is k."""
     ranker: RankerConfig = RankerConfig()
@@ -182,32 +156,15 @@ class SailorConfig:
                              f" (at least one game of the agent), got {self.reference_games}")
         if not (math.isfinite(self.reference_epsilon) and 0 <= self.reference_epsilon <= 1):
             raise ValueError(f"reference_epsilon must be in [0, 1], got {self.reference_epsilon}")
-        if self.reference_policy not in REFERENCE_POLICIES:
-            raise ValueError(f"reference_policy must be one of {', '.join(REFERENCE_POLICIES)},"
-                             f" got {self.reference_policy!r}")
-        if self.reference_policy == "previous" and (self.pipeline or not self.reference_games):
-            raise ValueError("reference_policy='previous' needs reference_games > 0 and no "
-                             "pipeline (a resumed pipelined run lacks the agent before its "
-                             "last segment)")
         if self.alignment.heldout > 0 and self.trajectories < 4:
             raise ValueError(f"alignment.heldout needs trajectories >= 4 (2 fitted, 2 held "
                              f"out), got {self.trajectories}")
         if not 0 <= self.window <= self.max_len:
             raise ValueError(f"window must be in [0, max_len={self.max_len}], got {self.window}")
-        if not (math.isfinite(self.end_windows) and 0 <= self.end_windows <= 1):
-            raise ValueError(f"end_windows must be in [0, 1], got {self.end_windows}")
-        if self.end_windows > 0 and not self.window:
-            raise ValueError("end_windows needs window > 0 (whole games always hold their end)")
         if self.eval_every < 0:
             raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
         if self.warmup_updates < 0:
             raise ValueError(f"warmup_updates must be >= 0, got {self.warmup_updates}")
-        if not (math.isfinite(self.warmup_tau_z) and self.warmup_tau_z >= 0):
-            raise ValueError(f"warmup_tau_z must be finite and >= 0, got {self.warmup_tau_z}")
-        if self.warmup_tau_z and not self.alignment.heldout:
-            raise ValueError("warmup_tau_z needs alignment.heldout > 0 (the gate is part of the "
-                             "held-out test)")
-        self._check_judged()
         spec = RewardSpec()
         if self.theta0 is not None:  # checked here so that the message names the field
             spec.validate(self.theta0, "theta0")
@@ -216,28 +173,6 @@ class SailorConfig:
             raise ValueError(f"tunable names unknown feature(s) {unknown}; known: "
                              f"{', '.join(spec.names)}")
         self.reward_spec()
-
-    def _check_judged(self) -> None:
-        """`judged` and what judged moves need (raises ValueError)."""
-        if self.judged not in JUDGED:
-            raise ValueError(f"judged must be one of {', '.join(JUDGED)}, got {self.judged!r}")
-        if self.judged == "windows":
-            return
-        if self.move_boards < 4 if self.alignment.heldout > 0 else self.move_boards < 1:
-            raise ValueError(f"move_boards must be >= 4 with alignment.heldout (>= 1 without), "
-                             f"got {self.move_boards}")
-        why = {"ranker.kind": self.ranker.kind not in ("expert", "random"),
-               "ranker.noise": self.ranker.noise > 0,
-               "alignment.keep_iterations": self.alignment.keep_iterations > 0,
-               "alignment.heldout_tau_z": self.alignment.heldout_tau_z > 0,
-               "warmup_tau_z": self.warmup_tau_z > 0,
-               "preferences.weighting": self.preferences.weighting != "none",
-               "refine.enabled": self.refine.enabled}
-        wrong = [name for name, bad in why.items() if bad]
-        if wrong:
-            raise ValueError(f"judged='moves' works with the expert or random judge, no noise, "
-                             f"kept pairs, agreement gate, weighting or refinement; set "
-                             f"{', '.join(wrong)} back")
 
     @property
     def run_ppo(self) -> PPOConfig:

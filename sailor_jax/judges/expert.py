@@ -225,19 +225,6 @@ class ExpertRanker(Ranker):
                                    pairwise_probabilities(verdicts, stderr)))
         return out
 
-    def move_values(self, groups) -> np.ndarray:
-        """The expert's value of each move of `judges.moves.MoveGroups`: `float64[B, 4]`,
-        `Q_depth(board, a)` (`expert_values`), `-inf` where illegal. Host-only.
-
-        Raises:
-          ValueError: a judge of dialled quality (`noise > 0`): its noise is defined on a
-            group's order, not on moves.
-        """
-        if self.noise > 0:
-            raise ValueError("the expert's noise applies to windows, not to judged moves")
-        values = expert_values(groups.boards, self.depth, self.chunk).astype(np.float64)
-        return np.where(groups.legal, values, -np.inf)
-
     def noisy_ranking(self, verdicts: np.ndarray) -> Ranking:
         """The dialled-quality judge's ranking of one group's verdicts `float64 [M]` (module
         docstring): normal scores plus `noise` x N(0, 1), one draw per trajectory from the

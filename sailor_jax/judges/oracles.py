@@ -77,13 +77,6 @@ class RandomRanker(Ranker):
             out.append(Ranking(order=rng.permutation(m).astype(np.int32)))
         return out
 
-    def move_values(self, groups) -> np.ndarray:
-        """Uniform random values of each legal move (`judges.moves.MoveGroups`): `float64[B,
-        4]`, `-inf` where illegal; a function of the seed and the boards, as `rank_groups`."""
-        boards = np.ascontiguousarray(np.asarray(groups.boards, np.int32))
-        rng = np.random.default_rng([self.seed, zlib.crc32(boards.tobytes())])
-        return np.where(groups.legal, rng.random(groups.legal.shape), -np.inf)
-
 
 class LinearOracleRanker(Ranker):
     """Rank trajectories by a hidden linear return `theta_star . Phi`, optionally noisy.

@@ -12,7 +12,6 @@ import time
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from sailor_jax.config import SailorConfig
@@ -30,18 +29,11 @@ class SailorHooks:
         self.ctx, self.state = ctx, state
         self.num_segments = ctx.cfg.iterations
         self.timings = state.timings
-        self.reference_params: Any = None
-        """With `reference_policy="previous"`: the agent's `[S, ...]` params before the
-        segment under way (a copy: the segment donates its input)."""
 
     def before_segment(self, segment: int, runner_state: Any) -> None:
-        """Keep the agent as it is before `segment` trains, for the reference games; before
-        segment 0, run the warm-up updates (`Context.warm_up`)."""
-        if self.ctx.cfg.reference_policy == "previous":
-            self.reference_params = jax.tree.map(
-                jnp.copy, runner.rows(runner_state.params, 0, self.ctx.cfg.num_seeds))
+        """Before segment 0, run the warm-up updates (`Context.warm_up`)."""
         if segment == 0 and self.ctx.warm_up is not None:
-            self.ctx.warm_up(self.ctx, self.state, runner_state, self.reference_params)
+            self.ctx.warm_up(self.ctx, self.state, runner_state)
 
     def thetas(self) -> np.ndarray:
         """`float32[R, F]`: the S SAILOR rows, then (baseline) S rows of `theta0`."""
@@ -52,8 +44,7 @@ class SailorHooks:
 
     def after_segment(self, segment: int, runner_state: Any, metrics: Any, seconds: float,
                       logger: MetricLogger) -> str:
-        record = phases.iteration(self.ctx, self.state, runner_state, metrics, seconds, logger,
-                                  self.reference_params)
+        record = phases.iteration(self.ctx, self.state, runner_state, metrics, seconds, logger)
         record.evaluation = self.periodic_evaluation(segment, runner_state)
         if record.evaluation is not None:
             logger.log(record.env_steps, {"eval/score_mean": record.evaluation["score_mean"]})

@@ -41,31 +41,21 @@ __all__ = ["PHASES", "run"]
 
 
 def _collector(cfg: SailorConfig) -> Callable:
-    """`collect(params, reference_params, key) -> TrajectoryBatch` of one seed: `trajectories
-    - reference_games` games of the agent (`params`), then `reference_games` of the reference
-    policy (key folded with 2): the epsilon-greedy expert, or with `reference_policy="previous"`
-    the network `reference_params` (otherwise unused); whole games, or one window of
-    `cfg.window` moves per game (window starts drawn from a key folded off the game key with
-    1)."""
+    """`collect(params, key) -> TrajectoryBatch` of one seed: `trajectories - reference_games`
+    games of the agent (`params`), then `reference_games` of the epsilon-greedy expert (key
+    folded with 2); whole games, or one window of `cfg.window` moves per game (window starts
+    drawn from a key folded off the game key with 1)."""
     agent = make_collect(cfg.ppo.network, cfg.trajectories - cfg.reference_games, cfg.max_len)
-    if not cfg.reference_games:
-        reference = None
-    elif cfg.reference_policy == "previous":
-        reference = make_collect(cfg.ppo.network, cfg.reference_games, cfg.max_len)
-    else:
-        expert = make_act_collect(expert_act(1, cfg.reference_epsilon), cfg.reference_games,
-                                  cfg.max_len)
+    reference = make_act_collect(expert_act(1, cfg.reference_epsilon), cfg.reference_games,
+                                 cfg.max_len) if cfg.reference_games else None
 
-        def reference(params, key):  # the expert reads no network
-            return expert(key)
-
-    def collect(params, reference_params, key):
+    def collect(params, key):
         batch = agent(params, key)
         if reference is not None:
             batch = jax.tree.map(lambda a, b: jax.numpy.concatenate([a, b]), batch,
-                                 reference(reference_params, jax.random.fold_in(key, 2)))
-        return cut_windows(batch, jax.random.fold_in(key, 1), cfg.window,
-                           end_fraction=cfg.end_windows) if cfg.window else batch
+                                 reference(jax.random.fold_in(key, 2)))
+        return cut_windows(batch, jax.random.fold_in(key, 1), cfg.window) if cfg.window \
+            else batch
 
     return collect
 

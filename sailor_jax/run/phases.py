@@ -25,7 +25,6 @@ from sailor_jax.alignment import refinement
 from sailor_jax.config import SailorConfig
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.judges import moves
 from sailor_jax.judges.base import Ranker
 from sailor_jax.logging import MetricLogger
 from sailor_jax.run import runner
@@ -34,7 +33,7 @@ from sailor_jax.run.theta_update import align_step, segment_scores, update_stall
 from sailor_jax.scale import sharding
 
 __all__ = ["Context", "Judgement", "collect_batch", "commit", "iteration", "judge",
-           "judge_moves", "record_iteration", "rows_sps", "settle"]
+           "record_iteration", "rows_sps", "settle"]
 
 
 @dataclasses.dataclass
@@ -46,14 +45,14 @@ class Context:
     theta0: np.ndarray
     """`float32[F]` initial (and baseline rows') reward weights."""
     collect: Callable
-    """Compiled `collect(params[S], reference_params[S], keys[S]) -> TrajectoryBatch` with a
-    leading seed axis (`loop._collector`)."""
+    """Compiled `collect(params[S], keys[S]) -> TrajectoryBatch` with a leading seed axis
+    (`loop._collector`)."""
     ranker: Ranker | None
     advisor: refinement.Advisor | None
     key_collect: jax.Array
     key_eval: jax.Array
     warm_up: Callable | None = None
-    """`warm_up(ctx, state, runner_state, reference_params)` before segment 0
+    """`warm_up(ctx, state, runner_state)` before segment 0
     (`warmup.warm_up` when `cfg.warmup_updates > 0` and theta is learned; None: none)."""
 
 
@@ -68,24 +67,20 @@ class Judgement:
     """`rank` and `update` wall-clock seconds."""
     refined: list[int]
     """Seeds that asked for refinement: their stall counters restart."""
-    kept_pairs: list[list[dict]] | None = None
-    """Per seed, the preference pairs kept for the next iterations (`keep_iterations > 0`)."""
     tokens: dict[str, int] | None = None
     """`{"prompt", "completion"}` tokens an endpoint judge reported (None: not an endpoint)."""
 
 
 def iteration(ctx: Context, state: LoopState, runner_state: Any, metrics: Any,
-              seconds: float, logger: MetricLogger, reference_params: Any = None
-              ) -> IterationRecord:
-    """Everything after iteration t's segment: judge, update theta, log. Updates `state`.
-    `reference_params`: as `collect_batch` takes them."""
+              seconds: float, logger: MetricLogger) -> IterationRecord:
+    """Everything after iteration t's segment: judge, update theta, log. Updates `state`."""
     cfg, s, t = ctx.cfg, ctx.cfg.num_seeds, state.iteration
     phase_seconds = {"train": seconds}
     train_score = segment_scores(metrics, s)
     update_stall(state, train_score, cfg.refine.min_improvement)
     batch = None
     if cfg.self_align:
-        batch, phase_seconds["collect"] = collect_batch(ctx, runner_state, t, reference_params)
+        batch, phase_seconds["collect"] = collect_batch(ctx, runner_state, t)
         judged = judge(ctx, state, batch, train_score, t)
         phase_seconds |= judged.seconds
         new_thetas, updates, tokens = settle(state, judged), judged.updates, judged.tokens
@@ -96,19 +91,13 @@ def iteration(ctx: Context, state: LoopState, runner_state: Any, metrics: Any,
                             updates, logger, metrics, tokens)
 
 
-def collect_batch(ctx: Context, runner_state: Any, t: int, reference_params: Any = None
-                  ) -> tuple[Any, float]:
-    """Sample iteration t's M games per seed (host `TrajectoryBatch [S, M, ...]`, seconds).
-
-    `reference_params`: the `[S, ...]` network that plays the reference games when
-    `reference_policy="previous"` (the agent before segment t); None: the current agent's,
-    which the expert reference does not read."""
+def collect_batch(ctx: Context, runner_state: Any, t: int) -> tuple[Any, float]:
+    """Sample iteration t's M games per seed (host `TrajectoryBatch [S, M, ...]`, seconds)."""
     t0 = time.perf_counter()
     keys = np.asarray(jax.random.split(jax.random.fold_in(ctx.key_collect, t),
                                        ctx.cfg.num_seeds))
     params = runner.rows(runner_state.params, 0, ctx.cfg.num_seeds)
-    batch = sharding.to_host(ctx.collect(
-        params, params if reference_params is None else reference_params, keys))
+    batch = sharding.to_host(ctx.collect(params, keys))
     return batch, time.perf_counter() - t0
 
 
@@ -135,51 +124,25 @@ def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | 
     if usage is not None:  # the budget counts what the warm-up and finished iterations spent
         usage.start((total_tokens(state.warmup + state.iterations) or {}).get("total", 0))
     groups = [jax.tree.map(lambda x, i=i: x[i], batch) for i in range(s)]
-    judged_moves = judge_moves(ctx, groups, t) if cfg.judged == "moves" else None
-    rankings = [None] * s if judged_moves else ctx.ranker.rank_groups(groups)
+    rankings = ctx.ranker.rank_groups(groups)
     rank_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     stalled = [k >= cfg.refine.patience for k in state.stall]
     history = [r.train_score for r in state.iterations if r.train_score] + [train_score]
-    kept = None
-    if cfg.alignment.keep_iterations > 0:  # copies: the state changes only in `settle`
-        kept = [list(k) for k in state.kept_pairs] + [[]] * (s - len(state.kept_pairs))
     new_thetas, updates = align_step(state.thetas, batch, rankings, ctx.spec, cfg, t,
-                                     ctx.advisor, stalled, history, kept=kept,
-                                     aggregate=getattr(ctx.ranker, "aggregate", "sum"),
-                                     moves=judged_moves)
+                                     ctx.advisor, stalled, history,
+                                     aggregate=getattr(ctx.ranker, "aggregate", "sum"))
     refined = [k for k, update in enumerate(updates) if update.refine is not None]
     tokens = None if usage is None else {  # the judge's and a sharing refinement advisor's
         "prompt": usage.prompt, "completion": usage.completion}
     return Judgement(new_thetas, updates, {"rank": rank_s, "update": time.perf_counter() - t0},
-                     refined, kept, tokens)
-
-
-def judge_moves(ctx: Context, groups: list[Any], t: int
-                ) -> list[tuple[moves.MoveGroups, np.ndarray]]:
-    """Per seed, `cfg.move_boards` boards sampled from its group (host `TrajectoryBatch`) and
-    every legal move from them (`judges.moves`), with the judge's action values `float64[B, 4]`
-    (one judge call for all seeds). Seeded by `[cfg.seed, t, seed, 3]`, so a resumed run
-    judges the same moves."""
-    cfg, sampled = ctx.cfg, []
-    for k, group in enumerate(groups):
-        rng = np.random.default_rng([cfg.seed, t, k, 3])
-        boards = moves.sample_boards(group, cfg.move_boards, rng)
-        sampled.append(moves.move_groups(boards, int(rng.integers(2**31))))
-    pooled = moves.MoveGroups(*(np.concatenate([getattr(g, f.name) for g in sampled])
-                                for f in dataclasses.fields(moves.MoveGroups)))
-    values = ctx.ranker.move_values(pooled)
-    ends = np.cumsum([len(g) for g in sampled])[:-1]
-    return list(zip(sampled, np.split(values, ends), strict=True))
+                     refined, tokens)
 
 
 def settle(state: LoopState, judged: Judgement) -> np.ndarray:
-    """Apply a judgement's stall resets and kept pairs; return process 0's thetas on every
-    process (the kept pairs live on process 0, which alone judges and updates)."""
+    """Apply a judgement's stall resets; return process 0's thetas on every process."""
     for k in judged.refined:
         state.stall[k] = 0  # wait `patience` iterations again before the next question
-    if judged.kept_pairs is not None:
-        state.kept_pairs = judged.kept_pairs
     return sharding.broadcast_from_main(judged.thetas)
 
 

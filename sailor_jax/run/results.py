@@ -46,8 +46,7 @@ class SeedUpdate:
     num_concordant: int = 0
     message: str = ""
     kendall_tau_before: float | None = None
-    """Kendall's tau of `R_theta` with the judge on the fitted windows, before the update
-    (with judged moves: `2 agreement - 1` over the fitted boards' pairs of moves)."""
+    """Kendall's tau of `R_theta` with the judge on the fitted windows, before the update."""
     kendall_tau_after: float | None = None
     """The same after it (the current theta's if the update was refused)."""
     error_before: float | None = None
@@ -56,8 +55,6 @@ class SeedUpdate:
     evaluations: int | None = None
     refine: dict | None = None
     """LLM-guided refinement of this seed: answer, suggestion, invalid_reason, accepted, ..."""
-    num_kept: int | None = None
-    """Pairs kept from earlier iterations that the update also fitted (`keep_iterations`)."""
 
     def to_json(self) -> dict:
         return to_jsonable({k: v for k, v in dataclasses.asdict(self).items() if v is not None})
@@ -121,11 +118,9 @@ class LoopState:
 
     `theta_history` is `[t + 1][S][F]` after `t` iterations; `best_score` and `stall` track,
     per seed, the best segment game score and the iterations since it last improved (for
-    LLM-guided refinement); `kept_pairs[s]` holds seed s's preference pairs kept for the next
-    iterations' updates (`alignment.kept_pairs` entries; empty unless `keep_iterations > 0`).
-    With `SailorConfig.warmup_updates = K`, `warmup` holds the K updates made before the first
-    segment and `theta_history` is `[K + t + 1][S][F]`: theta0, the K warm-up thetas, then one
-    per iteration.
+    LLM-guided refinement). With `SailorConfig.warmup_updates = K`, `warmup` holds the K
+    updates made before the first segment and `theta_history` is `[K + t + 1][S][F]`: theta0,
+    the K warm-up thetas, then one per iteration.
     """
 
     theta_history: list[list[list[float]]]
@@ -135,14 +130,12 @@ class LoopState:
         PHASES, 0.0))
     best_score: list[float | None] = dataclasses.field(default_factory=list)
     stall: list[int] = dataclasses.field(default_factory=list)
-    kept_pairs: list[list[dict]] = dataclasses.field(default_factory=list)
 
     @classmethod
     def start(cls, theta0: np.ndarray, num_seeds: int) -> LoopState:
-        """Iteration 0: every seed at `theta0` (`float32[F]`), no kept pairs."""
+        """Iteration 0: every seed at `theta0` (`float32[F]`)."""
         return cls(theta_history=[np.tile(theta0, (num_seeds, 1)).tolist()],
-                   best_score=[None] * num_seeds, stall=[0] * num_seeds,
-                   kept_pairs=[[] for _ in range(num_seeds)])
+                   best_score=[None] * num_seeds, stall=[0] * num_seeds)
 
     @property
     def iteration(self) -> int:

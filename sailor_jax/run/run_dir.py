@@ -56,6 +56,39 @@ existed lacks it, and it ran as the code did then (`warmup_updates`: no warm-up;
 `view`: the boards)."""
 
 
+RETIRED = {"judged": "windows", "move_boards": None, "alignment.keep_iterations": 0,
+           "alignment.keep_decay": None, "alignment.heldout_tau_z": 0, "warmup_tau_z": 0,
+           "end_windows": 0, "reference_policy": "expert"}
+"""Fields of `SailorConfig` options that were measured, not adopted and removed
+(docs/history.md, "Retired options"), and the value at which a saved config ran as the code
+runs now (None: any value, the field being read only with a retired option on)."""
+RETIRED_IN = "3263411"
+"""The last commit of sailor-jax that has the `RETIRED` options."""
+
+
+def current_config(saved: dict, flag: str = "") -> dict:
+    """A saved config (a `config.json` dict) without its `RETIRED` fields (a copy).
+
+    Raises:
+      UserError: a retired field holds a value other than its off one: the run used an
+        option this code no longer has (the line starts with `flag`, e.g. `--resume: `).
+    """
+    out = json.loads(json.dumps(saved))
+    for dotted, off in RETIRED.items():
+        *parents, name = dotted.split(".")
+        node = out
+        for parent in parents:
+            node = node.get(parent) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or name not in node:
+            continue
+        value = node.pop(name)
+        if off is not None and value != off:
+            raise UserError(f"{flag}the run was saved with {dotted}={value!r}, an option that "
+                            "was retired (docs/history.md, Retired options)",
+                            f"use sailor-jax at commit {RETIRED_IN}, which has that option")
+    return out
+
+
 def _default_json(config: Any, dotted: str) -> Any:
     """The JSON of the dataclass default of field `dotted` of `config` (`ABSENT_MEANS` for a
     field whose default changed since it was added); a sentinel if the path leaves the
@@ -79,15 +112,20 @@ _NO_DEFAULT = object()
 def config_differences(saved: dict, given: dict, config: Any = None) -> list[str]:
     """`"field: saved X, given Y"` for every dotted field where two configs differ.
 
-    With `config` (the dataclass `given` was written from), a field the saved config lacks
-    and `config` holds at its default is no difference: a run saved before that field
-    existed ran as its default says (or as `ABSENT_MEANS` says, for a default changed since),
-    so it resumes under newer code. Nor is a field its
-    judge never reads (`RankerConfig.unread_fields`: the expert's verdict under an LLM judge),
-    nor a comparison that resolves the same under `config`'s judge (`preferences.compare`
-    "auto" and "sum" under an LLM judge: `RankerConfig.aggregate`).
+    A `RETIRED` field the saved config holds at its off value is no difference (the saved
+    run ran as this code does); at another value it raises (`current_config`). With `config`
+    (the dataclass `given` was written from), a field the saved config lacks and `config`
+    holds at its default is no difference: a run saved before that field existed ran as its
+    default says (or as `ABSENT_MEANS` says, for a default changed since), so it resumes under
+    newer code. Nor is a field its judge never reads (`RankerConfig.unread_fields`: the
+    expert's verdict under an LLM judge), nor a comparison that resolves the same under
+    `config`'s judge (`preferences.compare` "auto" and "sum" under an LLM judge:
+    `RankerConfig.aggregate`).
+
+    Raises:
+      UserError: `saved` used a retired option (`current_config`).
     """
-    a, b = _flatten(saved), _flatten(given)
+    a, b = _flatten(current_config(saved)), _flatten(given)
     missing = object()
     ranker = getattr(config, "ranker", None)
     unread = {f"ranker.{name}" for name in getattr(ranker, "unread_fields", tuple)()}
@@ -191,7 +229,8 @@ def check_out_dir(out_dir: str, config: Any, resume: bool) -> None:
     Raises:
       UserError: `resume` and `out_dir` holds no run; `out_dir` holds a started run and
         not `resume`; `resume` and the saved config differs in a field other than
-        `RESUMABLE_CHANGES` (every differing field named);
+        `RESUMABLE_CHANGES` (every differing field named), or the saved run used a retired
+        option (`current_config`);
         the run saved no checkpoint and its logs hold judge records, or any records when
         `resume`; `out_dir` cannot be written.
     """
@@ -208,7 +247,7 @@ def check_out_dir(out_dir: str, config: Any, resume: bool) -> None:
         raise UserError(f"{out_dir} already holds a run ({state})",
                         "pass --resume to continue it, or choose another --out")
     if resume:
-        saved = read_config(path, "--resume: ")
+        saved = current_config(read_config(path, "--resume: "), "--resume: ")
         differences = [d for d in config_differences(saved, json.loads(config_json(config)),
                                                       config)
                        if not d.startswith(RESUMABLE_CHANGES)]

@@ -14,13 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from sailor_jax.alignment import heldout, kept_pairs, move_pairs, refinement
+from sailor_jax.alignment import heldout, refinement
 from sailor_jax.alignment.parallel import update_many
 from sailor_jax.alignment.preferences import _judged_pairs as judged_window_pairs
 from sailor_jax.alignment.preferences import build_preferences, kendall_tau
 from sailor_jax.config import SailorConfig
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.judges.moves import MoveGroups
 from sailor_jax.run.results import LoopState, SeedUpdate
 from sailor_jax.types import Ranking
 
@@ -28,9 +27,7 @@ from sailor_jax.types import Ranking
 def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
                spec: RewardSpec, cfg: SailorConfig, iteration: int,
                advisor: refinement.Advisor | None = None, stalled: list[bool] | None = None,
-               score_history: list[list[float | None]] | None = None,
-               kept: list[list[dict]] | None = None, aggregate: str = "sum",
-               moves: list[tuple[MoveGroups, np.ndarray] | None] | None = None
+               score_history: list[list[float | None]] | None = None, aggregate: str = "sum"
                ) -> tuple[np.ndarray, list[SeedUpdate]]:
     """Build preferences and update theta for every seed; refine where asked. Host-only.
 
@@ -52,15 +49,7 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
         iterations; the advisor is asked only for seeds that stalled and have no discordant
         pair this iteration.
       score_history: per iteration, the `[S]` segment game scores (for the advisor's prompt).
-      kept: per seed, the pairs kept from earlier iterations (`alignment.kept_pairs`
-        entries; `cfg.alignment.keep_iterations > 0`). The update of seed s also fits
-        `kept[s]`'s live pairs; `kept[s]` is then replaced (in this list, not in place) by
-        the store for the next iteration. None = no kept pairs.
       aggregate: what the judge's verdict is about, "sum" or "mean" (`Ranker.aggregate`).
-      moves: with `cfg.judged == "moves"`, per seed its judged moves `(MoveGroups, action
-        values float[B, 4])` (None where the judge failed), which replace the windows'
-        rankings in the fit and the held-out test (`alignment.move_pairs`; the survival guard
-        still reads the windows' `Phi`); None = windows.
 
     Returns:
       `(new thetas float32[S, F], S SeedUpdate)`; a refined seed's update has `refine` set.
@@ -70,31 +59,20 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     """
     comparison = heldout.resolve_comparison(cfg.preferences.compare, aggregate)
     new_thetas, updates = thetas.copy(), [None] * len(rankings)
-    judged, calls, fresh, num_kept, tests = [], [], {}, {}, {}
+    judged, calls, fresh, tests = [], [], {}, {}
     for s, ranking in enumerate(rankings):
-        move = None if moves is None else moves[s]
-        if ranking is None and move is None:
+        if ranking is None:
             updates[s] = SeedUpdate(judge_failed=True,
                                     message="judge gave no ranking; theta unchanged")
             continue
         rng = np.random.default_rng([cfg.seed, iteration, s])
-        if move is None:
-            phi_sum, prefs, tau, test = _window_fit(thetas[s], batch, s, ranking, comparison,
-                                                    rng, cfg)
-        else:
-            phi_sum, prefs, tau, test = _move_fit(thetas[s], *move, rng, cfg)
+        phi_sum, prefs, tau, test = _window_fit(thetas[s], batch, s, ranking, comparison, rng,
+                                                cfg)
         if test is not None:
             tests[s] = test
         judged.append(s)
-        fresh[s] = prefs, tau  # this iteration's (the update may add kept pairs)
-        if kept is not None:
-            keep = cfg.alignment.keep_iterations
-            update_phi, update_prefs, num_kept[s] = kept_pairs.merge(
-                phi_sum, prefs, kept[s], iteration, keep, cfg.alignment.keep_decay)
-            kept[s] = kept_pairs.push(kept[s], phi_sum, prefs, iteration, keep)
-            calls.append((thetas[s], update_phi, update_prefs, spec, cfg.alignment, rng))
-        else:
-            calls.append((thetas[s], phi_sum, prefs, spec, cfg.alignment, rng))
+        fresh[s] = prefs, tau
+        calls.append((thetas[s], phi_sum, prefs, spec, cfg.alignment, rng))
     # The seeds' updates are independent: side by side in worker processes, same results.
     results = update_many(calls, cfg.alignment.update_workers)
     for s, result in zip(judged, results, strict=True):
@@ -102,7 +80,7 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
         theta, accepted, message = result.theta, result.accepted, result.message
         if s in tests and accepted:
             test = heldout.pairs_test(thetas[s], theta, *tests[s], cfg.alignment.heldout_z,
-                                      cfg.preferences.tie_tol, cfg.alignment.heldout_tau_z)
+                                      cfg.preferences.tie_tol)
             accepted, message = test.accepted, f"{message}; {test.message}"
             theta = theta if accepted else thetas[s]
         if cfg.alignment.survival_guard and accepted:
@@ -114,7 +92,6 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
         new_thetas[s] = theta
         updates[s] = SeedUpdate(
             num_discordant=prefs.num_discordant, num_concordant=prefs.num_concordant,
-            num_kept=num_kept.get(s),
             kendall_tau_before=tau(thetas[s]), kendall_tau_after=tau(theta),
             error_before=result.error_before,
             error_after=result.error_after if accepted else result.error_before,
@@ -137,21 +114,6 @@ def _window_fit(theta: np.ndarray, batch: Any, s: int, ranking: Ranking, compari
         test = (phi_all[out], *judged_window_pairs(heldout.subset_ranking(ranking, out)))
     prefs = build_preferences(phi_sum @ theta, fit_ranking, rng, cfg.preferences)
     return phi_sum, prefs, lambda th: kendall_tau(phi_sum @ th, fit_ranking), test
-
-
-def _move_fit(theta: np.ndarray, groups: MoveGroups, values: np.ndarray,
-              rng: np.random.Generator, cfg: SailorConfig) -> tuple:
-    """A seed's judged moves (`judges.moves`), as `_window_fit`: the held-out part is whole
-    boards; the rows are every board's moves, the pairs the fitted boards'."""
-    phi = move_pairs.rows(groups.phi)
-    fit_boards, test = np.arange(len(groups)), None
-    if cfg.alignment.heldout > 0:
-        fit_boards, out = heldout.split_group(len(groups), cfg.alignment.heldout, rng)
-        test = (phi, *move_pairs.judged_pairs(values, groups.legal, out))
-    win, lose = move_pairs.judged_pairs(values, groups.legal, fit_boards)
-    prefs = move_pairs.move_preferences(phi @ theta, win, lose, rng, cfg.preferences)
-    tie_tol = cfg.preferences.tie_tol
-    return phi, prefs, lambda th: move_pairs.pair_tau(phi @ th, win, lose, tie_tol), test
 
 
 def refine_stalled(thetas: np.ndarray, updates: list[SeedUpdate], batch: Any,

@@ -100,7 +100,8 @@ def read_run(folder: str) -> tuple[str, Any]:
       MissingFileError: `folder` is no folder, holds no `config.json`, or its run has not
         finished (no `results.json`: the line says how `--resume` finishes it).
       UserError: `config.json` is unreadable, or written by neither script, or not a config
-        this code can rebuild (`config_from_json`).
+        this code can rebuild (`config_from_json`), or the run used a retired option
+        (`run_dir.current_config`).
     """
     fix = "pass the --out folder of a finished experiments/train_ppo.py or sailor.py run"
     if not os.path.isdir(folder):
@@ -116,7 +117,7 @@ def read_run(folder: str) -> tuple[str, Any]:
     script = scripts[0]
     if not run_dir.finished(folder):
         raise run_dir.unfinished_error(folder, "run this command again", script)
-    return script, config_from_json(RUN_KINDS[script][0], saved)
+    return script, config_from_json(RUN_KINDS[script][0], run_dir.current_config(saved))
 
 
 def run_rows(config: Any) -> int:

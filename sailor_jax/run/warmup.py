@@ -12,7 +12,6 @@ fitted their reward predictor on clips of a random policy before RL began.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from sailor_jax.run import phases
@@ -25,8 +24,7 @@ WARMUP_KEY = 2**20
 every training iteration's (`phases.collect_batch`, `phases.judge`)."""
 
 
-def warm_up(ctx: phases.Context, state: LoopState, runner_state: Any,
-            reference_params: Any = None) -> None:
+def warm_up(ctx: phases.Context, state: LoopState, runner_state: Any) -> None:
     """Run the `cfg.warmup_updates` warm-up rounds on the agent in `runner_state`.
 
     Round k is recorded, and its judge's log records tagged, as iteration `k - K` (below
@@ -34,17 +32,12 @@ def warm_up(ctx: phases.Context, state: LoopState, runner_state: Any,
     (`phases.commit`): its thetas (`float32[S, F]` as lists) go to `state.theta_history`, its
     record to `state.warmup`, its collect/rank/update seconds to `state.timings`. Needs a judge
     (`ctx.ranker`); trains nothing. Writes no checkpoint: a run killed inside the warm-up runs
-    it again from the start. With `cfg.warmup_tau_z > 0` its steps pass the held-out agreement
-    gate at that z (`AlignmentConfig.heldout_tau_z`). `reference_params`: as
-    `phases.collect_batch` takes them.
+    it again from the start.
     """
     cfg, s = ctx.cfg, ctx.cfg.num_seeds
-    if cfg.warmup_tau_z:  # the warm-up's own held-out agreement gate
-        ctx = dataclasses.replace(ctx, cfg=dataclasses.replace(cfg, alignment=dataclasses.replace(
-            cfg.alignment, heldout_tau_z=cfg.warmup_tau_z)))
     for k in range(cfg.warmup_updates):
         t = WARMUP_KEY + k
-        batch, collect_s = phases.collect_batch(ctx, runner_state, t, reference_params)
+        batch, collect_s = phases.collect_batch(ctx, runner_state, t)
         judged = phases.judge(ctx, state, batch, [None] * s, t, k - cfg.warmup_updates)
         thetas = phases.settle(state, judged)
         seconds = {"train": 0.0, "collect": collect_s, **judged.seconds}
