@@ -1,18 +1,18 @@
 """Where SAILOR's reward ended, written out as a start: the destination, to train from scratch.
 
-Reads the theta trajectories of one `experiments/repair.py` run (`theta_trajectories.csv`, or
+Reads the theta trajectories of one `experiments/compare.py` run (`theta_trajectories.csv`, or
 its compressed copy `theta_trajectories.csv.gz`) and, for each arm named, prints the mean over
 seeds of its final theta as a written-out start (`NAME_dest:feature=w,...`, 3 decimals),
-the form repair.py's starts option takes. Training that start kept fixed (repair.py's fixed
+the form compare.py's starts option takes. Training that start kept fixed (compare.py's fixed
 method, the same seeds and budget) separates what the reward became from how the agent got
 there: if the destination trained from scratch scores as theta0 and SAILOR's agent does not,
 the path (training on the reward while it was still wrong) limits repair, not the
 destination.
 
-    python benchmarks/destination.py --run runs/r49i --arms disorder_bonus.sailor_value_regret
+    python benchmarks/destination.py --run runs/compare --arms disorder_bonus.sailor
 
 Prints one start per line, in the order the arms are named, to paste (or substitute with
-`$(...)`) after repair.py's starts.
+`$(...)`) after compare.py's starts.
 """
 
 from __future__ import annotations
@@ -34,18 +34,18 @@ KEYS = ("variant", "seed", "iteration")
 
 @dataclasses.dataclass(frozen=True)
 class Args:
-    """The mean final theta of repair.py arms, as written-out starts."""
+    """The mean final theta of compare.py arms, as written-out starts."""
 
     run: str
-    """The repair.py folder (or the path of its theta_trajectories.csv / .csv.gz)."""
+    """The compare.py folder (or the path of its theta_trajectories.csv / .csv.gz)."""
     arms: tuple[str, ...]
-    """Arms by their variant name, START.METHOD (e.g. disorder_bonus.sailor_value_regret)."""
+    """Arms by their variant name, START.ARM (e.g. disorder_bonus.sailor)."""
     suffix: str = "_dest"
     """Appended to the start's name to name the written-out start."""
 
 
 def load_rows(run: str) -> list[dict]:
-    """The rows of a run's theta trajectories (`repair.py`'s `theta_trajectories.csv`).
+    """The rows of a run's theta trajectories (`compare.py`'s `theta_trajectories.csv`).
 
     Raises:
       UserError: no such file (plain or compressed), or not a trajectory file.
@@ -56,12 +56,12 @@ def load_rows(run: str) -> list[dict]:
             rows = list(csv.DictReader(f))
     except FileNotFoundError:
         raise UserError(f"--run: no theta_trajectories.csv (or .csv.gz) at {path}",
-                        "give a folder that experiments/repair.py has written its tables into"
+                        "give a folder that experiments/compare.py has written its tables into"
                         ) from None
     if not rows or list(rows[0])[:3] != list(KEYS) or len(rows[0]) <= len(KEYS):
         raise UserError(f"--run: {path} is not a theta trajectory file (columns "
                         f"{', '.join(KEYS)}, then one per feature)",
-                        "give the file experiments/repair.py wrote")
+                        "give the file experiments/compare.py wrote")
     return rows
 
 

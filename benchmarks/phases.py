@@ -1,6 +1,6 @@
 """Phase table of SAILOR iterations per preset: where a run's wall-clock goes.
 
-Runs each setting's real CLI (`experiments/sailor.py` or `experiments/ablations.py`) for a few
+Runs each setting's real CLI (`experiments/sailor.py` or `experiments/compare.py`) for a few
 iterations into a temporary folder, then reads the per-iteration `time/*` records of its
 `metrics.jsonl` (train, collect, rank, update, checkpoint) and `results.json`'s `timings`
 (compile, the final evaluation). Host share = (collect + rank + update + checkpoint) /
@@ -37,12 +37,13 @@ from sailor_jax.logging import open_text, stored_path, to_jsonable
 from sailor_jax.report import machine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SAILOR, ABLATIONS = "experiments/sailor.py", "experiments/ablations.py"
+SAILOR, COMPARE = "experiments/sailor.py", "experiments/compare.py"
 SETTINGS: dict[str, tuple[str, list[str], str]] = {
     "smoke": (SAILOR, ["--preset", "smoke"], "the whole preset (2 iterations)"),
     "cpu": (SAILOR, ["--preset", "cpu", "--sailor.iterations", "2"], "2 of 6 iterations"),
-    "expert": (ABLATIONS, ["--preset", "expert", "--variants", "sailor_bo_expert",
-                           "--base.iterations", "2"], "sailor_bo_expert, 2 of 8 iterations"),
+    "expert": (COMPARE, ["--preset", "cpu", "--starts", "theta0", "--arms", "paper",
+                         "--num-seeds", "5", "--iterations", "2"],
+               "the paper's update judged by the expert, 5 seeds, 2 of 32 iterations"),
     "expert_cpu": (SAILOR, ["--preset", "cpu", "--sailor.ranker.kind", "expert",
                             "--sailor.num-seeds", "4", "--sailor.ppo.num-envs", "256",
                             "--sailor.ppo.updates-per-segment", "8", "--sailor.iterations", "4"],

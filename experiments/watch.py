@@ -4,7 +4,7 @@
     python experiments/watch.py runs/ppo --out best.svg --games 16 --seed 3 --frame-seconds 0.05
 
 RUN_FOLDER is the --out folder of a finished `experiments/train_ppo.py` or
-`experiments/sailor.py` run (or one variant folder of `experiments/ablations.py`); its newest
+`experiments/sailor.py` run (or one variant folder of `experiments/compare.py`); its newest
 checkpoint is restored (`sailor_jax.run.trained.load_agent`). `--games` games are played in
 parallel with the greedy policy the final evaluation plays (the argmax of the legal logits;
 with the default afterstate network, of the afterstates' scores), from `--seed`. Each game's
@@ -38,7 +38,7 @@ class Args:
 
     run_folder: Annotated[tyro.conf.Positional[str], tyro.conf.arg(metavar="RUN_FOLDER")]
     """The --out folder of a finished experiments/train_ppo.py or experiments/sailor.py run
-    (or a variant folder of experiments/ablations.py)."""
+    (or a variant folder of experiments/compare.py)."""
     out: str
     """The SVG file to write (missing folders are created)."""
     games: int = 1

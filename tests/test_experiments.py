@@ -47,7 +47,7 @@ def test_sailor_cli_presets_parse_and_override():
 
 def test_sailor_presets_run_the_guarded_update_measured_in_the_repair_table():
     """Every preset runs `SailorConfig()`'s recommended update over its budget and LLM judge:
-    the settings of repair.py's sailor_value arm except the judge (pointwise LLM)."""
+    the settings of compare.py's sailor arm except the judge (pointwise LLM)."""
     sailor = _load("experiments/sailor.py")
     for name, cfg in sailor.PRESETS.items():
         a = cfg.alignment

@@ -2,7 +2,7 @@
 
 Host-only. `benchmarks/judge_curve.py` measures, per level of the dialled-quality judge
 (`RankerConfig.noise`), its skill-order accuracy on the graded pool (`judge_eval`) and the
-recommended SAILOR's repair and no-loss at that level (`experiments/repair.py`); the result is
+recommended SAILOR's repair and no-loss at that level (`experiments/compare.py`); the result is
 a *curve*, a JSON list of points `{"label", "noise", "queries", "accuracy", "accuracy_ci",
 "starts": {start: {"recovery", "recovery_ci", ...}}}`. This module holds the arithmetic: the
 accuracy of a judge with a group-bootstrap interval, where recovery crosses a level, and what

@@ -4,7 +4,7 @@ Host-only.
 `check_writable` creates the folder (with its missing parents) and a probe file, then removes
 both: permission bits are not asked (`os.access` passes as root on a read-only mount or under
 /proc). Runs started side by side into sibling folders share their missing parents. Every
-script's `--out` check (`run_dir.check_out_dir`, `loop.run`, `train_fixed`, `ablations.py`,
+script's `--out` check (`run_dir.check_out_dir`, `loop.run`, `train_fixed`, `compare.py`,
 `plot.py`, the theta search; `watch.py` for the folder of the file it writes) is this one.
 """
 

@@ -3,7 +3,7 @@ final thetas (`final_thetas`). Host-only.
 
 `load_agent` reads the folder of a finished `experiments/train_ppo.py` run (a `TrainConfig`
 in `config.json`) or `experiments/sailor.py` run (a `SailorConfig`; also one variant folder
-of `experiments/ablations.py`), rebuilds its config, and restores the newest checkpoint the
+of `experiments/compare.py`), rebuilds its config, and restores the newest checkpoint the
 way a resumed run does: against the sharded `jax.eval_shape` of a fresh `ppo.make_train`
 init of all the run's rows (`SeedLayout.abstract_checkpoint`, `Checkpointer.restore`). The
 rows are the vmapped seeds; a SAILOR run with `baseline=True` holds `num_seeds` more rows
