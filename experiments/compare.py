@@ -49,6 +49,7 @@ from sailor_jax.cli import (  # noqa: E402
 from sailor_jax.config import (  # noqa: E402
     SMALL_NETWORK,
     EvalConfig,
+    LLMRankerConfig,
     PPOConfig,
     RankerConfig,
     SailorConfig,
@@ -77,8 +78,9 @@ class Args:
     """`ranker.kind` of every arm that does not name its judge: the expectimax expert (its
     per-move regret verdict), the LLM, or the score gained."""
     judge_model: str | None = None
-    """`ranker.llm.model` of the LLM judge (a folder, a GGUF, or a Hub name); None = the
-    embedded SmolLM2-135M-Instruct."""
+    """`ranker.llm.model` of the LLM judge: a folder saved with `save_pretrained`, a `.gguf`
+    file (its folder and `ranker.llm.gguf_file`), or a Hub name; None = the embedded
+    SmolLM2-135M-Instruct."""
     iterations: int | None = None
     """`iterations` (theta updates after the warm-up); None = the preset's."""
     updates_per_segment: int | None = None
@@ -101,9 +103,13 @@ class Args:
 _CPU = SailorConfig(
     iterations=32, num_seeds=8, max_len=2000, baseline=False, tensorboard=False,
     ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
-    ranker=RankerConfig(kind="expert"), eval=EvalConfig(episodes=64, max_len=50_000))
+    ranker=RankerConfig(kind="expert", llm=LLMRankerConfig(
+        mode="pointwise", pointwise_variants=1, batch_size=2, max_prompt_tokens=1536,
+        snapshot_every=50)),
+    eval=EvalConfig(episodes=64, max_len=50_000))
 """The repair table's sizes: 32 iterations of 4 PPO updates x 256 envs (1,048,576 env steps
-per seed), 8 seeds, the (64, 64) afterstate trunk, the expert judge."""
+per seed), 8 seeds, the (64, 64) afterstate trunk, the expert judge (with `--judge llm`, the
+LLM rates each window's summary on its own, as `experiments/sailor.py`'s presets do)."""
 _SMOKE = dataclasses.replace(
     _CPU, iterations=3, num_seeds=2, max_len=300, trajectories=8, reference_games=4,
     warmup_updates=1,
@@ -124,7 +130,10 @@ def base_config(preset: str, args: Args) -> SailorConfig:
     cfg = PRESETS[preset][1]
     ppo = cfg.ppo if args.updates_per_segment is None else dataclasses.replace(
         cfg.ppo, updates_per_segment=args.updates_per_segment)
-    llm = dataclasses.replace(cfg.ranker.llm, model=args.judge_model)
+    model, gguf_file = args.judge_model, None
+    if model is not None and model.endswith(".gguf"):
+        model, gguf_file = os.path.split(model)
+    llm = dataclasses.replace(cfg.ranker.llm, model=model, gguf_file=gguf_file)
     return dataclasses.replace(
         cfg, ppo=ppo, seed=args.seed, ranker=dataclasses.replace(cfg.ranker, kind=args.judge,
                                                                  llm=llm),

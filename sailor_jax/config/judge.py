@@ -205,11 +205,11 @@ class RankerConfig:
         return verdict_aggregate(self.expert_verdict) if self.kind == "expert" else "sum"
 
     def unread_fields(self) -> tuple[str, ...]:
-        """The fields this judge never reads: the expert's settings under another judge, what
-        the LLM is shown under another judge. A saved run that differs from a config only
-        there ran the same (`run_dir`)."""
+        """The fields this judge never reads (a name covers its nested fields): the expert's
+        settings under another judge, the LLM's under another judge. A saved run that differs
+        from a config only there ran the same (`run_dir`)."""
         expert = () if self.kind == "expert" else ("expert_depth", "expert_verdict")
-        return expert + (() if self.kind == "llm" else ("llm.view",))
+        return expert + (() if self.kind == "llm" else ("llm",))
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.noise) and self.noise >= 0):

@@ -136,7 +136,7 @@ def config_differences(saved: dict, given: dict, config: Any = None) -> list[str
     return [f"{key}: saved {a.get(key, missing)!r}, given {b.get(key, missing)!r}"
             .replace(repr(missing), "(absent)")
             for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)
-            and key not in unread
+            and not any(key == u or key.startswith(f"{u}.") for u in unread)
             and not (key not in a and config is not None
                      and _default_json(config, key) == b[key])]
 
