@@ -260,7 +260,7 @@ def test_docs_name_only_existing_flags(doc: str):
     known = frozenset().union(*(script_flags(_relpath(p)) for p in SCRIPTS),
                               *(module_flags(m) for m in MODULE_CLIS))
     assert unknown_flags(text, known) == []
-    assert unknown_flags("`--base.*` and `--sailor.nope`", known) == ["--sailor.nope"]
+    assert unknown_flags("`--sailor.*` and `--sailor.nope`", known) == ["--sailor.nope"]
 
 
 def test_readme_and_docstrings_show_commands():
