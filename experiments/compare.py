@@ -57,6 +57,7 @@ from sailor_jax.config import (  # noqa: E402
 from sailor_jax.config.arms import ARMS, DEFAULT_ARMS, arm_config  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
+from sailor_jax.run import run_dir  # noqa: E402
 from sailor_jax.run.run_dir import finished  # noqa: E402
 from sailor_lab.comparison import REFERENCE, markdown, summarize  # noqa: E402
 from sailor_lab.starts import STARTS, Start, parse_start  # noqa: E402
@@ -234,6 +235,7 @@ def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
         if not runs or runs[0][0] != REFERENCE:
             raise UserError(f"--finished-only: {REFERENCE} has not finished in {out}",
                             "run it first (without --finished-only)")
+    run_dir.check_writable(out)  # --out itself first: the line names it as typed
     for name, _, _, cfg in runs:  # every folder and judge, before anything is written
         check_variant(name, cfg, os.path.join(out, "variants", name))
     console, results = make_console(), {}

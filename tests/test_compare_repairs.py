@@ -77,11 +77,11 @@ def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_
     for folder in (a, b):
         _write(folder, "theta0.fixed", [100.0, 110.0, 90.0])
         _write(folder, "pays.fixed", [10.0, 20.0, 0.0])
-    _write(a, "pays.sailor_value", [50.0, 60.0, 40.0], game_over=0.8, ended=[[3, 0, 3], [0, 0, 6]])
-    _write(b, "pays.sailor_value", [70.0, 60.0, 50.0], game_over=0.2, ended=[[6, 6, 6]])
-    _write(a, "theta0.sailor_value", [100.0, 100.0, 100.0])
-    _write(b, "theta0.sailor_value", [101.0, 112.0, 93.0])
-    _write(a, "other.sailor_value", [1.0, 2.0, 3.0])  # not in b: left out
+    _write(a, "pays.sailor", [50.0, 60.0, 40.0], game_over=0.8, ended=[[3, 0, 3], [0, 0, 6]])
+    _write(b, "pays.sailor", [70.0, 60.0, 50.0], game_over=0.2, ended=[[6, 6, 6]])
+    _write(a, "theta0.sailor", [100.0, 100.0, 100.0])
+    _write(b, "theta0.sailor", [101.0, 112.0, 93.0])
+    _write(a, "other.sailor", [1.0, 2.0, 3.0])  # not in b: left out
     rows = bench.main(["--a", str(a), "--b", str(b), "--label-a", "base", "--label-b", "end",
                        "--out", str(tmp_path / "out")])
     assert [r["start"] for r in rows] == ["pays", "theta0"]
@@ -106,12 +106,12 @@ def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_
         saved = json.load(f)
     assert saved["rows"][0]["score"]["end"] == [70.0, 60.0, 50.0]
     assert np.isclose(saved["rows"][0]["b_minus_a"]["mean"], 10.0)
-    # Another arm in b: its rows pair with a's sailor_value arm.
-    _write(b, "pays.sailor_value_regret", [30.0, 20.0, 40.0])
-    rows = bench.main(["--a", str(a), "--b", str(b), "--method-b", "sailor_value_regret"])
+    # Another arm in b: its rows pair with a's sailor arm.
+    _write(b, "pays.sailor_value", [30.0, 20.0, 40.0])
+    rows = bench.main(["--a", str(a), "--b", str(b), "--method-b", "sailor_value"])
     assert [r["start"] for r in rows] == ["pays"]
     assert rows[0]["b_minus_a"]["per_seed"] == [-20.0, -40.0, 0.0]
-    with pytest.raises(UserError, match="--a/--b: no sailor_value arm has finished in both"):
+    with pytest.raises(UserError, match="--a/--b: no sailor arm has finished in both"):
         bench.main(["--a", str(a), "--b", str(tmp_path / "none")])
 
 
@@ -123,11 +123,11 @@ def test_compare_repairs_pools_seed_sets_pair_by_pair(tmp_path, capsys):
     for folder, ref, fixed in ((a, [100.0, 110.0], [10.0, 20.0]), (a1, [90.0], [0.0])):
         _write(folder, "theta0.fixed", ref)
         _write(folder, "pays.fixed", fixed)
-    _write(a, "pays.sailor_value", [50.0, 60.0], game_over=0.8)
-    _write(b, "pays.sailor_value_regret", [70.0, 80.0], game_over=0.2)
-    _write(a1, "pays.sailor_value", [40.0], game_over=0.5)
-    _write(a1, "pays.sailor_value_regret", [45.0], game_over=-0.4)  # B's second set: in a1
-    argv = ["--a", str(a), "--b", str(b), "--method-b", "sailor_value_regret",
+    _write(a, "pays.sailor", [50.0, 60.0], game_over=0.8)
+    _write(b, "pays.sailor_value", [70.0, 80.0], game_over=0.2)
+    _write(a1, "pays.sailor", [40.0], game_over=0.5)
+    _write(a1, "pays.sailor_value", [45.0], game_over=-0.4)  # B's second set: in a1
+    argv = ["--a", str(a), "--b", str(b), "--method-b", "sailor_value",
             "--more-a", str(a1)]
     (pays,) = bench.main(argv)
     assert pays["score"] == {"A": [50.0, 60.0, 40.0], "B": [70.0, 80.0, 45.0]}
@@ -139,7 +139,7 @@ def test_compare_repairs_pools_seed_sets_pair_by_pair(tmp_path, capsys):
     assert pays["updates"]["A"]["total"] == 2 * 2  # two runs, _record's two seed-updates each
     (same,) = bench.main([*argv, "--more-b", str(a1)])  # named: the same folder
     assert same["b_minus_a"] == pays["b_minus_a"]
-    with pytest.raises(UserError, match="no sailor_value arm has finished"):
+    with pytest.raises(UserError, match="no sailor arm has finished"):
         bench.main([*argv[:-1], str(tmp_path / "none")])  # a seed set without the arms
     with pytest.raises(SystemExit):
         bench.main([*argv, "--more-b", str(a1), str(b)])
