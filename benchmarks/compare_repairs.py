@@ -1,6 +1,6 @@
 """Compare two `experiments/repair.py` folders start by start, paired per seed.
 
-A change to SAILOR (e.g. the warm-up, `--warmup-updates 8`) is measured by running
+A change to SAILOR (e.g. a warm-up of 8 theta updates) is measured by running
 `repair.py` twice with the same starts, seeds and budget, once with the change (folder B) and
 once without (folder A); the kept-fixed arms may be shared (copied: they do not depend on
 the change; `--method-b` names B's arm where it is another, e.g. `sailor_value_regret`). For
