@@ -52,6 +52,11 @@ def test_loop_state_round_trip_through_json():
     np.testing.assert_array_equal(back.thetas, state.thetas)
     assert back.iterations[0].seeds[1].judge_failed
     assert back.to_json() == state.to_json()
+    # A checkpoint saved while kept pairs existed holds an empty `kept_pairs` per seed (the
+    # option off; a run with it on is refused first, `run_dir.RETIRED`): it loads the same.
+    old = json.loads(json.dumps(state.to_json())) | {"kept_pairs": [[], []]}
+    old["iterations"][0]["seeds"][0]["num_kept"] = 0
+    assert LoopState.from_json(old).to_json() == state.to_json()
 
 
 def _results() -> SailorResults:
