@@ -53,17 +53,17 @@ def summary(results, devices_seen: int | None = None) -> dict:
 def run_and_see_devices(out: str, devices: int, resume: bool = False) -> dict:
     """`loop.run`, recording how many devices the runner's parameters live on."""
     seen = []
-    original = phases.iteration
+    original = phases.collect_batch
 
-    def spy(ctx, state, runner_state, *args):
+    def spy(ctx, runner_state, *args):
         seen.append(len(jax.tree.leaves(runner_state.params)[0].sharding.device_set))
-        return original(ctx, state, runner_state, *args)
+        return original(ctx, runner_state, *args)
 
-    phases.iteration = spy
+    phases.collect_batch = spy
     try:
         results = loop.run(CFG, out, resume=resume, devices=devices)
     finally:
-        phases.iteration = original
+        phases.collect_batch = original
     return summary(results, max(seen))
 
 

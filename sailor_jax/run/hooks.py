@@ -1,9 +1,10 @@
-"""The plain hooks of a SAILOR run: the judge phases between segments, in the main thread.
+"""The plain hooks of a SAILOR run: one iteration's phases, in the main thread.
 
 Host orchestration. `SailorHooks` is the `runner.SegmentHooks` that `loop` uses unless the run
-is pipelined (`pipeline.PipelinedHooks`, its subclass): before segment 0 it runs the warm-up
-(`Context.warm_up`), after each segment `phases.iteration` (judge, update theta, record, log)
-and, every `eval_every` segments, `evaluate_seeds`.
+is pipelined (`pipeline.PipelinedHooks`, its subclass). Its `step` is one SAILOR iteration,
+one call per phase: train (`runner.Segments.train`), collect, rank, update theta, settle,
+record (`phases`), checkpoint (`runner.Segments.checkpoint`); before segment 0 the warm-up
+(`Context.warm_up`) and, every `eval_every` segments, `evaluate_seeds`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import numpy as np
 from sailor_jax.config import SailorConfig
 from sailor_jax.logging import MetricLogger
 from sailor_jax.run import phases, runner
-from sailor_jax.run.results import IterationRecord, LoopState, total_tokens
+from sailor_jax.run.results import IterationRecord, LoopState, SeedUpdate, total_tokens
+from sailor_jax.run.theta_update import segment_scores, update_stall
 
 __all__ = ["SailorHooks", "evaluate_seeds", "progress_line"]
 
@@ -42,14 +44,41 @@ class SailorHooks:
             return thetas
         return np.concatenate([thetas, np.tile(self.ctx.theta0, (cfg.num_seeds, 1))])
 
-    def after_segment(self, segment: int, runner_state: Any, metrics: Any, seconds: float,
-                      logger: MetricLogger) -> str:
-        record = phases.iteration(self.ctx, self.state, runner_state, metrics, seconds, logger)
-        record.evaluation = self.periodic_evaluation(segment, runner_state)
-        if record.evaluation is not None:
-            logger.log(record.env_steps, {"eval/score_mean": record.evaluation["score_mean"]})
+    def step(self, segment: int, run: runner.Segments) -> str:
+        """One SAILOR iteration, top to bottom: train the segment on the current thetas,
+        collect the agent's and the reference player's games, have the judge rank them,
+        update theta, record and log, checkpoint. Returns the progress text."""
+        ctx, state, cfg = self.ctx, self.state, self.ctx.cfg
+        self.before_segment(segment, run.state)  # the warm-up, before segment 0
+        metrics, seconds = run.train(segment, self.thetas())
+        t, s = state.iteration, cfg.num_seeds
+        train_score = segment_scores(metrics, s)
+        update_stall(state, train_score, cfg.refine.min_improvement)
+        phase_seconds, batch, tokens = {"train": seconds}, None, None
+        if cfg.self_align:
+            batch, phase_seconds["collect"] = phases.collect_batch(ctx, run.state, t)
+            rankings, phase_seconds["rank"] = phases.rank(ctx, state, batch, t)
+            judged = phases.update_theta(ctx, state, batch, rankings, train_score, t)
+            phase_seconds |= judged.seconds
+            new_thetas, updates, tokens = phases.settle(state, judged), judged.updates, \
+                judged.tokens
+        else:
+            new_thetas = state.thetas.copy()
+            updates = [SeedUpdate(message="fixed reward (self_align=False)") for _ in range(s)]
+        record = phases.record_iteration(ctx, state, t, train_score, phase_seconds, batch,
+                                         new_thetas, updates, run.logger, metrics, tokens)
+        self.record(record, self.periodic_evaluation(segment, run.state), run.logger)
+        run.checkpoint(segment)
+        return progress_line(state, record)
+
+    def record(self, record: IterationRecord, evaluation: dict | None,
+               logger: MetricLogger) -> None:
+        """Append an iteration's record with its periodic evaluation (logged when there is
+        one) to the run's state."""
+        record.evaluation = evaluation
+        if evaluation is not None:
+            logger.log(record.env_steps, {"eval/score_mean": evaluation["score_mean"]})
         self.state.iterations.append(record)
-        return progress_line(self.state, record)
 
     def periodic_evaluation(self, segment: int, runner_state: Any) -> dict | None:
         """Every `eval_every` segments but the last (which the final evaluation covers), the

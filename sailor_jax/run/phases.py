@@ -1,11 +1,11 @@
-"""The phases of one SAILOR iteration, run between segments by the hooks.
+"""The phases of one SAILOR iteration, called in order by `hooks.SailorHooks.step`.
 
-Host orchestration. After iteration t's segment, the plain hooks (`hooks.SailorHooks`) run
-`iteration`: `collect_batch` samples M games per seed with the current stochastic policy,
-`judge` ranks them by the judge (one `rank_groups` call for all seeds) and computes each seed's
-updated theta (`theta_update.align_step`: discordant + concordant pairs, the update, refinement),
-`settle` applies the judgement on every process, `record_iteration` records (`commit`) and
-logs it; the warm-up (`warmup`) runs the same phases before any segment. The pipelined
+Host orchestration. After iteration t's segment trains, `collect_batch` samples M games per
+seed with the current stochastic policy, `rank` has the judge rank them (one `rank_groups`
+call for all seeds), `update_theta` computes each seed's updated theta
+(`theta_update.align_step`: discordant + concordant pairs, the update, refinement), `settle`
+applies it on every process, `record_iteration` records (`commit`) and logs it; then the
+runner checkpoints. The warm-up (`warmup`) runs the same phases before any segment. The pipelined
 hooks (`pipeline.PipelinedHooks`) run the same phases with the judge in a worker thread; `loop`
 picks one of the two. After Zeng et al. 2024, "Learning Reward for Robot Skills Using Large
 Language Models via Self-Alignment".
@@ -29,11 +29,11 @@ from sailor_jax.judges.base import Ranker
 from sailor_jax.logging import MetricLogger
 from sailor_jax.run import runner
 from sailor_jax.run.results import IterationRecord, LoopState, SeedUpdate, total_tokens
-from sailor_jax.run.theta_update import align_step, segment_scores, update_stall
+from sailor_jax.run.theta_update import align_step
 from sailor_jax.scale import sharding
 
-__all__ = ["Context", "Judgement", "collect_batch", "commit", "iteration", "judge",
-           "record_iteration", "rows_sps", "settle"]
+__all__ = ["Context", "Judgement", "collect_batch", "commit", "judge", "rank",
+           "record_iteration", "rows_sps", "settle", "update_theta"]
 
 
 @dataclasses.dataclass
@@ -71,26 +71,6 @@ class Judgement:
     """`{"prompt", "completion"}` tokens an endpoint judge reported (None: not an endpoint)."""
 
 
-def iteration(ctx: Context, state: LoopState, runner_state: Any, metrics: Any,
-              seconds: float, logger: MetricLogger) -> IterationRecord:
-    """Everything after iteration t's segment: judge, update theta, log. Updates `state`."""
-    cfg, s, t = ctx.cfg, ctx.cfg.num_seeds, state.iteration
-    phase_seconds = {"train": seconds}
-    train_score = segment_scores(metrics, s)
-    update_stall(state, train_score, cfg.refine.min_improvement)
-    batch = None
-    if cfg.self_align:
-        batch, phase_seconds["collect"] = collect_batch(ctx, runner_state, t)
-        judged = judge(ctx, state, batch, train_score, t)
-        phase_seconds |= judged.seconds
-        new_thetas, updates, tokens = settle(state, judged), judged.updates, judged.tokens
-    else:
-        new_thetas, tokens = state.thetas.copy(), None
-        updates = [SeedUpdate(message="fixed reward (self_align=False)") for _ in range(s)]
-    return record_iteration(ctx, state, t, train_score, phase_seconds, batch, new_thetas,
-                            updates, logger, metrics, tokens)
-
-
 def collect_batch(ctx: Context, runner_state: Any, t: int) -> tuple[Any, float]:
     """Sample iteration t's M games per seed (host `TrajectoryBatch [S, M, ...]`, seconds)."""
     t0 = time.perf_counter()
@@ -101,31 +81,42 @@ def collect_batch(ctx: Context, runner_state: Any, t: int) -> tuple[Any, float]:
     return batch, time.perf_counter() - t0
 
 
-def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | None],
-          t: int, log_iteration: int | None = None) -> Judgement:
-    """Rank iteration t's games and compute the updated (and refined) thetas.
+def rank(ctx: Context, state: LoopState, batch: Any, t: int,
+         log_iteration: int | None = None) -> tuple[list | None, float]:
+    """The judge's rankings of iteration t's games, one `rank_groups` call for all seeds, and
+    its seconds. Process 0 ranks; the others return None.
 
-    Reads `state` (thetas, stall counters, past scores) and changes nothing, so it may run in
-    a worker thread (`pipeline`). Process 0 judges; the others return zeros, replaced by
-    process 0's thetas in `settle`. A judge with a `log_context` (the LLM) tags its log
-    records with `"iteration": log_iteration` (None: t), as the refinement advisor does; the
-    warm-up tags its rounds below 0, so that a resumed run keeps them (`logging.rewind_logs`).
+    Reads `state` and changes nothing, so it may run in a worker thread (`pipeline`). A judge
+    with a `log_context` (the LLM) tags its log records with `"iteration": log_iteration`
+    (None: t), as the refinement advisor does; the warm-up tags its rounds below 0, so that a
+    resumed run keeps them (`logging.rewind_logs`).
     """
-    cfg, s = ctx.cfg, ctx.cfg.num_seeds
     if not sharding.is_main_process():  # process 0 judges; the others take its thetas
-        return Judgement(np.zeros_like(state.thetas), [SeedUpdate(message="theta from "
-                                                                  "process 0")] * s,
-                         {"rank": 0.0, "update": 0.0}, [])
+        return None, 0.0
     t0 = time.perf_counter()
-    ctx.ranker.reseed(int(np.random.default_rng([cfg.seed, t]).integers(2**31)))
+    ctx.ranker.reseed(int(np.random.default_rng([ctx.cfg.seed, t]).integers(2**31)))
     if hasattr(ctx.ranker, "log_context"):
         ctx.ranker.log_context = {"iteration": t if log_iteration is None else log_iteration}
     usage = getattr(ctx.ranker, "token_usage", None)
     if usage is not None:  # the budget counts what the warm-up and finished iterations spent
         usage.start((total_tokens(state.warmup + state.iterations) or {}).get("total", 0))
-    groups = [jax.tree.map(lambda x, i=i: x[i], batch) for i in range(s)]
+    groups = [jax.tree.map(lambda x, i=i: x[i], batch) for i in range(ctx.cfg.num_seeds)]
     rankings = ctx.ranker.rank_groups(groups)
-    rank_s = time.perf_counter() - t0
+    return rankings, time.perf_counter() - t0
+
+
+def update_theta(ctx: Context, state: LoopState, batch: Any, rankings: list | None,
+                 train_score: list[float | None], t: int) -> Judgement:
+    """Each seed's updated (and refined) theta from the judge's `rankings` of iteration t's
+    games (`theta_update.align_step`: discordant + concordant pairs, the update, refinement).
+
+    Reads `state` and changes nothing (`settle` applies the result). `rankings` None (a
+    process other than 0): zeros, replaced by process 0's thetas in `settle`.
+    """
+    cfg, s = ctx.cfg, ctx.cfg.num_seeds
+    if rankings is None:
+        return Judgement(np.zeros_like(state.thetas),
+                         [SeedUpdate(message="theta from process 0")] * s, {"update": 0.0}, [])
     t0 = time.perf_counter()
     stalled = [k >= cfg.refine.patience for k in state.stall]
     history = [r.train_score for r in state.iterations if r.train_score] + [train_score]
@@ -133,10 +124,20 @@ def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | 
                                      ctx.advisor, stalled, history,
                                      aggregate=getattr(ctx.ranker, "aggregate", "sum"))
     refined = [k for k, update in enumerate(updates) if update.refine is not None]
+    usage = getattr(ctx.ranker, "token_usage", None)
     tokens = None if usage is None else {  # the judge's and a sharing refinement advisor's
         "prompt": usage.prompt, "completion": usage.completion}
-    return Judgement(new_thetas, updates, {"rank": rank_s, "update": time.perf_counter() - t0},
-                     refined, tokens)
+    return Judgement(new_thetas, updates, {"update": time.perf_counter() - t0}, refined, tokens)
+
+
+def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | None],
+          t: int, log_iteration: int | None = None) -> Judgement:
+    """`rank` then `update_theta`, as one call (the warm-up's rounds and the pipelined
+    judgement in its worker thread); the judgement's seconds hold both phases'."""
+    rankings, rank_s = rank(ctx, state, batch, t, log_iteration)
+    judged = update_theta(ctx, state, batch, rankings, train_score, t)
+    judged.seconds = {"rank": rank_s, **judged.seconds}
+    return judged
 
 
 def settle(state: LoopState, judged: Judgement) -> np.ndarray:

@@ -49,6 +49,10 @@ class PipelinedHooks(hooks.SailorHooks):
         self._future: Future | None = None
         self._batch: Any = None
 
+    def step(self, segment: int, run: runner.Segments) -> str:
+        """The default step (`runner.Segments.step`): train, `after_segment`, checkpoint."""
+        return run.step(segment, self)
+
     def after_segment(self, segment: int, runner_state: Any, metrics: Any, seconds: float,
                       logger: MetricLogger) -> str:
         cfg = self.ctx.cfg
@@ -105,8 +109,5 @@ class PipelinedHooks(hooks.SailorHooks):
         record = phases.record_iteration(self.ctx, self.state, p["t"], p["train_score"], seconds,
                                        self._batch, new_thetas, judged.updates, logger,
                                        judge_tokens=judged.tokens)
-        if p["evaluation"] is not None:
-            record.evaluation = p["evaluation"]
-            logger.log(record.env_steps, {"eval/score_mean": p["evaluation"]["score_mean"]})
-        self.state.iterations.append(record)
+        self.record(record, p["evaluation"], logger)
         self.pending = self._future = self._batch = None

@@ -49,7 +49,10 @@ class SegmentHooks(Protocol):
     called once after a checkpoint is restored, `finish(logger)`, called after the last
     segment, and `abort()`, called when the run stops with an exception. Hooks that need the
     state a segment starts from define `before_segment(segment, runner)` (the segment donates
-    it: copy what is kept). Hooks whose logs
+    it: copy what is kept). Hooks that run a whole segment's step themselves define
+    `step(segment, run) -> progress text` (`run`: the `Segments`, whose `train` and
+    `checkpoint` they call; `Segments.step` is the default: train, `after_segment`,
+    checkpoint). Hooks whose logs
     carry an `iteration` field define `next_iteration`, the first iteration whose records the
     restored state does not cover (`logging.rewind_logs` drops them on resume).
     """
@@ -69,6 +72,51 @@ class SegmentHooks(Protocol):
 
     def load_json(self, state: dict) -> None:
         """Restore the state `to_json` returned (on resume)."""
+
+
+class Segments:
+    """One run's compiled segment with its row layout, checkpointer and logger (host-only):
+    the two calls a segment's step makes around the hooks' work, `train` and `checkpoint`.
+    `state` is the runner state, `[R', ...]` rows laid out over the devices."""
+
+    def __init__(self, segment: Any, layout: sharding.SeedLayout, ckpt: Checkpointer,
+                 logger: MetricLogger, hooks: SegmentHooks, state: Any):
+        self.segment, self.layout, self.ckpt, self.logger = segment, layout, ckpt, logger
+        self.hooks, self.state = hooks, state
+
+    def train(self, seg: int, thetas: np.ndarray) -> tuple[Any, float]:
+        """Train segment `seg` on `thetas` (`float32[R, F]`); return its metrics on the host
+        and its wall-clock seconds (added to `timings["train"]`). Later log records carry
+        `"segment": seg`."""
+        t0 = time.perf_counter()
+        self.state, metrics = self.segment(self.state, self.layout.put(thetas))
+        metrics = self.layout.to_host(metrics)  # blocks until the segment is done
+        seconds = time.perf_counter() - t0
+        timings = self.hooks.timings
+        timings["train"] = timings.get("train", 0.0) + seconds
+        self.logger.context = {"segment": seg}
+        return metrics, seconds
+
+    def checkpoint(self, seg: int) -> None:
+        """Save the runner state and the hooks' state as checkpoint `seg + 1` (timed into
+        `timings["checkpoint"]` and logged at the segment's step)."""
+        t0 = time.perf_counter()
+        self.ckpt.save(seg + 1, self.layout.unpad(self.state),
+                       to_jsonable({"segment": seg + 1, "hooks": self.hooks.to_json()}))
+        seconds = time.perf_counter() - t0
+        timings = self.hooks.timings
+        timings["checkpoint"] = timings.get("checkpoint", 0.0) + seconds
+        self.logger.log(self.logger.step, {"time/checkpoint": seconds})
+
+    def step(self, seg: int, hooks: SegmentHooks) -> str:
+        """The default step of segment `seg`: train, the hooks' `after_segment`, checkpoint;
+        returns the progress text."""
+        if hasattr(hooks, "before_segment"):
+            hooks.before_segment(seg, self.state)
+        metrics, seconds = self.train(seg, hooks.thetas())
+        description = hooks.after_segment(seg, self.state, metrics, seconds, self.logger)
+        self.checkpoint(seg)
+        return description
 
 
 KEEP_CHECKPOINTS = 2
@@ -124,24 +172,13 @@ def run_segments(out_dir: str, runner: Any, segment: Any, hooks: SegmentHooks, *
             hooks.timings["compile"] = time.perf_counter() - t0  # ahead of time: timed alone
             task = progress.add_task(label, total=hooks.num_segments, completed=start) \
                 if progress else None
+            run = Segments(segment, layout, ckpt, logger, hooks, runner)
             for seg in range(start, hooks.num_segments):
-                if hasattr(hooks, "before_segment"):
-                    hooks.before_segment(seg, runner)
-                t0 = time.perf_counter()
-                runner, metrics = segment(runner, layout.put(hooks.thetas()))
-                metrics = layout.to_host(metrics)  # blocks until the segment is done
-                seconds = time.perf_counter() - t0
-                hooks.timings["train"] = hooks.timings.get("train", 0.0) + seconds
-                logger.context = {"segment": seg}
-                description = hooks.after_segment(seg, runner, metrics, seconds, logger)
-                t0 = time.perf_counter()
-                ckpt.save(seg + 1, layout.unpad(runner),
-                          to_jsonable({"segment": seg + 1, "hooks": hooks.to_json()}))
-                seconds = time.perf_counter() - t0
-                hooks.timings["checkpoint"] = hooks.timings.get("checkpoint", 0.0) + seconds
-                logger.log(logger.step, {"time/checkpoint": seconds})  # at the segment's step
+                description = hooks.step(seg, run) if hasattr(hooks, "step") else \
+                    run.step(seg, hooks)
                 if progress:
                     progress.update(task, advance=1, description=description)
+            runner = run.state
             logger.context = {"segment": hooks.num_segments}
             if hasattr(hooks, "finish"):
                 hooks.finish(logger)
