@@ -1,0 +1,92 @@
+"""The lean core stays lean: caps on the package's size, its config fields and the CLIs'
+flags, and no history (issue or round numbers, dates) in the code.
+
+The caps are today's counts (docs/architecture.md): a change that grows one past its cap
+says so here, where the reviewer sees it.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import glob
+import io
+import os
+import re
+
+import pytest
+from test_experiments import _load
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG_FIELDS_CAP = 999
+SAILOR_FLAGS_CAP = 999
+COMPARE_FLAGS_CAP = 60
+PACKAGE_LINES_CAP = 99_999
+HISTORY = re.compile(r"\b[Ii]ssue[ -]?\d+|\b[Rr]ound \d+|\b20\d\d-\d\d-\d\d")
+"""An issue or round number, or a date: history, which belongs in docs/history.md and git."""
+FLAG = re.compile(r"^[│ ]*\s(--[a-z0-9][\w.-]*)", re.M)
+
+
+def config_fields() -> dict[str, int]:
+    """Fields per config dataclass of `sailor_jax/config/`, by `ast`."""
+    counts = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "sailor_jax", "config", "*.py"))):
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and any(
+                    "dataclass" in ast.unparse(d) for d in node.decorator_list):
+                counts[node.name] = sum(isinstance(s, ast.AnnAssign) for s in node.body)
+    return counts
+
+
+def help_flags(script: str, monkeypatch) -> set[str]:
+    monkeypatch.setenv("COLUMNS", "200")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), pytest.raises(SystemExit):
+        _load(script).parse(["--help"])
+    return set(FLAG.findall(printed.getvalue()))
+
+
+def test_config_fields_are_capped():
+    counts = config_fields()
+    assert "SailorConfig" in counts and counts["SailorConfig"] > 10
+    assert sum(counts.values()) <= CONFIG_FIELDS_CAP, counts
+
+
+def test_the_main_jobs_help_is_capped(monkeypatch):
+    flags = help_flags("experiments/sailor.py", monkeypatch)
+    assert "--sailor.iterations" in flags and "--resume" in flags
+    assert len(flags) <= SAILOR_FLAGS_CAP, sorted(flags)
+
+
+def test_the_comparisons_help_is_capped_and_runs_the_recommended_sailor(monkeypatch):
+    flags = help_flags("experiments/compare.py", monkeypatch)
+    assert {"--arms", "--starts", "--judge"} <= flags
+    assert len(flags) <= COMPARE_FLAGS_CAP, sorted(flags)
+    compare = _load("experiments/compare.py")
+    assert "sailor" in compare.Args().arms
+
+
+def test_the_package_is_capped():
+    lines = 0
+    for path in glob.glob(os.path.join(ROOT, "sailor_jax", "**", "*.py"), recursive=True):
+        with open(path, encoding="utf-8") as f:
+            lines += len(f.read().splitlines())
+    assert 1000 < lines <= PACKAGE_LINES_CAP
+
+
+def test_no_history_in_the_code():
+    """No issue or round number or date in a `.py` file outside `tests/` (stored raw results
+    under `benchmarks/results/` are data)."""
+    found = []
+    for folder in ("sailor_jax", "sailor_lab", "experiments", "benchmarks"):
+        for path in glob.glob(os.path.join(ROOT, folder, "**", "*.py"), recursive=True):
+            if os.sep + "results" + os.sep in path:
+                continue
+            with open(path, encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    if HISTORY.search(line):
+                        found.append(f"{os.path.relpath(path, ROOT)}:{number}: {line.strip()}")
+    assert found == []
+    assert HISTORY.search("since 2026-11-28 (issue 49)") and not HISTORY.search("theta0 1.0")
