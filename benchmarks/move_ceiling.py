@@ -4,7 +4,7 @@ Plays `--games` games of `--moves` moves with the epsilon-greedy expert (depth 1
 random moves), takes every board it moved from, and judges all legal moves of each board by the
 expert's action values (`judges.moves`, `ExpertRanker.move_values`, depth `--depth`). Every pair
 of moves of one board whose values differ is a preference; a Bradley-Terry logistic regression
-over the moves' features (`alignment.offline_fit`) fits theta to all of them at once. Prints
+over the moves' features (`sailor_lab.offline_fit`) fits theta to all of them at once. Prints
 how often each named start and the fit order the pairs as the expert does, and the fitted
 theta scaled to a largest weight of 1, as a written-out start (`NAME:feature=w,...`) that
 the repair experiment's starts option takes: trained kept fixed, it says whether the expert's
@@ -22,7 +22,6 @@ import jax
 import numpy as np
 
 from sailor_jax.alignment import move_pairs
-from sailor_jax.alignment.offline_fit import agreement, fit_bradley_terry
 from sailor_jax.cli import parse_args
 from sailor_jax.config.starts import STARTS
 from sailor_jax.errors import report_user_errors
@@ -32,6 +31,7 @@ from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.judges import ExpertRanker
 from sailor_jax.judges.moves import move_groups
 from sailor_jax.types import Preferences
+from sailor_lab.offline_fit import agreement, fit_bradley_terry
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,11 +15,11 @@ from test_loop import TINY
 
 from sailor_jax.config import PAPER, AlignmentConfig, RankerConfig
 from sailor_jax.config.starts import STARTS
-from sailor_jax.judges import judge_eval
 from sailor_jax.judges.expert import ExpertRanker
 from sailor_jax.judges.factory import make_ranker, ranker_description
 from sailor_jax.run import loop
 from sailor_jax.run.repair_arms import ValueArmSettings, arm_config
+from sailor_lab import judge_eval
 
 
 @pytest.fixture(scope="module")
