@@ -7,7 +7,7 @@ Builds a pool of `--groups-per-policy` groups of `--m` whole games for each poli
 `--policies` (`policy_groups.policy_collect`; 4 x 64 x 8 = 2,048 games by default), ranks every
 group with the expert judge and splits the groups per policy into train and held-out ones.
 
-1. Ceiling: Bradley-Terry logistic regression (`alignment.offline_fit.fit_bradley_terry`) on
+1. Ceiling: Bradley-Terry logistic regression (`sailor_lab.offline_fit.fit_bradley_terry`) on
    every judged pair of the train groups; held-out pair accuracy and mean per-group Kendall
    tau of `R_theta`, against theta0's. `game_over` stays at theta0's value when it never
    varies within a group (finished whole games): no ranking can move it.
@@ -33,13 +33,6 @@ import numpy as np
 
 from sailor_jax import report
 from sailor_jax.agents.rollout import cut_windows
-from sailor_jax.alignment.identifiability import feature_spread
-from sailor_jax.alignment.offline_fit import (
-    agreement,
-    fit_bradley_terry,
-    group_pairs,
-    mean_group_tau,
-)
 from sailor_jax.alignment.preferences import build_preferences
 from sailor_jax.alignment.updates import update_theta
 from sailor_jax.cli import parse_args
@@ -47,8 +40,16 @@ from sailor_jax.config import AlignmentConfig, PreferenceConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.judges import ExpertRanker, policy_groups
+from sailor_jax.judges import ExpertRanker
 from sailor_jax.logging import to_jsonable
+from sailor_lab import policy_groups
+from sailor_lab.identifiability import feature_spread
+from sailor_lab.offline_fit import (
+    agreement,
+    fit_bradley_terry,
+    group_pairs,
+    mean_group_tau,
+)
 
 
 @dataclasses.dataclass(frozen=True)

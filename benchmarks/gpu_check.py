@@ -17,7 +17,7 @@ at its deadline keeps the rows it finished:
   board, 128 steps, 4 epochs x 4 minibatches, written as PureJaxRL writes it) beside
   `v0_embedding` (the same function, this project's embedding first layer), as the CPU tables.
 - `judge`: a model of Qwen2.5-1.5B-Instruct's configuration with random weights and a
-  tokenizer trained here (`judges.random_model`: the machine has no model hub; the timing is
+  tokenizer trained here (`sailor_lab.random_model`: the machine has no model hub; the timing is
   real, the verdicts are not), bf16, saved and loaded through the judge's real path; pointwise
   windows/s and prompt tokens/s at batch 8 .. 64.
 - `main_llm`, `main_expert`: the `gpu` preset of `experiments/sailor.py` for 4 iterations judged by

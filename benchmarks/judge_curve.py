@@ -24,7 +24,7 @@ with more queries match a stronger one?
 Each level runs a comparison (`experiments/compare.py`) in its own folder `OUT/<label>/`; the
 kept-fixed arms do not depend on the judge, so they run once (in the first level's folder) and are copied into the others
 (without checkpoints). Running the same command again resumes. Output in `--out`:
-`curve.json.gz` (the points; `sailor_jax.judges.judge_curve`), `curve.md` and `judge_curve.png`.
+`curve.json.gz` (the points; `sailor_lab.judge_curve`), `curve.md` and `judge_curve.png`.
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ from sailor_jax.cli import parse_args
 from sailor_jax.config import RankerConfig
 from sailor_jax.config.arms import replace_fields
 from sailor_jax.errors import report_user_errors
-from sailor_jax.judges import judge_eval
 from sailor_jax.judges.factory import make_ranker
-from sailor_jax.judges.judge_curve import crossings, group_accuracy, versus_random
 from sailor_jax.logging import write_json_gz
+from sailor_lab import judge_eval
+from sailor_lab.judge_curve import crossings, group_accuracy, versus_random
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LLM_ACCURACIES = {"SmolLM2-135M": 0.788, "Qwen2.5-Coder-1.5B": 0.816}

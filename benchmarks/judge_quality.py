@@ -15,7 +15,7 @@
 Run it with your judge model before a long SAILOR run: a judge that cannot tell the
 expert from a random player (`skill_order_accuracy` near 0.5) has nothing to teach theta.
 
-The pool (`sailor_jax.judges.judge_eval.build_pool`): for each epsilon in `--epsilons`,
+The pool (`sailor_lab.judge_eval.build_pool`): for each epsilon in `--epsilons`,
 `--games-per-player` games of the epsilon-greedy expectimax expert (depth `--pool-depth`;
 epsilon 1 = uniformly random legal moves), cut at `--max-len` moves; `--groups` groups of
 `--m` trajectories drawn from it (seeded). Every judge sees the same groups. The expert judge
@@ -43,16 +43,17 @@ import tyro
 
 from sailor_jax import report
 from sailor_jax.agents.rollout import cut_windows
-from sailor_jax.alignment.identifiability import feature_spread
 from sailor_jax.cli import parse_args
 from sailor_jax.config import LLMRankerConfig, RankerConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.judges import ExpertRanker, OutcomeRanker, judge_eval, policy_groups
+from sailor_jax.judges import ExpertRanker, OutcomeRanker
 from sailor_jax.judges.factory import check_ranker, judge_name, make_ranker
-from sailor_jax.judges.judge_curve import load_curve, predict, prediction_line
 from sailor_jax.logging import to_jsonable
+from sailor_lab import judge_eval, policy_groups
+from sailor_lab.identifiability import feature_spread
+from sailor_lab.judge_curve import load_curve, predict, prediction_line
 
 CURVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "judge_curve",
                      "curve.json")

@@ -39,12 +39,12 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from sailor_jax.alignment.recovery import recover_theta, sample_phi
 from sailor_jax.cli import make_console, parse_args
 from sailor_jax.config import AlignmentConfig, NetworkConfig, PreferenceConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
+from sailor_lab.recovery import recover_theta, sample_phi
 
 DEFAULT_THETA_STAR = "0.5,0.3,0.4,0.2,0.1,0,0.3,-0.5"
 """score_gain 0.5, empty_cells 0.3, max_tile_in_corner 0.4, monotonicity 0.2, merges_available

@@ -40,9 +40,9 @@ from rich.console import Console
 
 from sailor_jax.cli import make_console, parse_with_presets, progress_bar, resumed_by_rerunning
 from sailor_jax.config import EvalConfig, NetworkConfig, PPOConfig
-from sailor_jax.config.search import ThetaSearchConfig
 from sailor_jax.errors import report_user_errors
-from sailor_jax.run.headroom import run_search
+from sailor_lab.headroom import run_search
+from sailor_lab.search_config import ThetaSearchConfig
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

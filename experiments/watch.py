@@ -10,7 +10,7 @@ parallel with the greedy policy the final evaluation plays (the argmax of the le
 with the default afterstate network, of the afterstates' scores), from `--seed`. Each game's
 score, largest tile and length are printed; the best game (highest score; the first of
 equal ones) is drawn, the start board and then the board after every move, each frame
-captioned `move K  score X` with the native game score (`sailor_jax.run.render`).
+captioned `move K  score X` with the native game score (`sailor_lab.render`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import tyro
 from sailor_jax.cli import make_console, parse_args
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.run.out_probe import check_writable
-from sailor_jax.run.render import animated_svg
 from sailor_jax.run.trained import game_frames, load_agent, play_greedy
+from sailor_lab.render import animated_svg
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

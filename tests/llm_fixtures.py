@@ -12,9 +12,9 @@ import numpy as np
 from reference import numpy_2048 as ref
 
 from sailor_jax.judges import prompts
-from sailor_jax.judges.random_model import CHATML_TEMPLATE
 from sailor_jax.judges.text import trajectory_text
 from sailor_jax.types import TrajectoryBatch
+from sailor_lab.random_model import CHATML_TEMPLATE
 
 SPECIAL_TOKENS = ["<|pad|>", "<|im_start|>", "<|im_end|>"]
 

@@ -10,7 +10,6 @@ from reference.numpy_2048 import legal_mask, move
 from reference.numpy_expert import board_score
 
 from sailor_jax.alignment import heldout
-from sailor_jax.alignment.offline_fit import fit_bradley_terry
 from sailor_jax.alignment.preferences import build_preferences, pair_agreement
 from sailor_jax.config import PAPER, AlignmentConfig, PreferenceConfig
 from sailor_jax.game.reward import RewardSpec
@@ -18,6 +17,7 @@ from sailor_jax.judges import ExpertRanker
 from sailor_jax.judges.oracles import order_by_scores
 from sailor_jax.run.theta_update import align_step
 from sailor_jax.types import Ranking, TrajectoryBatch
+from sailor_lab.offline_fit import fit_bradley_terry
 
 SPEC = RewardSpec()
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from sailor_jax.agents.rollout import cut_windows, make_act_collect
-from sailor_jax.alignment.identifiability import feature_spread, unidentifiable
 from sailor_jax.game.expert import expert_act
 from sailor_jax.game.features import FEATURE_NAMES
+from sailor_lab.identifiability import feature_spread, unidentifiable
 
 M = 8
 

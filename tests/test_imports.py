@@ -14,6 +14,9 @@ The layers of `sailor_jax/` (docs/architecture.md), lowest first:
 
 A module may import its own layer and the layers below. Every import statement counts:
 module-level, deferred inside a function and `if TYPE_CHECKING:` alike.
+
+`sailor_lab/` (the measurement harness beside the benchmarks and experiments) sits above the
+whole package: it may import any of `sailor_jax`, and no `sailor_jax` module imports it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import sys
 import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "sailor_jax"
+HARNESS = PACKAGE.parent / "sailor_lab"
 LAYERS = {"types": 0, "errors": 0, "logging": 0, "report": 0, "game": 1, "config": 2,
           "agents": 3, "scale": 4, "judges": 5, "alignment": 6, "run": 7, "cli": 8}
 TOP_LEVEL_FILES = {"__init__.py", "types.py", "errors.py", "logging.py", "report.py", "cli.py"}
@@ -37,18 +41,18 @@ DEVICE_MODULES = ("game.env", "game.features", "game.reward", "game.expert", "ag
 HOST_ONLY = ("transformers", "torch", "skopt", "orbax", "tensorboardX", "sklearn", "cma")
 
 
-def imported_modules(source: str, modules: set[str]) -> set[str]:
-    """The `sailor_jax` modules a source imports anywhere in it (deferred and type-only too).
+def imported_modules(source: str, modules: set[str], package: str = "sailor_jax") -> set[str]:
+    """The `package` modules a source imports anywhere in it (deferred and type-only too).
 
-    `from sailor_jax.pkg import name` counts as `sailor_jax.pkg.name` when that is a module of
-    `modules`, else as `sailor_jax.pkg`.
+    `from package.pkg import name` counts as `package.pkg.name` when that is a module of
+    `modules`, else as `package.pkg`.
     """
     found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.split(".")[0] == "sailor_jax"}
+            found |= {a.name for a in node.names if a.name.split(".")[0] == package}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
-                and node.module.split(".")[0] == "sailor_jax":
+                and node.module.split(".")[0] == package:
             for alias in node.names:
                 sub = f"{node.module}.{alias.name}"
                 found.add(sub if sub in modules else node.module)
@@ -127,6 +131,31 @@ def test_checker_flags_an_upward_import(source, bad, tmp_path):
 def test_checker_finds_a_deferred_cycle():
     graph = {"sailor_jax.run.a": {"sailor_jax.run.b"}, "sailor_jax.run.b": {"sailor_jax.run.a"}}
     assert import_cycles(graph) == [["sailor_jax.run.a", "sailor_jax.run.b", "sailor_jax.run.a"]]
+
+
+def test_package_never_imports_the_harness():
+    assert {str(p.relative_to(PACKAGE)): sorted(found) for p in PACKAGE.rglob("*.py")
+            if (found := imported_modules(p.read_text(), set(), "sailor_lab"))} == {}
+
+
+@pytest.mark.parametrize("source, bad", [
+    ("import sailor_lab.judge_eval\n", "sailor_lab.judge_eval"),
+    ("def f():\n    from sailor_lab import render\n", "sailor_lab.render"),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sailor_lab.recovery import x\n",
+     "sailor_lab.recovery"),
+])
+def test_checker_flags_a_harness_import(source, bad):
+    """The rule can fail: a package module importing the harness is caught, deferred too."""
+    assert imported_modules(source, {"sailor_lab.render"}, "sailor_lab") == {bad}
+
+
+def test_harness_has_no_import_cycle():
+    """The harness's modules import each other (and `sailor_jax`) without a circle."""
+    files = {"sailor_lab." + p.stem: p for p in HARNESS.glob("*.py") if p.stem != "__init__"}
+    graph = {m: imported_modules(p.read_text(), set(files), "sailor_lab") - {m}
+             for m, p in files.items()}
+    assert graph["sailor_lab.headroom"] >= {"sailor_lab.theta_search"}
+    assert import_cycles(graph) == []
 
 
 def test_device_modules_do_not_import_host_libraries():

@@ -8,7 +8,7 @@ import json
 import pytest
 from test_experiments import _load
 
-from sailor_jax.judges.judge_eval import PoolArgs
+from sailor_lab.judge_eval import PoolArgs
 
 REQUIRED = {"mode", "prompts_per_group", "prompt_tokens_per_group", "seconds_per_group",
             "label_mass", "skill_order_accuracy", "parse_rate", "model", "cpu"}

@@ -14,10 +14,10 @@ from test_compare import TINY_BASE
 from test_experiments import _load
 
 from sailor_jax.config import RankerConfig
-from sailor_jax.judges import judge_eval
-from sailor_jax.judges.judge_curve import crossing, group_accuracy, predict, prediction_line
 from sailor_jax.run import loop
 from sailor_jax.types import Ranking
+from sailor_lab import judge_eval
+from sailor_lab.judge_curve import crossing, group_accuracy, predict, prediction_line
 
 
 def test_group_accuracy_counts_pairs_of_different_skill_and_bootstraps_groups():
@@ -138,7 +138,7 @@ def test_judge_quality_prints_what_the_committed_curve_predicts(tmp_path, monkey
 
 
 def test_versus_random_pairs_each_level_with_the_random_judge_seed_by_seed():
-    from sailor_jax.judges.judge_curve import versus_random
+    from sailor_lab.judge_curve import versus_random
     points = [{"noise": 0.0, "starts": {"a": {"scores": [10.0, 12.0, 9.0]}}},
               {"noise": None, "starts": {"a": {"scores": [8.0, 12.5, 7.0]}}}]
     versus_random(points)

@@ -10,9 +10,9 @@ from test_experiments import _load
 
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.errors import UserError
-from sailor_jax.judges import judge_eval, policy_groups
-from sailor_jax.judges.judge_eval import PoolArgs
 from sailor_jax.types import Ranking
+from sailor_lab import judge_eval, policy_groups
+from sailor_lab.judge_eval import PoolArgs
 
 
 def test_metrics_on_hand_made_rankings():

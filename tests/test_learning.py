@@ -232,7 +232,7 @@ def test_cpu_sized_experiments_train_the_small_trunk_and_training_defaults_the_w
     theta-search preset keeps the (64, 64) trunk its tables were measured with (it trains
     3.6-5x the env steps/s on a 2-core CPU), and a plain PPO run trains the new default."""
     from sailor_jax.config import SailorConfig, TrainConfig
-    from sailor_jax.config.search import ThetaSearchConfig
+    from sailor_lab.search_config import ThetaSearchConfig
 
     networks = {}
     for name, preset in _load("experiments/sailor.py").PRESETS.items():

@@ -14,7 +14,6 @@ from test_judge_quality import TINY_POOL, bench  # noqa: F401 (fixture)
 from test_loop import TINY
 
 from sailor_jax.config import AlignmentConfig, RankerConfig, SailorConfig
-from sailor_jax.judges import judge_eval
 from sailor_jax.judges.expert import ExpertRanker
 from sailor_jax.judges.factory import make_ranker, ranker_description
 from sailor_jax.run import loop

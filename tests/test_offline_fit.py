@@ -5,18 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sailor_jax.alignment.offline_fit import (
-    agreement,
-    fit_bradley_terry,
-    group_pairs,
-    mean_group_tau,
-)
-from sailor_jax.alignment.recovery import phi_batch, tunable_cosine
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges import LinearOracleRanker
 from sailor_jax.judges.oracles import order_by_scores
 from sailor_jax.types import Ranking
+from sailor_lab.offline_fit import (
+    agreement,
+    fit_bradley_terry,
+    group_pairs,
+    mean_group_tau,
+)
+from sailor_lab.recovery import phi_batch, tunable_cosine
 
 THETA_STAR = np.array([0.5, 0.3, 0.4, 0.2, 0.1, 0.0, 0.3, -0.5])
 

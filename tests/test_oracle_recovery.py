@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sailor_jax.alignment.recovery import PairStore, tunable_cosine
 from sailor_jax.types import Preferences
+from sailor_lab.recovery import PairStore, tunable_cosine
 
 _PATH = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "oracle_recovery.py"
 _SPEC = importlib.util.spec_from_file_location("oracle_recovery", _PATH)

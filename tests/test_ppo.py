@@ -21,11 +21,11 @@ from sailor_jax.agents import ppo
 from sailor_jax.agents.networks import make_network
 from sailor_jax.agents.optimizer import lr_schedule
 from sailor_jax.config import NetworkConfig, PPOConfig, SailorConfig, TrainConfig
-from sailor_jax.config.search import ThetaSearchConfig
 from sailor_jax.game import env
 from sailor_jax.game.features import NUM_FEATURES
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.types import RunnerState, RunningStats, SegmentMetrics, Transition
+from sailor_lab.search_config import ThetaSearchConfig
 
 NET = NetworkConfig(hidden_sizes=(32,))
 CFG = PPOConfig(num_envs=32, num_steps=16, update_epochs=2, num_minibatches=4,

@@ -1,4 +1,4 @@
-"""`judges.random_model`: a judge model of a published size with random weights, and a tokenizer
+"""`sailor_lab.random_model`: a judge model of a published size with random weights, and a tokenizer
 trained here, saved and loaded back through the judge's real path (`hf_backend.load_model`)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from llm_fixtures import random_games
 
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.judges import LLMRanker, hf_backend
-from sailor_jax.judges.random_model import (
+from sailor_lab.random_model import (
     SIZES,
     prompt_corpus,
     qwen_config,

@@ -12,9 +12,10 @@ import pytest
 from llm_fixtures import random_games
 
 from sailor_jax.config import LLMRankerConfig
-from sailor_jax.judges import LLMRanker, judge_eval, prompts
+from sailor_jax.judges import LLMRanker, prompts
 from sailor_jax.judges.text import summary_text
 from sailor_jax.types import Ranking
+from sailor_lab import judge_eval
 
 SUMMARY = re.compile(r"^(\d+) moves, (\d+) points \((\d+\.\d) per move\), largest tile (\d+)"
                      r"( \(in a corner\))?, (\d+) of 16 cells empty at the end, "

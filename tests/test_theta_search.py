@@ -14,10 +14,11 @@ import pytest
 import scipy.stats
 from test_experiments import _load
 
-from sailor_jax.config.search import ThetaSearchConfig
 from sailor_jax.errors import UserError
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.run import fixed_reward, theta_search
+from sailor_jax.run import fixed_reward
+from sailor_lab import theta_search
+from sailor_lab.search_config import ThetaSearchConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

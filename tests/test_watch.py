@@ -27,8 +27,9 @@ from sailor_jax.agents import ppo
 from sailor_jax.agents.networks import make_network
 from sailor_jax.agents.policy import actor_logits
 from sailor_jax.config import PPOConfig, SailorConfig
-from sailor_jax.run import render, run_dir, trained
+from sailor_jax.run import run_dir, trained
 from sailor_jax.run.checkpoint import Checkpointer
+from sailor_lab import render
 
 SVG = "{http://www.w3.org/2000/svg}"
 TRAIN_ARGV = ["--train.total-timesteps", "200", "--train.num-seeds", "2",

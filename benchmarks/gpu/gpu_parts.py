@@ -44,7 +44,7 @@ class Sizes:
     repeats: int  # timed calls after the warm-up
     flops_envs: int  # envs per seed of the three segments XLA counts FLOPs of
     reference_envs: tuple[int, ...]
-    judge_size: str  # `judges.random_model.SIZES`
+    judge_size: str  # `sailor_lab.random_model.SIZES`
     judge_batches: tuple[int, ...]
     judge_groups: int  # groups of 8 windows judged per batch size
     pool_epsilons: tuple[float, ...]  # players of the windows' pool (epsilon-greedy experts)
@@ -109,8 +109,9 @@ def part_judge(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
     import torch
 
     from sailor_jax.config import LLMRankerConfig
-    from sailor_jax.judges import LLMRanker, hf_backend, judge_eval
-    from sailor_jax.judges.random_model import save_random_model
+    from sailor_jax.judges import LLMRanker, hf_backend
+    from sailor_lab import judge_eval
+    from sailor_lab.random_model import save_random_model
 
     cuda = torch.cuda.is_available()
     dtype, device = ("bfloat16", "cuda") if cuda else ("float32", "cpu")

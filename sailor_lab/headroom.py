@@ -1,7 +1,7 @@
 """Headroom over theta0: search, retrain the picked theta and theta0 on fresh seeds, compare.
 
 Host-only. `run_search` is the whole job of `experiments/theta_search.py`: the CMA-ES search
-(`run.theta_search.search`), then one program of `2 x retrain_seeds` rows: the picked theta on
+(`theta_search.search`), then one program of `2 x retrain_seeds` rows: the picked theta on
 rows 0..N-1 and theta0 on rows N..2N-1, row s and row N+s starting from the same network,
 games and PPO keys and evaluated on the same keys (paired), with keys disjoint from every
 generation's. The comparison is the per-seed difference picked - theta0 with a Student-t 95%
@@ -23,10 +23,10 @@ import jax
 import numpy as np
 
 from sailor_jax import report
-from sailor_jax.config.search import ThetaSearchConfig
 from sailor_jax.logging import to_jsonable
 from sailor_jax.run.run_dir import config_json
-from sailor_jax.run.theta_search import (
+from sailor_lab.search_config import ThetaSearchConfig
+from sailor_lab.theta_search import (
     evaluate_groups,
     per_seed_scores,
     pick_theta,

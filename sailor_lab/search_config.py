@@ -1,4 +1,4 @@
-"""Config of the direct theta search (`experiments/theta_search.py`, `run/theta_search.py`).
+"""Config of the direct theta search (`experiments/theta_search.py`, `sailor_lab/theta_search.py`).
 
 A CMA-ES search over the tunable reward weights: every generation trains `population`
 candidate thetas from scratch, `seeds_per_candidate` rows each, as the rows of one compiled

@@ -43,7 +43,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from sailor_jax.agents import ppo
-from sailor_jax.config.search import ThetaSearchConfig
 from sailor_jax.errors import UserError
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.logging import to_jsonable
@@ -56,6 +55,7 @@ from sailor_jax.run.run_dir import (
     read_config,
 )
 from sailor_jax.run.runner import evaluate_rows, rows, run_segments
+from sailor_lab.search_config import ThetaSearchConfig
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

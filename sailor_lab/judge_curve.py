@@ -19,9 +19,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from sailor_jax import report
-from sailor_jax.judges.judge_eval import pair_counts, skill_truth
 from sailor_jax.logging import open_text, stored_path
 from sailor_jax.types import Ranking
+from sailor_lab.judge_eval import pair_counts, skill_truth
 
 
 def group_accuracy(rankings: Sequence[Ranking | None], epsilons: Sequence[np.ndarray],
