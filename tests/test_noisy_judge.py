@@ -17,6 +17,7 @@ from sailor_jax.config import AlignmentConfig, RankerConfig, SailorConfig
 from sailor_jax.judges.expert import ExpertRanker
 from sailor_jax.judges.factory import make_ranker, ranker_description
 from sailor_jax.run import loop
+from sailor_lab import judge_eval
 
 
 @pytest.fixture(scope="module")
