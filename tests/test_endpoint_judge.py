@@ -1,6 +1,6 @@
 """The LLM judge behind an OpenAI-compatible endpoint, over real HTTP on localhost.
 
-The server is `judges.openai_server` over the tiny test model, started in this process on a free
+The server is `sailor_lab.openai_server` over the tiny test model, started in this process on a free
 port; the judge talks to it through the `openai` client. Faults (429, a hang, a body that is not
 JSON, a server that answers no log-probabilities) are the server's `hook` answering a request
 itself.
@@ -23,7 +23,8 @@ from test_fault_injection import _files
 
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.errors import UserError
-from sailor_jax.judges import hf_backend, openai_server
+from sailor_jax.judges import hf_backend
+from sailor_lab import openai_server
 from sailor_jax.judges.endpoint import EndpointError, TokenBudgetError, TokenUsage
 from sailor_jax.judges.llm import LLMRanker
 from sailor_jax.judges.parsing import parse_label

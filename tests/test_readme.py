@@ -225,7 +225,7 @@ def script_flags(relpath: str) -> frozenset[str]:
                               else set()))
 
 
-MODULE_CLIS = ("sailor_jax.judges.model_parts", "sailor_jax.judges.openai_server")
+MODULE_CLIS = ("sailor_jax.judges.model_parts", "sailor_lab.openai_server")
 """The package's own `python -m` commands (tyro over their `main`), whose flags docs may name."""
 
 

@@ -5,7 +5,7 @@ It serves one model (`hf_backend.load_model`) on `/v1/models`, `/v1/completions`
 token counts, enough for the endpoint judge (`judges.endpoint`): the tests run the judge
 against it over real HTTP, and a user can try `--sailor.ranker.llm.endpoint` on a laptop:
 
-    python -m sailor_jax.judges.openai_server --port 8000 &     # the embedded SmolLM2
+    python -m sailor_lab.openai_server --port 8000 &     # the embedded SmolLM2
     python experiments/sailor.py --preset smoke --sailor.ranker.kind llm \\
         --sailor.ranker.llm.endpoint http://127.0.0.1:8000/v1
 
