@@ -53,7 +53,7 @@ class PreferenceConfig:
     collects less of every per-move term, so the pairs see dying), "mean" (`theta . Phi /
     length`, per move) or "auto" (as the judge's verdict is made, `RankerConfig.aggregate`:
     per-move mean for the expert's regret, sum for its value verdict, the outcome and the
-    LLM; the recommended from 2026-11-25 until 2026-11-28; `alignment.heldout`)."""
+    LLM; `alignment.heldout`)."""
 
     def __post_init__(self) -> None:
         if self.compare not in COMPARISONS:
@@ -125,7 +125,7 @@ class AlignmentConfig:
     survival_floor: float | None = None
     """With `survival_guard`, the per-move level above which an update may lower it (never
     below this floor; reward units per move, the terminal feature left out). None = never
-    lower it (issue 34's rule); the recommended update (`RECOMMENDED_ALIGNMENT`) uses 0.5."""
+    lower it; the recommended update (`RECOMMENDED_ALIGNMENT`) uses 0.5."""
 
     def __post_init__(self) -> None:
         _check(self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}")
@@ -187,15 +187,14 @@ class RankerConfig:
     """Expectimax depth of the expert judge (kind=expert; player moves searched)."""
     expert_verdict: Literal["regret", "agreement", "value"] = "regret"
     """Verdict of the expert judge: per-move normalised "regret" for the move played (the
-    recommended, with `R_theta` compared as sums: `PreferenceConfig.compare`; issue 49) or
+    recommended, with `R_theta` compared as sums: `PreferenceConfig.compare`) or
     "agreement" with the expert's move (means over the moves), or "value": score gained +
-    change of the expert's value of the position over the trajectory (a sum; `judges.expert`;
-    the default from 2026-11-28 01:00 until the regret verdict compared as sums was measured
-    from every named start, the same day; "regret" compared per move before that)."""
+    change of the expert's value of the position over the trajectory (a sum;
+    `judges.expert`)."""
     noise: float = 0.0
     """A judge of dialled quality (kind=expert): each group ranked by the normal scores of the
     expert's order plus Gaussian noise of this standard deviation (0 = the expert; large = a
-    random order; `judges.expert`, issue 50)."""
+    random order; `judges.expert`)."""
 
     @property
     def aggregate(self) -> str:

@@ -70,13 +70,12 @@ RECOMMENDED_ALIGNMENT = AlignmentConfig(method="bt_mcmc", mcmc_trust_region=0.3,
 likelihood (Zeng et al. 2024) in a box of +-0.3 around the current theta, fitted on half of each
 group's pairs and accepted only if it orders the held-out half better (sign test, z 1) and keeps
 the per-move reward level (the survival guard) unless that level is above 0.5, which it may
-lower down to 0.5 (`survival_floor`; since 2026-11-28: it repairs a start that pays a bonus on
-every move, level from every other named start, issue 49; before, None)."""
+lower down to 0.5 (`survival_floor`: it repairs a start that pays a bonus on every move, and
+is level with no floor from every other named start)."""
 RECOMMENDED_PREFERENCES = PreferenceConfig(compare="sum")
 """`R_theta` ranks a window by its sum, whatever the judge (`compare="sum"`: with the expert's
 per-move regret verdict it repairs as well as or better than the value verdict from every named
-start, issue 49; "auto", which compares that verdict per move, was the recommended until
-2026-11-28 and is what every judge but the expert's per-move verdicts resolves to anyway)."""
+start; "auto" resolves to it for every judge but the expert's per-move verdicts)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -104,18 +103,18 @@ class SailorConfig:
     reference_games: int = 8
     """Of the `trajectories` judged per seed and iteration, this many are played by a
     reference policy instead of the agent (an epsilon-greedy expert, `reference_epsilon`),
-    so that a group compares play, not only the spawns' luck (issue 34; PBRR,
+    so that a group compares play, not only the spawns' luck (PBRR,
     Hatgis-Kessell et al. 2025). 0 = the agent's games only."""
     reference_epsilon: float = 0.5
     """Random-move probability of the reference expert (depth 1; 0 = the expert itself)."""
     warmup_updates: int = 8
-    """Theta updates before the first segment trains (issue 49): each samples and judges a
+    """Theta updates before the first segment trains: each samples and judges a
     group per seed from the untrained agent and the reference player and updates theta as an
     iteration does, so that a wrong start is corrected before the agent learns it (Christiano
     et al. 2017 fitted their reward predictor on a random policy's clips before RL began). No
     env steps of training; `theta_history` then holds these updates after theta0, and
-    `SailorResults.warmup` their records. 0 = none (the default until 2026-11-28; 8 measured
-    level with it or above from all 13 named starts, docs/repair.md)."""
+    `SailorResults.warmup` their records. 0 = none (8 measured level with none or above from
+    all 13 named starts)."""
     ppo: PPOConfig = PPOConfig()
     """PPO hyperparameters; updates_per_segment is k."""
     ranker: RankerConfig = RankerConfig()
