@@ -4,7 +4,7 @@
         --num-seeds 3 --eval-every 1000000 --json --out runs/learning
 
 For each `--recipe` (named `PPOConfig`s, or `DQNConfig`s for the `DQN_RECIPES` names:
-`sailor_jax.config.recipes`), trains PPO (or DQN) on a fixed
+`sailor_jax.config.recipes`, `sailor_lab.dqn.DQN_RECIPES`), trains PPO (or DQN) on a fixed
 reward (the baseline `theta0`, or `--theta`) with `--num-seeds` seeds vmapped in one
 program, and every `--eval-every` env steps per seed plays `--eval-episodes` greedy games per
 seed (native game score). Each evaluation is one JSON line (printed with `--json`, and
@@ -36,15 +36,17 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sailor_jax import report  # noqa: E402
-from sailor_jax.agents import dqn, ppo  # noqa: E402
+from sailor_jax.agents import ppo  # noqa: E402
 from sailor_jax.cli import parse_args  # noqa: E402
-from sailor_jax.config import DQNConfig, EvalConfig, PPOConfig  # noqa: E402
-from sailor_jax.config.recipes import DQN_RECIPES, RECIPES, recipe  # noqa: E402
+from sailor_jax.config import EvalConfig, PPOConfig  # noqa: E402
+from sailor_jax.config.recipes import RECIPES, recipe  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.game.reward import RewardSpec  # noqa: E402
 from sailor_jax.run.fixed_reward import FixedReward  # noqa: E402
 from sailor_jax.run.run_guard import claim_out_dir  # noqa: E402
 from sailor_jax.run.runner import evaluate_rows, run_segments  # noqa: E402
+from sailor_lab import dqn  # noqa: E402
+from sailor_lab.dqn import DQN_RECIPES, DQNConfig  # noqa: E402
 
 TILES = (512, 1024, 2048, 4096)
 
@@ -111,7 +113,7 @@ def run_config(args: Args, name: str) -> LearningRun:
         if getattr(args, field) <= 0:
             raise UserError(f"--{field.replace('_', '-')} must be positive, "
                              f"got {getattr(args, field)}")
-    cfg = recipe(name)
+    cfg = recipe(name, DQN_RECIPES)
     if isinstance(cfg, DQNConfig):  # a DQN segment is a scan of env steps: any length
         cfg = dataclasses.replace(cfg, num_steps=max(1, round(args.eval_every / cfg.num_envs)))
     else:

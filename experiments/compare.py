@@ -126,9 +126,27 @@ PRESETS: dict[str, tuple[str, SailorConfig, Args]] = {
 """Preset name -> (its time, the run's sizes and judge over `SailorConfig()`, its defaults)."""
 
 
+BUDGET_FLAGS = {"iterations": "--iterations", "num_seeds": "--num-seeds",
+                "updates_per_segment": "--updates-per-segment"}
+"""The `SailorConfig` fields this CLI's own flags set, for its error lines."""
+
+
 def base_config(preset: str, args: Args) -> SailorConfig:
-    """The preset's config with the budget, seed and judge of `args` (before any arm)."""
-    cfg = PRESETS[preset][1]
+    """The preset's config with the budget, seed and judge of `args` (before any arm).
+
+    Raises:
+      UserError: a value the config refuses, named by its flag.
+    """
+    try:
+        return _base_config(PRESETS[preset][1], args)
+    except ValueError as e:
+        message = str(e)
+        for field, flag in BUDGET_FLAGS.items():
+            message = message.replace(f"SailorConfig.{field}", flag).replace(field, flag)
+        raise UserError(message) from None
+
+
+def _base_config(cfg: SailorConfig, args: Args) -> SailorConfig:
     ppo = cfg.ppo if args.updates_per_segment is None else dataclasses.replace(
         cfg.ppo, updates_per_segment=args.updates_per_segment)
     model, gguf_file = args.judge_model, None

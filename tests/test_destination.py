@@ -8,9 +8,9 @@ import gzip
 import pytest
 from test_experiments import _load
 
-from sailor_lab.starts import parse_start
 from sailor_jax.errors import UserError
 from sailor_jax.game.reward import RewardSpec
+from sailor_lab.starts import parse_start
 
 dest = _load("benchmarks/destination.py")
 NAMES = list(RewardSpec().names)

@@ -1,4 +1,4 @@
-"""Tests for `agents.dqn` and `experiments/transfer_dqn.py`: config validation, the replay
+"""Tests for `sailor_lab.dqn` and `experiments/transfer_dqn.py`: config validation, the replay
 buffer against a plain-Python ring, masked epsilon-greedy on random 2048 boards (legal moves from
 `tests/reference`), hand-computed TD targets, learning on the probe environments, theta tracing,
 seed vmap, and the transfer CLI end to end.
@@ -25,11 +25,12 @@ import pytest
 from reference import numpy_2048 as ref
 
 from sailor_jax import report
-from sailor_jax.agents import dqn
 from sailor_jax.agents.networks import make_network
-from sailor_jax.config import DQNConfig, NetworkConfig
+from sailor_jax.config import NetworkConfig
 from sailor_jax.game.features import FEATURE_NAMES, NUM_FEATURES
 from sailor_jax.game.reward import RewardSpec
+from sailor_lab import dqn
+from sailor_lab.dqn import DQNConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NET = NetworkConfig(hidden_sizes=(16,), activation="relu")

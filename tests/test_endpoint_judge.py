@@ -24,10 +24,10 @@ from test_fault_injection import _files
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.errors import UserError
 from sailor_jax.judges import hf_backend
-from sailor_lab import openai_server
 from sailor_jax.judges.endpoint import EndpointError, TokenBudgetError, TokenUsage
 from sailor_jax.judges.llm import LLMRanker
 from sailor_jax.judges.parsing import parse_label
+from sailor_lab import openai_server
 
 VOCAB = 512
 """The tiny model's vocabulary: asking for this many top log-probabilities reads every label."""

@@ -5,7 +5,7 @@ The layers of `sailor_jax/` (docs/architecture.md), lowest first:
     0 foundation  types, errors, logging, report (and the package __init__)
     1 game        2048 rules, features, R_theta, the expectimax expert
     2 config      frozen run configs (validates theta against game.reward)
-    3 agents      networks, policy step, PPO, DQN, rollouts, greedy evaluation
+    3 agents      networks, policy step, PPO, rollouts, greedy evaluation
     4 scale       seed rows and envs over devices and processes
     5 judges      rankers: oracles, expert, LLM
     6 alignment   preferences, theta updates, refinement
@@ -36,8 +36,8 @@ LAYERS = {"types": 0, "errors": 0, "logging": 0, "report": 0, "game": 1, "config
 TOP_LEVEL_FILES = {"__init__.py", "types.py", "errors.py", "logging.py", "report.py", "cli.py"}
 DEVICE_MODULES = ("game.env", "game.features", "game.reward", "game.expert", "agents.networks",
                   "agents.optimizer", "agents.policy", "agents.ppo", "agents.rollout",
-                  "agents.evaluation", "agents.dqn", "agents.collectives", "agents.seeds",
-                  "agents.replay", "scale.env_sharding")
+                  "agents.evaluation", "agents.collectives", "agents.seeds",
+                  "scale.env_sharding")
 HOST_ONLY = ("transformers", "torch", "skopt", "orbax", "tensorboardX", "sklearn", "cma")
 
 

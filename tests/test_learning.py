@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from test_experiments import _load
 
-from sailor_jax.agents import dqn
-from sailor_jax.config import SMALL_NETWORK, DQNConfig, NetworkConfig, PPOConfig, recipes
+from sailor_jax.config import SMALL_NETWORK, NetworkConfig, PPOConfig, recipes
 from sailor_jax.game.reward import RewardSpec
+from sailor_lab import dqn
+from sailor_lab.dqn import DQN_RECIPES, DQNConfig
 
 TINY = PPOConfig(num_envs=8, num_steps=8, num_minibatches=2, updates_per_segment=1,
                  network=NetworkConfig(hidden_sizes=(16,), first_layer="embedding"))
@@ -117,13 +118,13 @@ TINY_DQN = DQNConfig(num_envs=8, num_steps=4, buffer_size=256, batch_size=16, le
 def test_dqn_recipes_are_the_transfer_dqn_and_its_afterstate_twin():
     """`dqn` is the transfer experiment's `DQNConfig()`; `dqn_afterstates`
     changes only where each move's Q-value is read (its afterstate)."""
-    assert recipes.recipe("dqn") == DQNConfig()
-    after = recipes.recipe("dqn_afterstates")
+    assert recipes.recipe("dqn", DQN_RECIPES) == DQNConfig()
+    after = recipes.recipe("dqn_afterstates", DQN_RECIPES)
     assert after == dataclasses.replace(DQNConfig(), network=dataclasses.replace(
         DQNConfig().network, actions="afterstates"))
-    assert not set(recipes.DQN_RECIPES) & set(recipes.RECIPES)
+    assert not set(DQN_RECIPES) & set(recipes.RECIPES)
     with pytest.raises(ValueError, match=r"unknown recipe 'dqn2' \(known: .*dqn_afterstates"):
-        recipes.recipe("dqn2")
+        recipes.recipe("dqn2", DQN_RECIPES)
 
 
 def test_dqn_segments_cut_anywhere_train_the_same():
@@ -143,8 +144,8 @@ def test_dqn_segments_cut_anywhere_train_the_same():
 
 
 def test_learning_benchmark_runs_dqn_recipes(learning, monkeypatch, tmp_path, capsys):
-    monkeypatch.setitem(recipes.DQN_RECIPES, "tiny_dqn", TINY_DQN)
-    monkeypatch.setitem(recipes.DQN_RECIPES, "tiny_dqn_afterstates", dataclasses.replace(
+    monkeypatch.setitem(DQN_RECIPES, "tiny_dqn", TINY_DQN)
+    monkeypatch.setitem(DQN_RECIPES, "tiny_dqn_afterstates", dataclasses.replace(
         TINY_DQN, network=dataclasses.replace(TINY_DQN.network, actions="afterstates")))
     args = learning.Args(recipe=("tiny_dqn", "tiny_dqn_afterstates"), total_timesteps=100,
                          num_seeds=2, eval_every=48, eval_episodes=3, eval_max_len=100,

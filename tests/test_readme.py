@@ -173,8 +173,8 @@ def _rename_first_flag(command: str) -> str | None:
 
 
 def test_a_renamed_flag_in_the_readme_fails(capsys):
-    """A README with a flag renamed (`--ranker.llm.model` for `--sailor.ranker.llm.model`) must fail,
-    and so must every README command with its first flag renamed."""
+    """A README with a flag renamed (`--ranker.llm.model` for `--sailor.ranker.llm.model`) must
+    fail, and so must every README command with its first flag renamed."""
     with open(README, encoding="utf-8") as f:
         text = f.read()
     assert "--sailor.ranker.llm.model Qwen/" in text

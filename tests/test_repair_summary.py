@@ -10,8 +10,8 @@ import pytest
 from test_experiments import _load
 
 from sailor_jax import report
-from sailor_lab.starts import severity
 from sailor_jax.errors import UserError
+from sailor_lab.starts import severity
 
 summary_mod = _load("benchmarks/repair_summary.py")
 

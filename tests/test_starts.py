@@ -9,9 +9,9 @@ import os
 import numpy as np
 import pytest
 
-from sailor_lab.starts import STARTS, parse_start
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
+from sailor_lab.starts import STARTS, parse_start
 
 
 def test_named_starts_are_valid_thetas_with_a_reason():

@@ -14,8 +14,8 @@ from sailor_jax import logging
 from sailor_jax.config import SailorConfig
 from sailor_jax.judges.oracles import OutcomeRanker
 from sailor_jax.run import loop, phases
-from sailor_lab import variants
 from sailor_jax.run.results import LoopState, SailorResults
+from sailor_lab import variants
 
 WARM = dataclasses.replace(TINY, iterations=2, warmup_updates=2)
 

@@ -1,4 +1,4 @@
-"""Configs of the agents (device side): networks, PPO, DQN and the greedy evaluation.
+"""Configs of the agents (device side): networks, PPO and the greedy evaluation.
 
 Frozen, hashable dataclasses (static: baked into the compiled programs); every field has a
 one-line docstring that tyro turns into `--help`. Validation raises `ValueError` naming the
@@ -183,70 +183,6 @@ class PPOConfig:
     def steps_per_segment(self) -> int:
         """Env steps (moves) one segment plays, per seed."""
         return self.batch_size * self.updates_per_segment
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class DQNConfig:
-    """DQN hyperparameters (static: baked into the compiled segment)."""
-
-    num_envs: int = 64
-    """Parallel 2048 games."""
-    num_steps: int = 128
-    """Vectorised env steps per compiled segment (num_envs moves each)."""
-    buffer_size: int = 100_000
-    """Replay capacity in transitions (per seed); the oldest are overwritten."""
-    batch_size: int = 256
-    """Transitions per gradient update (sampled uniformly with replacement)."""
-    lr: float = 2.5e-4
-    """Adam learning rate."""
-    gamma: float = 0.99
-    """Discount factor."""
-    train_frequency: int = 1
-    """Vectorised env steps between rounds of gradient updates."""
-    gradient_steps: int = 1
-    """Gradient updates per round."""
-    target_update_interval: int = 250
-    """Gradient updates between target-network updates."""
-    tau: float = 1.0
-    """Target update step: 1.0 copies the online network, < 1 is a Polyak (soft) update."""
-    epsilon_start: float = 1.0
-    """Exploration rate at env step 0."""
-    epsilon_end: float = 0.05
-    """Exploration rate after the linear decay."""
-    epsilon_decay_steps: int = 50_000
-    """Env steps (per seed) of the linear decay from epsilon_start to epsilon_end."""
-    learning_starts: int = 5_000
-    """Env steps (per seed) collected before the first update."""
-    max_grad_norm: float = 10.0
-    """Global gradient-norm clip."""
-    double_dqn: bool = True
-    """Double DQN target: online argmax, target-network value (van Hasselt et al. 2016)."""
-    network: NetworkConfig = NetworkConfig(hidden_sizes=(256, 256), activation="relu",
-                                           first_layer="embedding", trunk="separate")
-    """Q-network MLP sizes."""
-
-    def __post_init__(self) -> None:
-        for name in ("num_envs", "num_steps", "buffer_size", "batch_size", "train_frequency",
-                     "gradient_steps", "target_update_interval", "epsilon_decay_steps"):
-            if int(getattr(self, name)) <= 0:
-                raise ValueError(f"DQNConfig.{name} must be a positive integer, "
-                                 f"got {getattr(self, name)}")
-        checks = {"learning_starts": self.learning_starts >= 0,
-                  "buffer_size": self.buffer_size >= max(self.num_envs, self.batch_size),
-                  "gamma": 0 < self.gamma <= 1, "tau": 0 < self.tau <= 1, "lr": self.lr > 0,
-                  "max_grad_norm": self.max_grad_norm > 0,
-                  "epsilon_start": 0 <= self.epsilon_start <= 1,
-                  "epsilon_end": 0 <= self.epsilon_end <= self.epsilon_start}
-        for name, ok in checks.items():
-            if not ok:
-                raise ValueError(f"DQNConfig.{name} = {getattr(self, name)} is out of range "
-                                 f"(num_envs={self.num_envs}, batch_size={self.batch_size}, "
-                                 f"epsilon_start={self.epsilon_start})")
-
-    @property
-    def steps_per_segment(self) -> int:
-        """Env steps (moves) one segment plays, per seed."""
-        return self.num_envs * self.num_steps
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -1,7 +1,7 @@
-"""Named recipes: the `PPOConfig`s and `DQNConfig`s that `benchmarks/learning.py` and
-`benchmarks/throughput.py` train by name.
+"""Named recipes: the `PPOConfig`s that `benchmarks/learning.py` and `benchmarks/throughput.py`
+train by name (the DQN's are the harness's, `sailor_lab.dqn.DQN_RECIPES`).
 
-`recipe(name)` looks one up; `RECIPES` lists the PPO ones, `DQN_RECIPES` the DQN ones. `default`
+`recipe(name)` looks one up in `RECIPES`. `default`
 is `PPOConfig()`, the GPU-sized default (the (256, 256) afterstate trunk); `afterstates_64` is
 the CPU-sized one (`SMALL_NETWORK`, the (64, 64) trunk every CPU-sized experiment trains); `v0`
 is the recipe the project first shipped, the reference the learning tables start from. The
@@ -10,9 +10,7 @@ recipe search that chose the default, and the trials it compared, are in docs/hi
 
 from __future__ import annotations
 
-import dataclasses
-
-from sailor_jax.config.agent import SMALL_NETWORK, DQNConfig, NetworkConfig, PPOConfig
+from sailor_jax.config.agent import SMALL_NETWORK, NetworkConfig, PPOConfig
 from sailor_jax.errors import UserError
 
 V0 = PPOConfig(num_envs=1024, num_steps=128, update_epochs=4, num_minibatches=4,
@@ -33,23 +31,14 @@ RECIPES: dict[str, PPOConfig] = {
 }
 """Recipe name -> `PPOConfig`."""
 
-DQN_RECIPES: dict[str, DQNConfig] = {
-    "dqn": DQNConfig(),
-    "dqn_afterstates": DQNConfig(network=dataclasses.replace(DQNConfig().network,
-                                                             actions="afterstates")),
-}
-"""Recipe name -> `DQNConfig`: the transfer experiment's DQN (Q-values of the board's 4 moves)
-and the same with each move's Q-value read from its afterstate (no name is also in
-`RECIPES`)."""
-
-
-def recipe(name: str) -> PPOConfig | DQNConfig:
-    """The `PPOConfig` (or, for a `DQN_RECIPES` name, `DQNConfig`) of a named recipe.
+def recipe(name: str, more: dict | None = None) -> PPOConfig:
+    """The `PPOConfig` of a named recipe (or of a name in `more`, e.g. the harness's DQN
+    recipes).
 
     Raises:
       UserError: unknown name (the message lists the known ones).
     """
-    known = {**RECIPES, **DQN_RECIPES}
+    known = {**RECIPES, **(more or {})}
     if name not in known:
         raise UserError(f"unknown recipe {name!r}", f"known: {', '.join(known)}")
     return known[name]
