@@ -1,4 +1,4 @@
-"""The learning benchmark (issue 10): recipes by name, JSON lines, figure, resume."""
+"""The learning benchmark: recipes by name, JSON lines, figure, resume."""
 
 from __future__ import annotations
 
@@ -19,44 +19,6 @@ TINY = PPOConfig(num_envs=8, num_steps=8, num_minibatches=2, updates_per_segment
                  network=NetworkConfig(hidden_sizes=(16,), first_layer="embedding"))
 
 
-def test_recipes_are_looked_up_by_name():
-    assert recipes.recipe("default") == PPOConfig()
-    # Round 11 confirmed round 10's (256, 256) trunk: it is the default.
-    assert recipes.recipe("r10_afterstates_256") == PPOConfig()
-    assert PPOConfig().network == dataclasses.replace(SMALL_NETWORK, hidden_sizes=(256, 256))
-    # Round 9's pick was the default of rounds 9-10, its lr decayed over the run instead of a
-    # fixed 10M: `afterstates_64`, the default with the (64, 64) trunk.
-    pick = recipes.recipe("r9_envs256_afterstates_64")
-    small = recipes.recipe("afterstates_64")
-    assert dataclasses.replace(pick, lr_decay_updates=0) == small
-    assert small == PPOConfig(network=SMALL_NETWORK)
-    assert SMALL_NETWORK.hidden_sizes == (64, 64) and SMALL_NETWORK.actions == "afterstates"
-    old = recipes.recipe("r2_relu")  # the default of rounds 3-8
-    assert (old.num_envs, old.lr, old.lr_schedule, old.network.hidden_sizes,
-            old.network.actions, old.network.symmetry) == (1024, 3e-4, "constant", (256, 256),
-                                                           "board", "none")
-    v0 = recipes.recipe("v0")
-    assert (v0.gamma, v0.num_envs, v0.num_steps, v0.ent_coef) == (0.99, 1024, 128, 0.01)
-    assert v0.network == NetworkConfig(hidden_sizes=(256, 256), activation="tanh",
-                                       first_layer="one_hot", trunk="separate")
-    assert all(isinstance(c, PPOConfig) for c in recipes.RECIPES.values())
-    with pytest.raises(ValueError, match=r"unknown recipe 'v9' \(known: v0, default"):
-        recipes.recipe("v9")
-
-
-def test_decayed_recipes_reach_lr_zero_within_their_budget():
-    """Rounds 5-9 decay the lr to 0 within the 10M search budget (less than one update short);
-    the 30M recipe is r6_envs256 with only the decay stretched to 3x that budget."""
-    for name, cfg in recipes.RECIPES.items():
-        if name[:2] in ("r5", "r6", "r7", "r8", "r9") and cfg.lr_schedule == "linear":
-            budget = recipes.SEARCH_STEPS * (3 if name.endswith("_30m") else 1)
-            decay_steps = cfg.lr_decay_updates * cfg.batch_size
-            assert budget - cfg.batch_size < decay_steps <= budget, name
-    short, long = recipes.recipe("r6_envs256"), recipes.recipe("r6_envs256_30m")
-    assert long.lr_decay_updates == 3 * short.lr_decay_updates == 3648
-    assert dataclasses.replace(long, lr_decay_updates=short.lr_decay_updates) == short
-
-
 def _changes(base: PPOConfig, cfg: PPOConfig) -> dict:
     """The fields of `cfg` that differ from `base` (`network.X` for the network's)."""
     diff = {f"network.{k}": v for k, v in dataclasses.asdict(cfg.network).items()
@@ -66,34 +28,29 @@ def _changes(base: PPOConfig, cfg: PPOConfig) -> dict:
     return diff
 
 
-def test_round_10_recipes_are_the_default_with_one_change():
-    """Issue 36's round 10: each recipe is the default of then (`afterstates_64`) with only its
-    named change, so a difference in the learning table is that change's."""
-    base = recipes.recipe("afterstates_64")
-    changed = {"r10_afterstates_128": {"network.hidden_sizes": (128, 128)},
-               "r10_afterstates_256": {"network.hidden_sizes": (256, 256)},
-               "r10_afterstates_64x3": {"network.hidden_sizes": (64, 64, 64)},
-               "r10_ntuple": {"network.first_layer": "ntuple"},
-               "r10_epochs8": {"update_epochs": 8},
-               "r10_steps128": {"num_steps": 128, "num_minibatches": 32},
-               "r10_ent003": {"ent_coef": 0.003}}
-    assert sorted(changed) == sorted(n for n in recipes.RECIPES if n.startswith("r10"))
-    for name, fields in changed.items():
-        cfg = recipes.recipe(name)
-        assert _changes(base, cfg) == fields, name
-        assert cfg.batch_size // cfg.num_minibatches == base.batch_size // base.num_minibatches
+def test_recipes_are_looked_up_by_name():
+    assert list(recipes.RECIPES) == ["v0", "default", "afterstates_64"]
+    assert recipes.recipe("default") == PPOConfig()
+    assert PPOConfig().network == dataclasses.replace(SMALL_NETWORK, hidden_sizes=(256, 256))
+    # The CPU-sized recipe is the default with the (64, 64) trunk, and nothing else changed.
+    small = recipes.recipe("afterstates_64")
+    assert _changes(PPOConfig(), small) == {"network.hidden_sizes": (64, 64)}
+    assert small.network == SMALL_NETWORK and SMALL_NETWORK.actions == "afterstates"
+    v0 = recipes.recipe("v0")
+    assert _changes(PPOConfig(), v0) == {
+        "num_envs": 1024, "num_steps": 128, "num_minibatches": 4, "gamma": 0.99, "lr": 3e-4,
+        "lr_schedule": "constant", "normalize_rewards": False, "network.activation": "tanh",
+        "network.first_layer": "one_hot", "network.trunk": "separate",
+        "network.symmetry": "none", "network.actions": "board"}
+    assert all(isinstance(c, PPOConfig) for c in recipes.RECIPES.values())
+    with pytest.raises(ValueError, match=r"unknown recipe 'v9' \(known: v0, default"):
+        recipes.recipe("v9")
 
 
-def test_round_11_recipes_are_the_256_trunk_with_one_change():
-    """Round 11: each recipe is `r10_afterstates_256` with only its named change."""
-    base = recipes.recipe("r10_afterstates_256")
-    changed = {"r11_afterstates_512": {"network.hidden_sizes": (512, 512)},
-               "r11_256_steps128": {"num_steps": 128, "num_minibatches": 32},
-               "r11_256_lr5e-4": {"lr": 5e-4}}
-    assert sorted(changed) == sorted(n for n in recipes.RECIPES if n.startswith("r11"))
-    for name, fields in changed.items():
-        cfg = recipes.recipe(name)
-        assert _changes(base, cfg) == fields, name
+def test_the_sailor_presets_train_the_cpu_sized_recipes_network():
+    sailor = _load("experiments/sailor.py")
+    assert {name: cfg.ppo.network for name, cfg in sailor.PRESETS.items()} == {
+        name: recipes.recipe("afterstates_64").network for name in sailor.PRESETS}
 
 
 @pytest.fixture
@@ -149,9 +106,10 @@ def test_unknown_recipe_fails_before_any_work(learning, tmp_path):
         learning.main(dataclasses.replace(args, recipe=("tiny",), eval_every=0))
 
 
-def test_a_whole_run_decay_ends_with_the_run(learning):
+def test_a_whole_run_decay_ends_with_the_run(learning, monkeypatch):
     """`lr_decay_updates=0` (the default recipe) decays over this run's updates: segments of
     one evaluation interval each, `--total-timesteps` rounded up to whole segments."""
+    monkeypatch.setitem(recipes.RECIPES, "fixed_decay", PPOConfig(lr_decay_updates=1216))
     args = learning.Args(recipe=("default",), total_timesteps=9_994_240,
                          eval_every=2_500_000)
     run = learning.run_config(args, "default")
@@ -161,8 +119,8 @@ def test_a_whole_run_decay_ends_with_the_run(learning):
     longer = learning.run_config(dataclasses.replace(args, total_timesteps=10_000_000),
                                  "default")
     assert longer.agent.lr_decay_updates == 5 * updates  # rounded up to a 5th segment
-    fixed = learning.run_config(args, "r6_envs256")  # an explicit count stays
-    assert fixed.agent.lr_decay_updates == recipes.recipe("r6_envs256").lr_decay_updates
+    fixed = learning.run_config(args, "fixed_decay")  # an explicit count stays
+    assert fixed.agent.lr_decay_updates == 1216
 
 
 TINY_DQN = DQNConfig(num_envs=8, num_steps=4, buffer_size=256, batch_size=16, learning_starts=16,
@@ -172,7 +130,7 @@ TINY_DQN = DQNConfig(num_envs=8, num_steps=4, buffer_size=256, batch_size=16, le
 
 
 def test_dqn_recipes_are_the_transfer_dqn_and_its_afterstate_twin():
-    """Issue 36 item 3: `dqn` is the transfer experiment's `DQNConfig()`; `dqn_afterstates`
+    """`dqn` is the transfer experiment's `DQNConfig()`; `dqn_afterstates`
     changes only where each move's Q-value is read (its afterstate)."""
     assert recipes.recipe("dqn") == DQNConfig()
     after = recipes.recipe("dqn_afterstates")
