@@ -1,10 +1,8 @@
-"""Compare two PPO recipes at one budget, pooling the seeds of several learning runs.
+"""Compare two recipes' learning curves at one budget, pooling the seeds of several learning runs.
 
     python benchmarks/compare_recipes.py \\
-        --a benchmarks/data/confirm_r6_envs256.jsonl:r6_envs256:9994240 \\
-            benchmarks/data/seeds5_r6_envs256_default.jsonl:r6_envs256:9994240 \\
-        --b benchmarks/data/learning_default_30M.jsonl:default:9961472 \\
-            benchmarks/data/seeds5_r6_envs256_default.jsonl:default:9961472
+        --a benchmarks/data/learning_dqn36_1M.jsonl:dqn_afterstates:1048576 \\
+        --b benchmarks/data/learning_dqn36_1M.jsonl:dqn:1048576
 
 Each `FILE:RECIPE:ENV_STEPS` names one evaluation of a `benchmarks/learning.py` curve (JSON
 lines). Its seeds come from `score_per_seed` / `win_rate_per_seed` where the line has them,

@@ -14,8 +14,7 @@ at its deadline keeps the rows it finished:
   (`throughput.flops_per_env_step`), so each row reads as TFLOP/s and a fraction of the card's
   peak (`PEAK_TFLOPS`).
 - `reference`: recipe `v0` (PureJaxRL's PPO function: two 2x256 tanh towers on the one-hot
-  board, 128 steps, 4 epochs x 4 minibatches, written as PureJaxRL writes it) beside
-  `v0_embedding` (the same function, this project's embedding first layer), as the CPU tables.
+  board, 128 steps, 4 epochs x 4 minibatches, written as PureJaxRL writes it).
 - `judge`: a model of Qwen2.5-1.5B-Instruct's configuration with random weights and a
   tokenizer trained here (`sailor_lab.random_model`: the machine has no model hub; the timing is
   real, the verdicts are not), bf16, saved and loaded through the judge's real path; pointwise

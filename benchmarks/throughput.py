@@ -64,8 +64,8 @@ class Args:
     """Seed counts for ppo_train_seeds."""
     recipe: tuple[str, ...] = ("default",)
     """PPO recipes (`sailor_jax.config.recipes`) to compare in ppo_*; num_envs and the updates
-    per segment come from --num-envs and --ppo-updates (e.g. `v0 v0_embedding`: the one-hot
-    matmul vs the embedding gather-and-sum first layer, same network function)."""
+    per segment come from --num-envs and --ppo-updates (e.g. `afterstates_64 default`: the
+    CPU- and GPU-sized trunks)."""
     devices: int | None = None
     """Devices the seed axis of ppo_train_seeds (the envs of ppo_train_envs) is sharded
     over (default: all)."""

@@ -13,10 +13,10 @@ Also: every `--flag` a script's docstring names is in that script's `--help`, an
 the prose of the README and of a docs/ page names is in some script's (or is pip's, ruff's,
 sbatch's, XLA's, vLLM's: `OTHER_FLAGS`); `--help` exits 0 for every script (in-process, plus
 one real subprocess for the scripts with presets, whose help must name `--preset {...}` and
-`--debug`); `.ci/run` runs the README's install command word for word; the CLI console
-does not wrap tables at 80 columns in a file; no file of the project refers to documents
-outside it; every relative markdown link of the README, docs/ and `benchmarks/results.md`
-resolves to a file of the project.
+`--debug`); every `--recipe` those commands run is a recipe of today; `.ci/run` runs the
+README's install command word for word; the CLI console does not wrap tables at 80 columns in
+a file; no file of the project refers to documents outside it; every relative markdown link
+of the README, docs/ and `benchmarks/results.md` resolves to a file of the project.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import glob
 import importlib
 import importlib.util
 import io
+import itertools
 import os
 import re
 import shlex
@@ -283,6 +284,24 @@ def test_command_parses(where: str, command: str):
                         f"{stderr.getvalue()}")
     else:
         assert not helps, f"{where}: `{command}` should print the help and exit"
+
+
+def test_commands_name_only_existing_recipes():
+    """A `--recipe` a document or docstring runs is a recipe of today (`config.recipes`);
+    docs/history.md's commands ran at the commits it names, with the recipes of then."""
+    from sailor_jax.config import recipes
+
+    known = {**recipes.RECIPES, **recipes.DQN_RECIPES}
+    unknown = []
+    for where, command in ALL_COMMANDS:
+        if where == "docs/history.md":
+            continue
+        script, argv = split_command(command)
+        if script.startswith("benchmarks/") and "--recipe" in argv:
+            names = itertools.takewhile(lambda w: not w.startswith("-"),
+                                        argv[argv.index("--recipe") + 1:])
+            unknown += [(where, name) for name in names if name not in known]
+    assert unknown == []
 
 
 @pytest.mark.parametrize("script", [_relpath(p) for p in SCRIPTS])

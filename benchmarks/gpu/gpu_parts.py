@@ -100,8 +100,8 @@ def part_ppo(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
 
 
 def part_reference(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
-    """PureJaxRL's PPO function (`v0`) beside the same function with the embedding layer."""
-    _ppo_rows(sizes, ("v0", "v0_embedding"), sizes.reference_envs, emit)
+    """PureJaxRL's PPO function (recipe `v0`)."""
+    _ppo_rows(sizes, ("v0",), sizes.reference_envs, emit)
 
 
 def part_judge(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:

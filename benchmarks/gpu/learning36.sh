@@ -1,28 +1,20 @@
 #!/bin/bash
-# Issue 36's recipe rounds 10 and 11 on one GPU (the device tool's machine; wheels as in repair34.sh):
-# `benchmarks/learning.py` for each recipe in RECIPES (default: round 10 and the default of then, `afterstates_64`),
-# each its own process, P side by side, 3 seeds x TOTAL env steps (default 9,994,240: 4 whole
-# segments, so the lr decays to 0 at 10M), evaluated every EVAL steps (default 2,498,560) on 64
-# greedy games per seed; a process still running at
-# DEADLINE seconds after the start is stopped (its finished evaluations are kept). The JSON
-# lines go to $OUT/learning36.tar.gz (one RECIPE.jsonl each, and the logs):
-#   DEADLINE=500 P=8 bash benchmarks/gpu/learning36.sh
+# PPO learning curves of several recipes side by side on one GPU (the device tool's machine;
+# wheels as in repair34.sh): `benchmarks/learning.py` for each recipe in RECIPES (default: the
+# CPU- and GPU-sized defaults, `afterstates_64 default`), each its own process, P side by side,
+# 3 seeds x TOTAL env steps (default 9,994,240: 4 whole segments, so the lr decays to 0 at 10M),
+# evaluated every EVAL steps (default 2,498,560) on 64 greedy games per seed; a process still
+# running at DEADLINE seconds after the start is stopped (its finished evaluations are kept).
+# The JSON lines go to $OUT/learning36.tar.gz (one RECIPE.jsonl each, and the logs):
+#   DEADLINE=500 P=2 bash benchmarks/gpu/learning36.sh
 # SEED (default 0) is learning.py's root seed: another SEED gives 3 fresh seeds per recipe.
-# Round 11 (2026-11-26, one H100, `benchmarks/results.md`): the (256, 256) trunk confirmed with
-# fresh seeds beside three single changes to it, two calls of ~5 minutes with root seeds 1 and 2.
-# TOTAL and EVAL there are whole numbers of updates for 32- and 128-step rollouts alike (304
-# and 76 updates of 256 envs per evaluation), so every lr ends at 9.96M; the defaults above
-# would round r11_256_steps128 up to 12.45M. `default` was the (64, 64) trunk then: name
-# `afterstates_64` to re-run it (since round 11 `default` is the (256, 256) trunk).
-#   SEED=1 TOTAL=9961472 EVAL=2490368 RECIPES="default r10_afterstates_256 r11_afterstates_512 r11_256_steps128 r11_256_lr5e-4" DEADLINE=470 P=5 bash benchmarks/gpu/learning36.sh
-#   SEED=2 TOTAL=9961472 EVAL=2490368 RECIPES="default r10_afterstates_256 r11_afterstates_512 r11_256_steps128" DEADLINE=370 P=4 bash benchmarks/gpu/learning36.sh
-# (Its first run, 2026-11-26, had TOTAL=10000000 and EVAL=2500000: 2,498,560-step segments,
-# rounded up to 5, so every recipe's lr decayed over 12.49M and the 10M row was read with the
-# lr at a fifth of its start.)
+# TOTAL and EVAL should be whole numbers of updates of every recipe's rollout (e.g.
+# TOTAL=9961472 EVAL=2490368 for 32- and 128-step rollouts of 256 envs), else a recipe's budget
+# rounds up to whole segments and its lr ends later. The runs it made are in docs/history.md.
 set -u
 source "$(dirname "$0")/setup.sh" || exit $?
 TOTAL=${TOTAL:-9994240}; EVAL=${EVAL:-2498560}
-RECIPES=${RECIPES:-"afterstates_64 r10_afterstates_128 r10_afterstates_256 r10_afterstates_64x3 r10_ntuple r10_epochs8 r10_steps128 r10_ent003"}
+RECIPES=${RECIPES:-"afterstates_64 default"}
 mkdir -p $G/logs
 run_recipe() {  # RECIPE: one learning.py run, stopped at the deadline
   local left=$(( START + DEADLINE - $(date +%s) )) t0=$(date +%s)

@@ -73,10 +73,10 @@ class NetworkConfig:
 SMALL_NETWORK = NetworkConfig(hidden_sizes=(64, 64), symmetry="canonical",
                               actions="afterstates")
 """A shared (64, 64) relu trunk reading the board through an embedding, in the canonical
-orientation, that scores each move's afterstate: PPO's default in recipe rounds 9-10 (issue
-26), kept where a CPU budget trains (the SAILOR presets, the repair, ablation and theta-search
-experiments, the judge's policy groups), whose measured results rest on it. On a 2-core CPU it
-trains 3.6-5x as many env steps/s as `DEFAULT_NETWORK`; on an H100, 1.6x."""
+orientation, that scores each move's afterstate: the CPU-sized network (recipe
+`afterstates_64`), trained where a CPU budget trains (the SAILOR presets, the repair, ablation
+and theta-search experiments, the judge's policy groups), whose measured results rest on it. On
+a 2-core CPU it trains 3.6-5x as many env steps/s as `DEFAULT_NETWORK`; on an H100, 1.6x."""
 
 DEFAULT_NETWORK = dataclasses.replace(SMALL_NETWORK, hidden_sizes=(256, 256))
 """PPO's default actor-critic: `SMALL_NETWORK` with a (256, 256) trunk. On one H100 (6 seeds,
