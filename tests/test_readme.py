@@ -287,11 +287,13 @@ def test_command_parses(where: str, command: str):
 
 
 def test_commands_name_only_existing_recipes():
-    """A `--recipe` a document or docstring runs is a recipe of today (`config.recipes`);
+    """A `--recipe` a document or docstring runs is a recipe of today (`config.recipes`, the
+    harness's DQN recipes);
     docs/history.md's commands ran at the commits it names, with the recipes of then."""
     from sailor_jax.config import recipes
+    from sailor_lab.dqn import DQN_RECIPES
 
-    known = {**recipes.RECIPES, **recipes.DQN_RECIPES}
+    known = {**recipes.RECIPES, **DQN_RECIPES}
     unknown = []
     for where, command in ALL_COMMANDS:
         if where == "docs/history.md":
