@@ -108,8 +108,8 @@ def cut_windows(batch: TrajectoryBatch, key: jax.Array, window: int,
     (so it lies inside the game when the game is long enough; a shorter game is kept whole).
     With `end_fraction > 0`, a game that ended (not truncated) has, with that probability
     (drawn per game from a key folded off its window key with 1), the window that ends at its
-    last move instead: the judge then sees `game_over` in that many windows (issue 49);
-    `end_fraction = 0` draws nothing more, so its windows are the same as before the option.
+    last move instead: the judge then sees `game_over` in that many windows;
+    `end_fraction = 0` draws nothing more, so its windows are exactly the uniform draw's.
     `Phi` is the sum of the transition features over the window's moves (recomputed from its
     boards with `env_fns.phi`), so `R_theta` and the judge see the same moves. `score` and
     `max_tile` are the window's; `truncated` is True when the game goes on after the window.

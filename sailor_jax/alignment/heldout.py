@@ -1,4 +1,4 @@
-"""Like-with-like comparisons and held-out acceptance of a theta update (issue 34).
+"""Like-with-like comparisons and held-out acceptance of a theta update.
 
 Host-only NumPy.
 
@@ -21,7 +21,7 @@ with `g` pairs it newly gets right and `l` it newly gets wrong, accept iff
 exchangeable, so the update stays put except by chance (by the normal approximation, about
 16% of the updates that change some held-out pairs at z = 1).
 
-Agreement gate (issue 50). Beating the current theta on 28 held-out pairs is a weak test: in
+Agreement gate. Beating the current theta on 28 held-out pairs is a weak test: in
 the judge-curve runs from theta0 it accepted 15 of 234 random-judge steps against 20 of 206
 of the expert's. With `tau_z > 0` the candidate must also agree with the judge on the held-out
 trajectories beyond chance: its Kendall tau with the judge's order at least `tau_z` times tau's
@@ -33,8 +33,8 @@ Survival guard. The per-move level of `R_theta` (its mean per move, the terminal
 left out) decides how much the agent wants to live: below zero every move costs and the agent
 learns to end the game; near zero it barely cares. Features such as smoothness and
 monotonicity are near 0.9 and 0.55 on every move, so small weights on them act as that
-constant, and comparisons of equal-length windows cannot see it. In the issue-34 random-judge
-runs every seed whose level an accepted step took below zero collapsed (final scores
+constant, and comparisons of equal-length windows cannot see it. In random-judge runs without
+this guard every seed whose level an accepted step took below zero collapsed (final scores
 228-2,307 against ~11,000 kept fixed), and seeds whose level a step cut from +0.16 to
 +0.015..+0.045 stalled near half their fixed twin. `survival_check` therefore lets an update
 raise the level but never lower it: in 2048 points are made only while the game goes on, so
@@ -42,8 +42,8 @@ this project sets the level by that rule, not by the judge.
 With a floor (`AlignmentConfig.survival_floor`) an update may also lower a level that lies
 above the floor, down to the floor: a start that pays too much per move (a heuristic weighted
 1.0 on every move) can then be moved by the judge, while a level at or below the floor keeps
-the rule above (issue 49). The recommended update's floor is 0.5 (since 2026-11-28: it
-repairs a start paying 1.0 per move in `smoothness` and `merges_available`, level elsewhere).
+the rule above. The recommended update's floor is 0.5: it repairs a start paying 1.0 per
+move in `smoothness` and `merges_available` and is level elsewhere (docs/repair.md).
 """
 
 from __future__ import annotations

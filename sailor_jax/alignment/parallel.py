@@ -2,7 +2,7 @@
 
 Host-only. `update_many` runs `updates.update_theta` for every call, serially or in joblib's
 reusable loky worker processes (started once, never forked from the JAX process); the results
-are the same either way (issue 23).
+are the same either way.
 """
 
 from __future__ import annotations

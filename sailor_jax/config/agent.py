@@ -73,28 +73,26 @@ class NetworkConfig:
 SMALL_NETWORK = NetworkConfig(hidden_sizes=(64, 64), symmetry="canonical",
                               actions="afterstates")
 """A shared (64, 64) relu trunk reading the board through an embedding, in the canonical
-orientation, that scores each move's afterstate: PPO's default in recipe rounds 9-10 (issue
-26), kept where a CPU budget trains (the SAILOR presets, the repair, ablation and theta-search
-experiments, the judge's policy groups), whose measured results rest on it. On a 2-core CPU it
-trains 3.6-5x as many env steps/s as `DEFAULT_NETWORK`; on an H100, 1.6x."""
+orientation, that scores each move's afterstate: the CPU-sized trunk, used where a CPU budget
+trains (the SAILOR presets, the repair, ablation and theta-search experiments, the judge's
+policy groups), whose measured results rest on it. On a 2-core CPU it trains 3.6-5x as many
+env steps/s as `DEFAULT_NETWORK`; on an H100, 1.6x."""
 
 DEFAULT_NETWORK = dataclasses.replace(SMALL_NETWORK, hidden_sizes=(256, 256))
-"""PPO's default actor-critic since recipe round 11 (issue 36): `SMALL_NETWORK` with a
-(256, 256) trunk. On one H100 (6 seeds, lr ending at 9.96M env steps) it reached 2048 in
-78.6% of greedy games against the (64, 64) trunk's 63.3% (+15.4 points, Welch 95%
-[+6.2, +24.5]) at 0.62 of its env steps/s (`benchmarks/results.md`, round 11)."""
+"""PPO's default actor-critic: `SMALL_NETWORK` with a (256, 256) trunk. On one H100 (6 seeds,
+lr ending at 9.96M env steps) it reached 2048 in 78.6% of greedy games against the (64, 64)
+trunk's 63.3% (+15.4 points, Welch 95% [+6.2, +24.5]) at 0.62 of its env steps/s
+(`benchmarks/results.md`, docs/agent.md)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PPOConfig:
     """PPO hyperparameters (static: baked into the compiled segment).
 
-    The defaults are the recipe search's pick (`benchmarks/results.md`, rounds 9 and 11,
-    issues 26 and 36): 256 envs x 32 steps, 8 minibatches, lr 1e-3 decayed linearly to 0 over
-    the run, and a (256, 256) trunk that scores each move's afterstate in the canonical
-    orientation (`DEFAULT_NETWORK`). Rounds 9-10 had the (64, 64) trunk
-    (`recipes.recipe("afterstates_64")`, `SMALL_NETWORK`); until round 9 the default was
-    `recipes.recipe("r2_relu")`.
+    The defaults are the recipe search's pick (`benchmarks/results.md`, docs/agent.md): 256 envs
+    x 32 steps, 8 minibatches, lr 1e-3 decayed linearly to 0 over the run, and a (256, 256)
+    trunk that scores each move's afterstate in the canonical orientation (`DEFAULT_NETWORK`);
+    `SMALL_NETWORK` is the CPU-sized (64, 64) trunk.
     """
 
     num_envs: int = 256

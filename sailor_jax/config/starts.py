@@ -15,7 +15,7 @@ from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import BASELINE_THETA, RewardSpec, theta_from
 
 SEVERITIES = ("", "mild", "gross")
-"""How far a start kept fixed falls below theta0 kept fixed (issue 49's screen: 8 paired seeds,
+"""How far a start kept fixed falls below theta0 kept fixed (the start screen: 8 paired seeds,
 the repair `cpu` preset's ~1M env steps): mild 10-30% below, gross more; "" not screened."""
 GROSS_SHORTFALL, MILD_SHORTFALL = 0.30, 0.10
 """The bands of `SEVERITIES`: a start kept fixed whose mean falls more than `GROSS_SHORTFALL`
@@ -70,7 +70,7 @@ STARTS: dict[str, Start] = {s.name: s for s in (
            "Rewards only what the game is about, a new largest tile, and nothing on the way: "
            "the sparse 'reward the outcome' design that a person or an LLM writes when told "
            "not to shape."),
-    # Issue 49's screen (benchmarks/results/screen49_cpu): kept fixed, 8 paired seeds at ~1M
+    # The start screen (benchmarks/results/screen49_cpu): kept fixed, 8 paired seeds at ~1M
     # env steps, theta0 11,877; kept only those at least 10% below it.
     _start("corner_obsessed", {"score_gain": 0.01, "max_tile_in_corner": 1.0, "game_over": -1.0},
            "A scale error: the score term shrunk 100 times ('scores run into the thousands') "

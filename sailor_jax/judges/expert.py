@@ -15,7 +15,7 @@ Boards with a single legal move (no choice) are skipped. A trajectory's score is
 verdict over its scored moves, so the spawns' luck and the game's length count for little:
 a short game played well outranks a long game played badly.
 
-- `value` (issue 34), a verdict on the whole trajectory that tracks the game's goal: the
+- `value`, a verdict on the whole trajectory that tracks the game's goal: the
   score the play gained plus the change in the expert's value of the position it leaves,
   `sum(score_gains) + V(last board) - V(first board)`, with `V(b) = max_a Q_depth(b, a)` over
   the legal moves (`expert_action_values`: nneonneo's heuristic after `depth` moves), 0 on a
@@ -31,7 +31,7 @@ CDF of the difference of the two means over its standard error), so it is confid
 when the difference is large against the per-move noise: the weighted-preference options
 read it as the judge's confidence.
 
-A judge of dialled quality (issue 50): with `noise = sigma > 0`, a group's verdicts are
+A judge of dialled quality: with `noise = sigma > 0`, a group's verdicts are
 replaced by their normal scores (`Phi^-1((rank - 1/2) / M)`, ties sharing their mean rank: the
 expert's order on a scale with spread ~1 whatever the verdict's units and outliers) plus
 independent `N(0, sigma^2)` noise each, and the group is ranked by those (a Thurstone judge

@@ -1,4 +1,4 @@
-"""How good must the judge be? Judge accuracy against what SAILOR does with it (issue 50).
+"""How good must the judge be? Judge accuracy against what SAILOR does with it.
 
 Host-only. `benchmarks/judge_curve.py` measures, per level of the dialled-quality judge
 (`RankerConfig.noise`), its skill-order accuracy on the graded pool (`judge_eval`) and the

@@ -1,7 +1,7 @@
 """SAILOR's own setting for judging: groups of `M` whole games, each group of one policy.
 
 Host side (the games are played by compiled JAX code). `play_policy_groups` plays groups the way
-SAILOR samples them (epsilon-greedy experts, a fresh or briefly trained PPO agent, issue 24);
+SAILOR samples them (epsilon-greedy experts, a fresh or briefly trained PPO agent);
 `outcome_correlations` says how much a judge's verdict follows game length and final score.
 The graded-skill pool, where players differ, is `judge_eval`.
 """

@@ -234,7 +234,7 @@ def commit(ctx: Context, state: LoopState, t: int, train_score: list[float | Non
 def ended_counts(batch: Any, reference_games: int) -> dict[str, list[int]] | None:
     """Per seed, the judged trajectories that contain their game's end, among the agent's and
     among the reference policy's (the last `reference_games` of each group): where the judge
-    can see `game_over` at all (issue 49). `batch`: host `TrajectoryBatch` with `Phi [S, M, F]`,
+    can see `game_over` at all. `batch`: host `TrajectoryBatch` with `Phi [S, M, F]`,
     or None."""
     if batch is None:
         return None

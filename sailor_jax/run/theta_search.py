@@ -1,6 +1,6 @@
 """Direct search for the theta whose trained agent scores best: CMA-ES over PPO rows. Host-only.
 
-Issue 24's "headroom over theta0": how much better than theta0 can a fixed reward do at a
+The headroom over theta0: how much better than theta0 can a fixed reward do at a
 given budget? CMA-ES (N. Hansen and A. Ostermeier 2001, "Completely derandomized
 self-adaptation in evolution strategies", Evolutionary Computation 9(2); N. Hansen 2016, "The
 CMA Evolution Strategy: A Tutorial", arXiv:1604.00772), from Hansen's `cma` package, searches

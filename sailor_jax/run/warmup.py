@@ -1,4 +1,4 @@
-"""Warm-up: theta updates before the first segment trains (issue 49; host orchestration).
+"""Warm-up: theta updates before the first segment trains (host orchestration).
 
 From a gross start SAILOR's reward ends where an agent trained on it from scratch scores as
 theta0, but the SAILOR agent learned on the way, on a reward still partly wrong, and ends
