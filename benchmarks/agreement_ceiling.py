@@ -54,7 +54,7 @@ from sailor_jax.logging import to_jsonable
 
 @dataclasses.dataclass(frozen=True)
 class Args:
-    """Agreement ceiling of a linear reward with the expert judge (issue 24, item 4)."""
+    """Agreement ceiling of a linear reward with the expert judge."""
 
     policies: tuple[str, ...] = ("eps0.3", "eps0.6", "ppo_init", "ppo_300k")
     """Policies of the pool (`policy_groups.policy_collect`)."""

@@ -51,7 +51,7 @@ from sailor_jax.logging import json_line  # noqa: E402
 
 DEADLINES = {"env": 30, "ppo": 200, "reference": 45, "judge": 60, "main_llm": 120,
              "main_expert": 90}
-"""Seconds per part on one H100 (545 in all), set from the first H100 run (2026-11-27): its 4
+"""Seconds per part on one H100 (545 in all), set from a measured H100 run: its 4
 iterations of the `gpu` preset need about 70 s with the expert, PureJaxRL's compile over 30 s."""
 TINY_DEADLINE = 600
 """Seconds per part with `--tiny` (generous: CI machines differ 3-5x in speed)."""

@@ -1,4 +1,4 @@
-"""How good must the judge be? Repair and no-loss against judge accuracy (issue 50).
+"""How good must the judge be? Repair and no-loss against judge accuracy.
 
     python benchmarks/judge_curve.py                     # every arm: ~18 arms, ~2.5 h on 2 cores
     python benchmarks/judge_curve.py --finished-only     # the curve from the arms finished so far

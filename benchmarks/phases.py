@@ -11,8 +11,8 @@ collect compiles the collector): everything but training and compiling.
     python benchmarks/phases.py --settings gpu --repo /path/to/other/checkout   # another version
 
 Settings (`SETTINGS`): `smoke`, `cpu` (2 of its 6 iterations), `expert` (the expert-judge
-ablation preset's `sailor_bo_expert` variant, 2 of 8 iterations), `expert_cpu` (issue 23's
-setting: the cpu preset judged by the expert, 4 + 4 baseline seeds, 256 envs, 8 PPO updates per
+ablation preset's `sailor_bo_expert` variant, 2 of 8 iterations), `expert_cpu` (the
+cpu preset judged by the expert, 4 + 4 baseline seeds, 256 envs, 8 PPO updates per
 segment, 4 of 16 iterations), `gpu` (the gpu preset on this CPU with 1 PPO update per segment
 instead of 80 and the expert judge instead of Qwen2.5-1.5B, which this machine cannot fetch: its
 train and rank columns are not a GPU's; collect, update and checkpoint are at the real size).

@@ -1,4 +1,4 @@
-"""Cost and quality of the theta update on recorded update problems (issue 23).
+"""Cost and quality of the theta update on recorded update problems.
 
 `--record` runs a short SAILOR run judged by the expert (the `expert_cpu` setting of
 `benchmarks/phases.py`: cpu preset, 4 + 4 baseline seeds, 256 envs, 8 PPO updates per segment)
