@@ -52,7 +52,7 @@ DEFAULT_THETA_STAR = "0.5,0.3,0.4,0.2,0.1,0,0.3,-0.5"
 
 UPDATES = ("bo", "bt_mcmc")
 TARGET = 0.95
-"""Both the cosine and the held-out agreement should reach this (issue's acceptance bar)."""
+"""The acceptance bar: both the cosine and the held-out agreement should reach this."""
 
 
 def parse_vector(text: str, what: str) -> np.ndarray:
@@ -104,13 +104,13 @@ class Args:
     bo_calls: int = 40
     """Objective evaluations per BO update."""
     bo_acq_optimizer: str = "sampling"
-    """BO acquisition maximiser: sampling, or lbfgs (scikit-optimize's; before issue 23)."""
+    """BO acquisition maximiser: sampling, or lbfgs (scikit-optimize's)."""
     bo_points: int = 1000
-    """BO: random points the acquisition is evaluated at per step (10000 before issue 23)."""
+    """BO: random points the acquisition is evaluated at per step."""
     bo_gp_restarts: int = 0
-    """BO: extra restarts of the GP hyperparameter fit per step (2 before issue 23)."""
+    """BO: extra restarts of the GP hyperparameter fit per step."""
     bo_gp_fit_maxiter: int | None = 10
-    """BO: L-BFGS iterations per GP hyperparameter fit (None: to convergence, before issue 23)."""
+    """BO: L-BFGS iterations per GP hyperparameter fit (None: to convergence)."""
     trust_region: float | None = 0.2
     """Max change of each tunable weight per update (None = bounds only: BO is erratic then)."""
     mcmc_trust_region: float = 0.2
