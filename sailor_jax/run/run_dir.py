@@ -58,10 +58,13 @@ existed lacks it, and it ran as the code did then (`warmup_updates`: no warm-up;
 
 RETIRED = {"judged": "windows", "move_boards": None, "alignment.keep_iterations": 0,
            "alignment.keep_decay": None, "alignment.heldout_tau_z": 0, "warmup_tau_z": 0,
-           "end_windows": 0, "reference_policy": "expert"}
-"""Fields of `SailorConfig` options that were measured, not adopted and removed
-(docs/history.md, "Retired options"), and the value at which a saved config ran as the code
-runs now (None: any value, the field being read only with a retired option on)."""
+           "end_windows": 0, "reference_policy": "expert",
+           "alignment.bo_acq_optimizer": "sampling", "alignment.bo_points": 1000,
+           "alignment.bo_gp_restarts": 0, "alignment.bo_gp_fit_maxiter": 10,
+           "preferences.tie_tol": 1e-6}
+"""Fields of options that were measured, not adopted and removed, or settings that became
+constants (docs/history.md, "Retired options"), and the value at which a saved config ran as
+the code runs now (None: any value, the field being read only with a retired option on)."""
 RETIRED_IN = "3263411"
 """The last commit of sailor-jax that has the `RETIRED` options."""
 
