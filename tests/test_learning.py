@@ -73,7 +73,6 @@ def test_round_10_recipes_are_the_default_with_one_change():
     changed = {"r10_afterstates_128": {"network.hidden_sizes": (128, 128)},
                "r10_afterstates_256": {"network.hidden_sizes": (256, 256)},
                "r10_afterstates_64x3": {"network.hidden_sizes": (64, 64, 64)},
-               "r10_ntuple": {"network.first_layer": "ntuple"},
                "r10_epochs8": {"update_epochs": 8},
                "r10_steps128": {"num_steps": 128, "num_minibatches": 32},
                "r10_ent003": {"ent_coef": 0.003}}

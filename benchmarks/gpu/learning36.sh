@@ -22,7 +22,7 @@
 set -u
 source "$(dirname "$0")/setup.sh" || exit $?
 TOTAL=${TOTAL:-9994240}; EVAL=${EVAL:-2498560}
-RECIPES=${RECIPES:-"afterstates_64 r10_afterstates_128 r10_afterstates_256 r10_afterstates_64x3 r10_ntuple r10_epochs8 r10_steps128 r10_ent003"}
+RECIPES=${RECIPES:-"afterstates_64 r10_afterstates_128 r10_afterstates_256 r10_afterstates_64x3 r10_epochs8 r10_steps128 r10_ent003"}
 mkdir -p $G/logs
 run_recipe() {  # RECIPE: one learning.py run, stopped at the deadline
   local left=$(( START + DEADLINE - $(date +%s) )) t0=$(date +%s)

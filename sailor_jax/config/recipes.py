@@ -98,15 +98,10 @@ RECIPES: dict[str, PPOConfig] = {
     "r3_lr_linear": _relu(lr=1e-3, lr_schedule="linear", lr_decay_updates=92),
     "r3_envs2048": _relu(num_envs=2048, num_minibatches=16),
     "r3_minibatch32": _relu(num_minibatches=32),
-    "r3_lines": _relu(network={"first_layer": "lines"}),
     # Search round 4 (issue 26: 2048 in >= 55% of games at 10M steps; 2 seeds): the n-tuple
     # first layer, and round 3's suggested lr 1e-3 + 32 minibatches.
-    "r4_ntuple": _relu(network={"first_layer": "ntuple"}),
     "r4_lr1e-3_mb32": _relu(lr=1e-3, num_minibatches=32),
-    "r4_ntuple_lr1e-3_mb32": _relu(lr=1e-3, num_minibatches=32,
-                                   network={"first_layer": "ntuple"}),
     "r4_symmetric": _relu(network={"symmetry": "canonical"}),
-    "r4_ntuple_symmetric": _relu(network={"first_layer": "ntuple", "symmetry": "canonical"}),
     "r4_symmetric_lr1e-3_mb32": _relu(lr=1e-3, num_minibatches=32,
                                       network={"symmetry": "canonical"}),
     # Search round 5 (10M steps/seed, 2 seeds): round 4's leads with lr 1e-3 decayed linearly
@@ -164,7 +159,6 @@ RECIPES: dict[str, PPOConfig] = {
     "r10_afterstates_128": _r9(network={"hidden_sizes": (128, 128)}),
     "r10_afterstates_256": _r9(network={"hidden_sizes": (256, 256)}),
     "r10_afterstates_64x3": _r9(network={"hidden_sizes": (64, 64, 64)}),
-    "r10_ntuple": _r9(network={"first_layer": "ntuple"}),
     "r10_epochs8": _r9(update_epochs=8),
     "r10_steps128": _r9(num_steps=128, num_minibatches=32),
     "r10_ent003": _r9(ent_coef=0.003),
