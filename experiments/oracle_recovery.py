@@ -103,14 +103,6 @@ class Args:
     """BO objective: error (weighted pair error) or bt_nll (Bradley-Terry NLL)."""
     bo_calls: int = 40
     """Objective evaluations per BO update."""
-    bo_acq_optimizer: str = "sampling"
-    """BO acquisition maximiser: sampling, or lbfgs (scikit-optimize's)."""
-    bo_points: int = 1000
-    """BO: random points the acquisition is evaluated at per step."""
-    bo_gp_restarts: int = 0
-    """BO: extra restarts of the GP hyperparameter fit per step."""
-    bo_gp_fit_maxiter: int | None = 10
-    """BO: L-BFGS iterations per GP hyperparameter fit (None: to convergence)."""
     trust_region: float | None = 0.2
     """Max change of each tunable weight per update (None = bounds only: BO is erratic then)."""
     mcmc_trust_region: float = 0.2
@@ -156,10 +148,7 @@ class Args:
         return AlignmentConfig(method=method, objective=self.objective, bo_calls=self.bo_calls,
                                bo_initial_points=min(10, self.bo_calls),
                                trust_region=self.trust_region,
-                               mcmc_trust_region=self.mcmc_trust_region, beta=self.beta,
-                               bo_acq_optimizer=self.bo_acq_optimizer, bo_points=self.bo_points,
-                               bo_gp_restarts=self.bo_gp_restarts,
-                               bo_gp_fit_maxiter=self.bo_gp_fit_maxiter)
+                               mcmc_trust_region=self.mcmc_trust_region, beta=self.beta)
 
 
 def recover(method: str, pools: list[np.ndarray], heldout: np.ndarray, args: Args,

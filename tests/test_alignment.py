@@ -255,8 +255,7 @@ BAD_CONFIGS = [
     {"method": "adam"}, {"objective": "hinge"}, {"acq_func": "UCB"}, {"bo_calls": 0},
     {"bo_initial_points": 50}, {"trust_region": 0.0}, {"trust_region": float("inf")},
     {"beta": -1.0}, {"mcmc_burn_in": 2000}, {"mcmc_step": 0.0}, {"mcmc_trust_region": -0.1},
-    {"mcmc_chains": 0}, {"bo_acq_optimizer": "adam"}, {"bo_points": 0}, {"bo_gp_restarts": -1},
-    {"update_workers": -1}, {"bo_gp_fit_maxiter": 0},
+    {"mcmc_chains": 0}, {"update_workers": -1},
 ]  # fmt: skip
 
 
@@ -304,37 +303,3 @@ def test_resolve_workers():
     assert resolve_workers(4, 2) == 2  # never more than the updates
     assert resolve_workers(3, 0) == 1
     assert 1 <= resolve_workers(0, 64) <= (os.cpu_count() or 1)
-
-
-@pytest.mark.parametrize("settings", [
-    {"bo_acq_optimizer": "lbfgs", "bo_points": 10000, "bo_gp_restarts": 2,
-     "bo_gp_fit_maxiter": None},  # before issue 23
-    {"bo_acq_optimizer": "sampling", "bo_points": 200, "bo_gp_restarts": 0},
-    {"bo_acq_optimizer": "sampling", "bo_points": 1000, "bo_gp_restarts": 0,
-     "bo_gp_fit_maxiter": 3},
-])
-def test_bo_settings_reduce_the_pair_error(settings):
-    cfg = dataclasses.replace(BO, bo_calls=12, bo_initial_points=4, **settings)
-    result = update_theta(THETA0, PHI, PREFS, SPEC, cfg, rng=0)
-    assert result.accepted and result.error_after < result.error_before
-
-
-def test_before_issue_23_settings_are_scikit_optimizes_defaults():
-    """lbfgs / 10000 points / 2 restarts / uncapped fits = the plain `gp_minimize` call this
-    project made before issue 23 (so `benchmarks/theta_update.py` replays the old update)."""
-    import skopt
-
-    from sailor_jax.alignment.updates import _make_problem
-
-    cfg = dataclasses.replace(BO, bo_calls=10, bo_initial_points=4, bo_acq_optimizer="lbfgs",
-                              bo_points=10000, bo_gp_restarts=2, bo_gp_fit_maxiter=None)
-    result = update_theta(THETA0, PHI, PREFS, SPEC, cfg, rng=5)
-    problem = _make_problem(THETA0, PHI, PREFS, SPEC, cfg, None)
-    x0 = THETA0[SPEC.tunable_index].astype(np.float64)
-    seed = int(np.random.default_rng(5).integers(2**31 - 1))
-    old = skopt.gp_minimize(lambda x: float(problem.objective(np.asarray([x]))[0]),
-                            list(zip(problem.lo.tolist(), problem.hi.tolist(), strict=True)),
-                            x0=x0.tolist(), y0=float(problem.objective(x0[None])[0]),
-                            n_calls=10, n_initial_points=4, acq_func=cfg.acq_func,
-                            random_state=seed)
-    assert result.objective_after == min(old.func_vals)

@@ -217,7 +217,6 @@ def test_discrepancy_prioritises_far_apart_pairs():
         {"weighting": "rank"},
         {"concordant_ratio": -1.0},
         {"concordant_ratio": float("nan")},
-        {"tie_tol": -1e-3},
     ],
 )
 def test_config_validation(kwargs):

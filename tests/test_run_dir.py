@@ -367,3 +367,51 @@ def test_a_retired_option_at_its_off_value_is_no_difference_and_one_in_use_is_re
             run_dir.prepare_out_dir(out, cfg, resume=True)
         with pytest.raises(UserError, match=f"{field}={value!r}, an option that was retired"):
             run_dir.config_differences(used, given, cfg)
+
+
+CONSTANT_SETTINGS = {"alignment": {"bo_acq_optimizer": "sampling", "bo_points": 1000,
+                                   "bo_gp_restarts": 0, "bo_gp_fit_maxiter": 10},
+                     "preferences": {"tie_tol": 1e-6},
+                     "ppo.network": {"line_features": 7, "tuple_features": 3}}
+"""Retired fields as a saved run held them at the values the code now runs at (the first
+layers' feature counts at any value: only the retired first layers read them)."""
+
+
+def _saved_with(cfg, changes: dict) -> dict:
+    saved = json.loads(run_dir.config_json(cfg))
+    for path, fields in changes.items():
+        node = saved
+        for part in path.split("."):
+            node = node[part]
+        node |= fields
+    return saved
+
+
+@pytest.mark.parametrize("path, field, value", [
+    ("alignment", "bo_acq_optimizer", "lbfgs"), ("alignment", "bo_points", 10000),
+    ("alignment", "bo_gp_restarts", 2), ("alignment", "bo_gp_fit_maxiter", None),
+    ("preferences", "tie_tol", 1e-3), ("ppo.network", "first_layer", "lines"),
+    ("ppo.network", "first_layer", "ntuple")])
+def test_settings_made_constants_resume_at_their_value_and_retired_first_layers_are_refused(
+        tmp_path, path, field, value):
+    """A run saved with a setting that became a constant resumes when it held the constant's
+    value, and is one line naming the field otherwise; a saved first layer that was retired
+    ("lines", "ntuple") is that same line on --resume, not a config difference."""
+    from sailor_jax.config import SailorConfig
+
+    cfg = SailorConfig()
+    given = json.loads(run_dir.config_json(cfg))
+    assert run_dir.config_differences(_saved_with(cfg, CONSTANT_SETTINGS), given, cfg) == []
+    out = str(tmp_path / "run")
+    run_dir.prepare_out_dir(out, cfg, resume=False)
+    _start(out)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(_saved_with(cfg, CONSTANT_SETTINGS), f)
+    run_dir.prepare_out_dir(out, cfg, resume=True)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(_saved_with(cfg, {**CONSTANT_SETTINGS, path: {field: value}}), f)
+    with pytest.raises(UserError, match=rf"^--resume: the run was saved with "
+                                        rf"{path}\.{field}={value!r}, an option that was "
+                                        r"retired \(docs/history.md, Retired options\) "
+                                        r"\(use sailor-jax at commit 3263411, "):
+        run_dir.prepare_out_dir(out, cfg, resume=True)

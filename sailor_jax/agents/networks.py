@@ -16,7 +16,7 @@ import numpy as np
 from flax import nnx
 
 from sailor_jax.agents import symmetry
-from sailor_jax.agents.board_layers import LineFeatures, TupleFeatures, embed
+from sailor_jax.agents.board_layers import embed
 from sailor_jax.config import NetworkConfig
 from sailor_jax.game.env import NUM_ACTIONS, NUM_TILE_CLASSES, obs_one_hot
 from sailor_jax.game.expert import afterstates
@@ -50,9 +50,7 @@ class Towers(nnx.Module):
     """MLP towers over the board, one per output head (or one shared trunk, `cfg.trunk`).
 
     The first layer reads the board as `cfg.first_layer` says: a matmul on the one-hot
-    encoding, the same function as an embedding gather-and-sum (`embed`), or row and column
-    features (`LineFeatures`, a tower's `{tower}_lines`) or n-tuple features (`TupleFeatures`,
-    `{tower}_ntuple`) feeding the first dense layer (`board_layers`).
+    encoding, or the same function as an embedding gather-and-sum (`board_layers.embed`).
 
     Layers are named attributes so that the parameters are a plain nested dict with string
     keys (friendly to optax and orbax): separate towers `actor_0`, ..., `critic_0`, ... (or
@@ -61,9 +59,7 @@ class Towers(nnx.Module):
     """
 
     def __init__(self, cfg: NetworkConfig, head: str, rngs: nnx.Rngs):
-        inputs = {"lines": 8 * cfg.line_features,
-                  "ntuple": TupleFeatures.NUM_TUPLES * cfg.tuple_features}
-        sizes = [inputs.get(cfg.first_layer, 16 * NUM_TILE_CLASSES), *cfg.hidden_sizes]
+        sizes = [16 * NUM_TILE_CLASSES, *cfg.hidden_sizes]
         self.activation, self.first_layer = cfg.activation, cfg.first_layer
         self.heads = tuple(name for name, _, _ in HEADS[head])
         self.towers = ("trunk",) if cfg.trunk == "shared" else self.heads
@@ -72,10 +68,6 @@ class Towers(nnx.Module):
         outputs = {name: (per_move if out == NUM_ACTIONS else out, scale)
                    for name, out, scale in HEADS[head]}
         for tower in self.towers:  # creation order fixes the init RNG stream: keep it
-            if cfg.first_layer == "lines":
-                setattr(self, f"{tower}_lines", LineFeatures(cfg.line_features, rngs))
-            elif cfg.first_layer == "ntuple":
-                setattr(self, f"{tower}_ntuple", TupleFeatures(cfg.tuple_features, rngs))
             for k, layer in enumerate(_hidden(sizes, rngs)):
                 setattr(self, f"{tower}_{k}", layer)
             if tower in outputs:
@@ -92,11 +84,7 @@ class Towers(nnx.Module):
         features = {}
         for tower in self.towers:
             first = getattr(self, f"{tower}_0")
-            if self.first_layer in ("lines", "ntuple"):
-                reader = getattr(self, f"{tower}_{self.first_layer}")  # _lines, _ntuple
-                h = act(first(reader(board, act)))
-            else:
-                h = act(first(x) if x is not None else embed(first, board))
+            h = act(first(x) if x is not None else embed(first, board))
             for k in range(1, self.num_hidden):
                 h = act(getattr(self, f"{tower}_{k}")(h))
             features[tower] = h

@@ -131,8 +131,8 @@ class HeldoutResult:
     message: str
 
 
-def heldout_test(theta, candidate, phi_heldout, ranking: Ranking, z: float = 1.0,
-                 tie_tol: float = 1e-6) -> HeldoutResult:
+def heldout_test(theta, candidate, phi_heldout, ranking: Ranking, z: float = 1.0
+                 ) -> HeldoutResult:
     """Accept `candidate` only if it orders the held-out trajectories better than `theta`.
 
     Host-only. Pairs are every pair the judge orders among the held-out trajectories
@@ -144,28 +144,26 @@ def heldout_test(theta, candidate, phi_heldout, ranking: Ranking, z: float = 1.0
       phi_heldout: `float[H, F]` comparison features of the held-out trajectories.
       ranking: the judge's ranking of those `H` trajectories (`subset_ranking`).
       z: sign-test margin (>= 0).
-      tie_tol: tie tolerance of `R_theta` (`PreferenceConfig.tie_tol`).
 
     Raises:
       ValueError: `z` negative or not finite.
     """
     win, lose = _judged_pairs(ranking)
-    return pairs_test(theta, candidate, phi_heldout, win, lose, z, tie_tol)
+    return pairs_test(theta, candidate, phi_heldout, win, lose, z)
 
 
-def pairs_test(theta, candidate, phi, win, lose, z: float = 1.0, tie_tol: float = 1e-6
-               ) -> HeldoutResult:
+def pairs_test(theta, candidate, phi, win, lose, z: float = 1.0) -> HeldoutResult:
     """`heldout_test` on given held-out pairs: `win[p]` is the judge's preferred item of pair
     p over `lose[p]` (`int[P]` rows of `phi float[N, F]`).
 
-    A tie of `R_theta` counts half a pair (as `preferences.pair_agreement`). Raises as
-    `heldout_test`.
+    A tie of `R_theta` (`preferences.TIE_TOL`) counts half a pair (as
+    `preferences.pair_agreement`). Raises as `heldout_test`.
     """
     if not (np.isfinite(z) and z >= 0):
         raise ValueError(f"held-out z must be finite and >= 0, got {z}")
     phi = np.asarray(phi, np.float64)
-    old = _theta_sign(phi @ np.asarray(theta, np.float64), win, lose, tie_tol) / 2.0 + 0.5
-    new = _theta_sign(phi @ np.asarray(candidate, np.float64), win, lose, tie_tol) / 2.0 + 0.5
+    old = _theta_sign(phi @ np.asarray(theta, np.float64), win, lose) / 2.0 + 0.5
+    new = _theta_sign(phi @ np.asarray(candidate, np.float64), win, lose) / 2.0 + 0.5
     gained = float(np.sum(np.maximum(new - old, 0.0)))
     lost = float(np.sum(np.maximum(old - new, 0.0)))
     accepted = bool(gained - lost >= max(1.0, z * np.sqrt(gained + lost)))

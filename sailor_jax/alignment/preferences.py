@@ -9,7 +9,7 @@ judge prefers.
 
 Ties. The judge ties a pair when `ranking.scores` is given and the two scores are exactly
 equal (otherwise the higher-ranked trajectory of `ranking.order` wins). `r_theta` ties a pair
-when `|r_a - r_b| <= tie_tol * max(1, |r_a|, |r_b|)` (absolute below 1, relative above).
+when `|r_a - r_b| <= TIE_TOL * max(1, |r_a|, |r_b|)` (absolute below 1, relative above).
 Pairs tied by either side are neither discordant nor concordant.
 """
 
@@ -27,6 +27,8 @@ from sailor_jax.types import Preferences, Ranking
 WEIGHTINGS = ("none", "confidence", "discrepancy")
 SOURCE_PAIRWISE, SOURCE_PAIRWISE_REVERSED, SOURCE_SCORES, SOURCE_NONE = 0, 1, 2, 3
 """Codes returned by `judge_probability`: where the probability of a pair came from."""
+TIE_TOL = 1e-6
+"""`r_theta` ties a pair when its returns are within `TIE_TOL * max(1, |r_a|, |r_b|)`."""
 
 
 class PreferenceFallbackWarning(UserWarning):
@@ -56,10 +58,11 @@ def _judged_pairs(ranking: Ranking) -> tuple[np.ndarray, np.ndarray]:
     return win, lose
 
 
-def _theta_sign(r: np.ndarray, win: np.ndarray, lose: np.ndarray, tie_tol: float) -> np.ndarray:
-    """`int8[Q]`: +1 if r_theta agrees with the judge, -1 if it disagrees, 0 if tied."""
+def _theta_sign(r: np.ndarray, win: np.ndarray, lose: np.ndarray) -> np.ndarray:
+    """`int8[Q]`: +1 if r_theta agrees with the judge, -1 if it disagrees, 0 if tied
+    (`TIE_TOL`)."""
     diff = r[win] - r[lose]
-    tol = tie_tol * np.maximum(1.0, np.maximum(np.abs(r[win]), np.abs(r[lose])))
+    tol = TIE_TOL * np.maximum(1.0, np.maximum(np.abs(r[win]), np.abs(r[lose])))
     return np.where(np.abs(diff) <= tol, 0, np.sign(diff)).astype(np.int8)
 
 
@@ -177,7 +180,7 @@ def select_pairs(r: np.ndarray, win: np.ndarray, lose: np.ndarray,
     order; the number of discordant ones)`.
     """
     rng = np.random.default_rng(rng)
-    sign = _theta_sign(r, win, lose, cfg.tie_tol)
+    sign = _theta_sign(r, win, lose)
     discordant, concordant = np.flatnonzero(sign < 0), np.flatnonzero(sign > 0)
     num_pos = min(int(np.floor(cfg.concordant_ratio * len(discordant) + 0.5)), len(concordant))
     sampled = np.sort(rng.choice(len(concordant), size=num_pos, replace=False))
@@ -214,16 +217,15 @@ def kendall_tau(r_theta, ranking: Ranking) -> float:
     return float(scipy.stats.kendalltau(r, key).statistic)
 
 
-def pair_agreement(r_theta, ranking: Ranking, tie_tol: float = 1e-6) -> float:
+def pair_agreement(r_theta, ranking: Ranking) -> float:
     """Fraction of judge-ordered pairs on which `r_theta` agrees with the judge.
 
     Host-only. Pairs the judge ties (equal scores) are skipped; pairs that `r_theta` ties
-    (within `tie_tol`, as in `PreferenceConfig`) count one half, so a constant reward scores 0.5.
+    (within `TIE_TOL`) count one half, so a constant reward scores 0.5.
 
     Args:
       r_theta: `float[M]` returns of the ranked trajectories (finite).
       ranking: The judge's ranking.
-      tie_tol: Tie tolerance for `r_theta`.
 
     Returns:
       Agreement in [0, 1] (1 = same order, 0 = reversed); NaN if the judge orders no pair.
@@ -235,5 +237,5 @@ def pair_agreement(r_theta, ranking: Ranking, tie_tol: float = 1e-6) -> float:
     win, lose = _judged_pairs(ranking)
     if len(win) == 0:
         return float("nan")
-    sign = _theta_sign(r, win, lose, tie_tol)
+    sign = _theta_sign(r, win, lose)
     return float(np.mean((sign + 1) / 2.0))

@@ -34,6 +34,16 @@ from sailor_jax.config.judge import ACQ_FUNCS, METHODS, OBJECTIVES
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.types import Preferences
 
+BO_POINTS = 1000
+"""Random points the acquisition is evaluated at per BO step; `gp_minimize` maximises it as the
+best of them ("sampling"; scikit-optimize's default: 10000, then L-BFGS from 5 starts)."""
+BO_GP_RESTARTS = 0
+"""Extra restarts of the GP's kernel-hyperparameter fit per BO step (scikit-optimize's
+default: 2)."""
+BO_GP_FIT_MAXITER = 10
+"""L-BFGS iterations of each GP hyperparameter fit (scikit-learn's default: until converged;
+the fits are most of an update's time)."""
+
 __all__ = ["ACQ_FUNCS", "METHODS", "OBJECTIVES", "AlignmentConfig", "UpdateResult", "bt_nll",
            "bt_scale", "pair_error", "update_theta"]
 
@@ -146,13 +156,9 @@ def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, in
         x0 = x0.tolist()
     dimensions = list(zip(problem.lo[free].tolist(), problem.hi[free].tolist(), strict=True))
     seed = int(rng.integers(2**31 - 1))
-    # scikit-optimize's own GP (2 restarts, fits to convergence) unless cheaper fits are asked.
-    gp = None
-    if cfg.bo_gp_restarts != 2 or cfg.bo_gp_fit_maxiter is not None:
-        gp = cook_estimator("GP", space=Space(dimensions), random_state=seed, noise="gaussian",
-                            n_restarts_optimizer=cfg.bo_gp_restarts)
-        if cfg.bo_gp_fit_maxiter is not None:
-            gp.set_params(optimizer=functools.partial(_gp_fit, maxiter=cfg.bo_gp_fit_maxiter))
+    gp = cook_estimator("GP", space=Space(dimensions), random_state=seed, noise="gaussian",
+                        n_restarts_optimizer=BO_GP_RESTARTS)
+    gp.set_params(optimizer=functools.partial(_gp_fit, maxiter=BO_GP_FIT_MAXITER))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The objective has been evaluated")
         res = skopt.gp_minimize(
@@ -164,8 +170,8 @@ def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, in
             n_calls=cfg.bo_calls,
             n_initial_points=cfg.bo_initial_points,
             acq_func=cfg.acq_func,
-            acq_optimizer=cfg.bo_acq_optimizer,
-            n_points=cfg.bo_points,
+            acq_optimizer="sampling",
+            n_points=BO_POINTS,
             random_state=seed,
         )
     points, values = np.asarray(res.x_iters, dtype=np.float64), np.asarray(res.func_vals)

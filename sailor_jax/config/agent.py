@@ -22,19 +22,9 @@ class NetworkConfig:
     """Width of each hidden layer (of each tower, or of the shared trunk)."""
     activation: str = "relu"
     """Hidden activation: tanh, relu or gelu."""
-    first_layer: Literal["one_hot", "embedding", "lines", "ntuple"] = "embedding"
+    first_layer: Literal["one_hot", "embedding"] = "embedding"
     """How the first layer reads the board: a matmul on the `16 x 18` one-hot encoding, or the
-    same function as a gather of 16 rows of its kernel and a sum (no one-hot, no matmul), or
-    `lines`: row and column features first (a 1x4 and a 4x1 kernel shared by the 4 rows and
-    the 4 columns, as gathers), their activations concatenated into the first dense layer;
-    `ntuple`: a learned vector per joint configuration of each of the 17 4-cell tuples (rows,
-    columns, 2x2 squares; n-tuple networks' lookup tables, one per shape), concatenated."""
-    line_features: int = 32
-    """Features per row and per column when `first_layer="lines"` (8 lines x this many
-    inputs to the first dense layer)."""
-    tuple_features: int = 16
-    """Features per tuple when `first_layer="ntuple"` (17 tuples x this many inputs to the
-    first dense layer; 3 tables of 65,536 x this many weights)."""
+    same function as a gather of 16 rows of its kernel and a sum (no one-hot, no matmul)."""
     symmetry: Literal["none", "canonical"] = "none"
     """none: the network reads the board as it is; canonical: it reads the board turned and
     mirrored into a canonical orientation (one of the 8 symmetries of the square, the
@@ -57,12 +47,9 @@ class NetworkConfig:
             raise ValueError(f"actions must be 'board' or 'afterstates', got {self.actions!r}")
         if self.symmetry not in ("none", "canonical"):
             raise ValueError(f"symmetry must be 'none' or 'canonical', got {self.symmetry!r}")
-        if self.first_layer not in ("one_hot", "embedding", "lines", "ntuple"):
-            raise ValueError(f"first_layer must be 'one_hot', 'embedding', 'lines' or 'ntuple', "
+        if self.first_layer not in ("one_hot", "embedding"):
+            raise ValueError(f"first_layer must be 'one_hot' or 'embedding', "
                              f"got {self.first_layer!r}")
-        for name in ("line_features", "tuple_features"):
-            if int(getattr(self, name)) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not self.hidden_sizes or any(int(h) <= 0 for h in self.hidden_sizes):
             raise ValueError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
         if self.activation not in ACTIVATIONS:

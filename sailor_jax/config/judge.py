@@ -21,7 +21,6 @@ COMPARISONS = ("auto", "sum", "mean")
 METHODS = ("bo", "bt_mcmc")
 OBJECTIVES = ("error", "bt_nll")
 ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB")
-BO_ACQ_OPTIMIZERS = ("sampling", "lbfgs")
 RANKER_KINDS = ("llm", "outcome", "linear_oracle", "expert", "random")
 EXPERT_VERDICTS = ("regret", "agreement", "value")
 
@@ -45,8 +44,6 @@ class PreferenceConfig:
     """Pair weights: 1, the judge's margin |2p - 1|, or its rank distance (mean 1)."""
     concordant_ratio: float = 1.0
     """|D_pos| = round(ratio * |D_neg|) (half up), capped by the concordant pairs available."""
-    tie_tol: float = 1e-6
-    """Returns within `tie_tol * max(1, |r_a|, |r_b|)` of each other count as tied."""
     compare: Literal["auto", "sum", "mean"] = "sum"
     """How `R_theta` ranks a trajectory against the judge: "sum" (`theta . Phi`, the whole
     return; the recommended, whatever the judge: a trajectory cut short by the game's end then
@@ -64,8 +61,6 @@ class PreferenceConfig:
             raise ValueError(
                 f"concordant_ratio must be finite and >= 0, got {self.concordant_ratio}"
             )
-        if not (np.isfinite(self.tie_tol) and self.tie_tol >= 0):
-            raise ValueError(f"tie_tol must be finite and >= 0, got {self.tie_tol}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -82,19 +77,6 @@ class AlignmentConfig:
     """Random points before the GP model is used (at most `bo_calls`)."""
     acq_func: str = "gp_hedge"
     """scikit-optimize acquisition function: "gp_hedge", "EI", "PI" or "LCB"."""
-    bo_acq_optimizer: Literal["sampling", "lbfgs"] = "sampling"
-    """How `gp_minimize` maximises the acquisition: the best of `bo_points` random points
-    ("sampling"), or L-BFGS from 5 starts after them ("lbfgs", scikit-optimize's default and this
-    project's before issue 23: ~4x slower, no better on the recorded update problems)."""
-    bo_points: int = 1000
-    """Random points the acquisition is evaluated at per BO step (scikit-optimize's default:
-    10000)."""
-    bo_gp_restarts: int = 0
-    """Extra restarts of the GP's kernel-hyperparameter fit per BO step (scikit-optimize's
-    default: 2, this project's before issue 23)."""
-    bo_gp_fit_maxiter: int | None = 10
-    """L-BFGS iterations of each GP hyperparameter fit (None: until converged, scikit-learn's
-    default and this project's before issue 23; the fits are ~75% of an update's time)."""
     update_workers: int = 0
     """Processes that run the seeds' updates side by side (joblib's loky pool; 0 = one per
     CPU core available, at most one per seed; 1 = serial). Same thetas whatever the number."""
@@ -146,12 +128,6 @@ class AlignmentConfig:
             self.acq_func in ACQ_FUNCS, f"acq_func must be in {ACQ_FUNCS}, got {self.acq_func!r}"
         )
         _check(self.mcmc_chains >= 1, f"mcmc_chains must be >= 1, got {self.mcmc_chains}")
-        _check(self.bo_acq_optimizer in BO_ACQ_OPTIMIZERS,
-               f"bo_acq_optimizer must be in {BO_ACQ_OPTIMIZERS}, got {self.bo_acq_optimizer!r}")
-        _check(self.bo_points >= 1, f"bo_points must be >= 1, got {self.bo_points}")
-        _check(self.bo_gp_restarts >= 0, f"bo_gp_restarts must be >= 0, got {self.bo_gp_restarts}")
-        _check(self.bo_gp_fit_maxiter is None or self.bo_gp_fit_maxiter >= 1,
-               f"bo_gp_fit_maxiter must be >= 1 or None, got {self.bo_gp_fit_maxiter}")
         _check(np.isfinite(self.heldout) and 0 <= self.heldout < 1,
                f"heldout must be in [0, 1), got {self.heldout}")
         _check(np.isfinite(self.heldout_z) and self.heldout_z >= 0,

@@ -58,10 +58,16 @@ existed lacks it, and it ran as the code did then (`warmup_updates`: no warm-up;
 
 RETIRED = {"judged": "windows", "move_boards": None, "alignment.keep_iterations": 0,
            "alignment.keep_decay": None, "alignment.heldout_tau_z": 0, "warmup_tau_z": 0,
-           "end_windows": 0, "reference_policy": "expert"}
-"""Fields of `SailorConfig` options that were measured, not adopted and removed
-(docs/history.md, "Retired options"), and the value at which a saved config ran as the code
-runs now (None: any value, the field being read only with a retired option on)."""
+           "end_windows": 0, "reference_policy": "expert",
+           "alignment.bo_acq_optimizer": "sampling", "alignment.bo_points": 1000,
+           "alignment.bo_gp_restarts": 0, "alignment.bo_gp_fit_maxiter": 10,
+           "preferences.tie_tol": 1e-6, "ppo.network.line_features": None,
+           "ppo.network.tuple_features": None}
+"""Fields of options that were measured, not adopted and removed, or settings that became
+constants (docs/history.md, "Retired options"), and the value at which a saved config ran as
+the code runs now (None: any value, the field being read only with a retired option on)."""
+RETIRED_VALUES = {"ppo.network.first_layer": ("lines", "ntuple")}
+"""Values of kept fields that named a retired option: a saved config holding one is refused."""
 RETIRED_IN = "3263411"
 """The last commit of sailor-jax that has the `RETIRED` options."""
 
@@ -70,19 +76,25 @@ def current_config(saved: dict, flag: str = "") -> dict:
     """A saved config (a `config.json` dict) without its `RETIRED` fields (a copy).
 
     Raises:
-      UserError: a retired field holds a value other than its off one: the run used an
-        option this code no longer has (the line starts with `flag`, e.g. `--resume: `).
+      UserError: a retired field holds a value other than its off one, or a field holds one
+        of its `RETIRED_VALUES`: the run used an option this code no longer has (the line
+        starts with `flag`, e.g. `--resume: `).
     """
     out = json.loads(json.dumps(saved))
-    for dotted, off in RETIRED.items():
+    for dotted in (*RETIRED, *RETIRED_VALUES):
         *parents, name = dotted.split(".")
         node = out
         for parent in parents:
             node = node.get(parent) if isinstance(node, dict) else None
         if not isinstance(node, dict) or name not in node:
             continue
-        value = node.pop(name)
-        if off is not None and value != off:
+        if dotted in RETIRED:
+            value, off = node.pop(name), RETIRED[dotted]
+            used = off is not None and value != off
+        else:
+            value = node[name]
+            used = value in RETIRED_VALUES[dotted]
+        if used:
             raise UserError(f"{flag}the run was saved with {dotted}={value!r}, an option that "
                             "was retired (docs/history.md, Retired options)",
                             f"use sailor-jax at commit {RETIRED_IN}, which has that option")
