@@ -41,7 +41,7 @@ def config_fields() -> dict[str, int]:
 
 
 def help_flags(script: str, monkeypatch) -> set[str]:
-    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("COLUMNS", "80")  # one column: a flag opens its line
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), pytest.raises(SystemExit):
         _load(script).parse(["--help"])
