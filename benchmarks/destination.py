@@ -85,7 +85,7 @@ def final_theta(rows: list[dict], arm: str) -> dict[str, float]:
 
 def start_spec(arm: str, theta: dict[str, float], suffix: str = "_dest") -> str:
     """`START{suffix}:feature=w,...` with 3 decimals, the start named by `arm`'s part before
-    its first dot (what `config.starts.parse_start` reads)."""
+    its first dot (what `sailor_lab.starts.parse_start` reads)."""
     name = arm.split(".", 1)[0] + suffix
     return f"{name}:" + ",".join(f"{k}={v:.3f}" for k, v in theta.items())
 

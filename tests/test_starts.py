@@ -1,4 +1,4 @@
-"""config/starts.py: named starting rewards and NAME:feature=w specs, with bad input."""
+"""sailor_lab/starts.py: named starting rewards and NAME:feature=w specs, with bad input."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], p
                         "--sailor.max-len", "300", "--sailor.ranker.llm.batch-size", "4",
                         "--sailor.reference-games", "0"))
 WINDOW = 100
-"""Moves per judged window: the `gpu` preset's (`repair_arms.ValueArmSettings.window`)."""
+"""Moves per judged window: the `gpu` preset's (`SailorConfig().window`)."""
 
 
 def part_env(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:

@@ -1,6 +1,6 @@
 #!/bin/bash
 # PPO learning curves of several recipes side by side on one GPU (the device tool's machine;
-# wheels as in repair34.sh): `benchmarks/learning.py` for each recipe in RECIPES (default: the
+# wheels as in compare_arms.sh): `benchmarks/learning.py` for each recipe in RECIPES (default: the
 # CPU- and GPU-sized defaults, `afterstates_64 default`), each its own process, P side by side,
 # 3 seeds x TOTAL env steps (default 9,994,240: 4 whole segments, so the lr decays to 0 at 10M),
 # evaluated every EVAL steps (default 2,498,560) on 64 greedy games per seed; a process still
