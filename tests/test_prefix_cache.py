@@ -92,7 +92,8 @@ def backend(tiny_llm_dir):
 def pair_prompts(backend):
     """Pairwise prompts of 4 games (each shown first in 3 prompts) plus 2 short other prompts."""
     batch = random_games(4, 60, seed=3)
-    texts = [summary_text(batch, i) for i in range(4)]
+    texts = [f"{summary_text(batch, i)}; moves " + " ".join(map(str, batch.actions[i, :30 + 6 * i]))
+             for i in range(4)]  # long texts of several lengths: a prefix group per game
     user = [prompts.pairwise_user_message(texts[i], texts[j]) for i in range(4) for j in range(4)]
     user = [u for k, u in enumerate(user) if k % 5]  # drop i == j
     user += ["Which is better? A", "Which is better? Answer with a single letter, A or B."]
