@@ -49,8 +49,8 @@ __all__ = ["EndpointBackend", "EndpointError", "TokenBudgetError", "TokenUsage",
            "check_endpoint"]
 
 CHARS_PER_TOKEN = 1.6
-"""Token estimate of the chat API (no tokenizer), on the safe side: board text and digits
-tokenise densely (SmolLM2's tokenizer read the pairwise prompts at 1.84 characters a token)."""
+"""Token estimate of the chat API (no tokenizer), on the safe side: digits tokenise densely
+(SmolLM2's tokenizer read pairwise prompts at 1.84 characters a token)."""
 GENERATED_LABEL_TOKENS = 8
 """Most tokens of a generated label answer (servers without log-probabilities)."""
 API_KEY_ENV = "OPENAI_API_KEY"
