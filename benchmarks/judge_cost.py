@@ -1,14 +1,13 @@
 """Judge cost: prompts, prompt tokens, seconds and quality per LLM mode, on one reproducible pool.
 
     python benchmarks/judge_cost.py --json                                 # embedded SmolLM2
-    python benchmarks/judge_cost.py --json --modes pointwise_k1 pointwise_k3 --groups 2
-    python benchmarks/judge_cost.py --json --model random:qwen2.5-1.5b --modes pointwise_k1 \\
+    python benchmarks/judge_cost.py --json --modes pointwise --groups 2
+    python benchmarks/judge_cost.py --json --model random:qwen2.5-1.5b --modes pointwise \\
         --groups 1                                                        # cost of a 1.5B model
 
-Modes (`--modes`): `pairwise` (all M (M - 1) / 2 pairs, both orders), `pairwise_prefix` (the
-same with `LLMRankerConfig.reuse_prefix`: shared prompt prefixes run once, KV cache reused),
-`pointwise_k1` / `pointwise_k3` (one 1-9 rating prompt per trajectory and rubric variant,
-K = 1 or 3), `listwise` (one generated ranking per group). Every mode judges the same groups of
+Modes (`--modes`): `pairwise` (all M (M - 1) / 2 pairs, both orders), `pointwise` (one 1-9
+rating prompt per trajectory), `listwise` (one generated ranking per group); shared prompt
+prefixes run once in every mode (`prefix_cache`). Every mode judges the same groups of
 `--m` trajectories drawn from the same pool of games of known skill (`judge_eval.build_pool`,
 as in `judge_quality.py`: the epsilon-greedy expectimax expert) with one shared loaded model;
 a short warm-up forward pass runs before the first timed mode.
@@ -55,15 +54,13 @@ from sailor_lab.random_model import qwen_config
 RANDOM_QWEN = "random:qwen2.5-1.5b"
 MODES: dict[str, dict[str, Any]] = {
     "pairwise": {"mode": "pairwise"},
-    "pairwise_prefix": {"mode": "pairwise", "reuse_prefix": True},
-    "pointwise_k1": {"mode": "pointwise", "pointwise_variants": 1},
-    "pointwise_k3": {"mode": "pointwise", "pointwise_variants": 3},
+    "pointwise": {"mode": "pointwise"},
     "listwise": {"mode": "listwise"},
 }
 """Benchmark mode -> `LLMRankerConfig` fields."""
 PROMPT_EVENTS = {"pairwise": "pairwise_prompt", "pointwise": "pointwise_prompt",
                  "listwise": "listwise"}
-ModeName = Literal["pairwise", "pairwise_prefix", "pointwise_k1", "pointwise_k3", "listwise"]
+ModeName = Literal["pairwise", "pointwise", "listwise"]
 
 
 PoolFlags = Annotated[judge_eval.PoolArgs, tyro.conf.OmitArgPrefixes]
@@ -122,7 +119,7 @@ def mode_config(args: Args, mode: str) -> LLMRankerConfig:
     """
     return LLMRankerConfig(model=args.model, batch_size=args.batch_size,
                            max_prompt_tokens=args.max_prompt_tokens,
-                           max_new_tokens=args.max_new_tokens, max_records=1_000_000,
+                           max_new_tokens=args.max_new_tokens,
                            device=args.device, dtype=args.dtype, **MODES[mode])
 
 
@@ -151,7 +148,7 @@ def measure(args: Args, mode: str, backend: hf_backend.LLMBackend, groups: list,
     """Judge every group in one mode; the mode's record (or an `error` record). Host-only."""
     try:
         cfg = mode_config(args, mode)
-        judge = LLMRanker(cfg, backend=backend)
+        judge = LLMRanker(cfg, backend=backend, keep_records=None)
     except (TypeError, ValueError) as err:
         return {"mode": mode, "error": f"{type(err).__name__}: {err}"}
     t0 = time.perf_counter()
@@ -160,9 +157,7 @@ def measure(args: Args, mode: str, backend: hf_backend.LLMBackend, groups: list,
     quality = judge_eval.judge_metrics(rankings, epsilons, references)
     quality.pop("kendall_tau_per_group")
     return {"mode": mode, **cost_record(judge, len(groups), seconds), **quality,
-            "llm_mode": cfg.mode, "reuse_prefix": bool(getattr(cfg, "reuse_prefix", False)),
-            "pointwise_variants": cfg.pointwise_variants if cfg.mode == "pointwise" else None,
-            "max_prompt_tokens": judge.max_prompt_tokens}
+            "llm_mode": cfg.mode, "max_prompt_tokens": judge.max_prompt_tokens}
 
 
 def run(args: Args) -> Iterator[dict]:

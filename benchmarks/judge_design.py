@@ -43,21 +43,19 @@ PoolFlags = Annotated[judge_eval.PoolArgs, tyro.conf.OmitArgPrefixes]
 """Pool settings as flags without a prefix (`--seed`, `--groups`, ...)."""
 
 DESIGNS: dict[str, dict] = {
-    "boards_pointwise": {"view": "boards", "mode": "pointwise"},
-    "boards_pairwise": {"view": "boards", "mode": "pairwise"},
-    "summary_pointwise": {"view": "summary", "mode": "pointwise"},
-    "summary_pointwise4": {"view": "summary", "mode": "pointwise", "pointwise_variants": 4},
-    "summary_pairwise": {"view": "summary", "mode": "pairwise"},
-    "summary_pairwise12": {"view": "summary", "mode": "pairwise", "max_pairs_per_group": 12},
+    "summary_pointwise": {"mode": "pointwise"},
+    "summary_pairwise": {"mode": "pairwise"},
+    "summary_pairwise12": {"mode": "pairwise", "max_pairs_per_group": 12},
 }
-"""Named judge designs: the `LLMRankerConfig` fields each sets (the rest from `--llm`)."""
+"""Named judge designs: the `LLMRankerConfig` fields each sets (the rest from `--llm`). Every
+design shows the games' summaries (the names say so, as the stored records name them)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Args:
     """Measure LLM judge designs on one graded-skill pool."""
 
-    llm: LLMRankerConfig = LLMRankerConfig(max_records=1_000_000)
+    llm: LLMRankerConfig = LLMRankerConfig()
     """The model and the fields no design sets (`--llm.model`, `--llm.gguf-file`, ...)."""
     designs: tuple[str, ...] = ("summary_pointwise", "summary_pairwise")
     """Designs to measure, in order (names of `DESIGNS`)."""
@@ -166,7 +164,7 @@ def main(args: Args) -> list[dict]:
     out = []
     for name in todo:
         cfg = dataclasses.replace(args.llm, **DESIGNS[name])
-        judge = LLMRanker(cfg, backend=backend)
+        judge = LLMRanker(cfg, backend=backend, keep_records=None)
         t0 = time.perf_counter()
         rankings = judge.rank_groups(groups)
         wall = time.perf_counter() - t0

@@ -6,7 +6,7 @@
     python benchmarks/judge_quality.py --judge llm --json                    # embedded SmolLM2
     python benchmarks/judge_quality.py --judge llm --llm.model Qwen/Qwen2.5-1.5B-Instruct --json
     python benchmarks/judge_quality.py --judge llm --llm.endpoint http://127.0.0.1:8000/v1 --json
-    python benchmarks/judge_quality.py --judge llm --llm.view summary --llm.mode pointwise \
+    python benchmarks/judge_quality.py --judge llm --llm.mode pointwise \
         --llm.model ~/.cache/sailor_jax/qwen2.5-coder-1.5b \
         --llm.gguf-file qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --llm.dtype bfloat16 \
         --groups 32 --json                                         # the offline 1.5B judge
@@ -48,7 +48,7 @@ from sailor_jax.config import LLMRankerConfig, RankerConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.judges import ExpertRanker, OutcomeRanker
+from sailor_jax.judges import ExpertRanker, LLMRanker, OutcomeRanker
 from sailor_jax.judges.factory import check_ranker, judge_name, make_ranker
 from sailor_jax.logging import to_jsonable
 from sailor_lab import judge_eval, policy_groups
@@ -70,7 +70,7 @@ class Args:
     judge: str = "expert"
     """Judge kind: expert, outcome, linear_oracle (theta_star = `--theta-star`, default theta0)
     or llm; `expert:<verdict>` picks the expert's verdict (regret, agreement, value)."""
-    llm: LLMRankerConfig = LLMRankerConfig(max_records=1_000_000)
+    llm: LLMRankerConfig = LLMRankerConfig()
     """LLM judge settings (`--llm.model`, `--llm.mode`, ...); model None = embedded SmolLM2."""
     theta_star: tuple[float, ...] | None = None
     """Reward of the linear-oracle judge (8 values); None = the baseline theta0."""
@@ -104,7 +104,7 @@ class Args:
 
 def make_judge(args: Args, kind: str | None = None):
     """The judge under test (`kind`, default `args.judge`), built from `args` (validated
-    before any game is played)."""
+    before any game is played; an LLM judge keeps every log record)."""
     kind, _, verdict = (kind or args.judge).partition(":")
     if kind == "linear_oracle":
         theta_star = args.theta_star if args.theta_star is not None else RewardSpec().theta0
@@ -114,7 +114,7 @@ def make_judge(args: Args, kind: str | None = None):
                            expert_verdict=verdict or "regret",
                            noise=args.noise if kind == "expert" else 0.0)
     check_ranker(cfg)
-    return cfg, make_ranker(cfg)
+    return cfg, LLMRanker(cfg.llm, keep_records=None) if kind == "llm" else make_ranker(cfg)
 
 
 def tau_clean(cfg: RankerConfig, rankings, groups) -> dict:

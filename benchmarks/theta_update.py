@@ -33,6 +33,7 @@ from sailor_jax.report import machine
 from sailor_jax.run import run_dir
 from sailor_jax.types import Preferences
 
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Args:
     """Cost and quality of the theta update on recorded update problems."""

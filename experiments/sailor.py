@@ -58,14 +58,13 @@ from sailor_jax.run.results import SailorResults  # noqa: E402
 # the LLM judging each window on its own (pointwise).
 # Every preset trains the (64, 64) afterstate trunk (`SMALL_NETWORK`) that the repair table
 # measured; `PRESET_WHY` says why per preset (`--help` prints it).
-_POINTWISE = dict(mode="pointwise", pointwise_variants=1)
 PRESETS: dict[str, SailorConfig] = {
     "smoke": SailorConfig(
         iterations=2, warmup_updates=2, num_seeds=1, max_len=300, trajectories=8,
         reference_games=4,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=128, num_steps=32, updates_per_segment=4),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
-            batch_size=2, max_prompt_tokens=1024, snapshot_every=40, **_POINTWISE)),
+            mode="pointwise", batch_size=2, max_prompt_tokens=1024)),
         eval=EvalConfig(episodes=16, max_len=10_000)),
     # 32 updates of 4 PPO updates x 256 envs: 1,048,576 env steps per seed, the budget of the
     # repair table (docs/repair.md).
@@ -73,7 +72,7 @@ PRESETS: dict[str, SailorConfig] = {
         iterations=32, num_seeds=2, max_len=2000,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
-            batch_size=2, max_prompt_tokens=1536, snapshot_every=50, **_POINTWISE)),
+            mode="pointwise", batch_size=2, max_prompt_tokens=1536)),
         eval=EvalConfig(episodes=64, max_len=50_000)),
     # One GPU: 8 SAILOR + 8 baseline rows, 32 updates of 20 PPO updates x 256 envs (5,242,880
     # env steps per seed, the repair table's ~5M budget), the 1.5B judge ~3 GiB of bf16 weights
@@ -82,7 +81,7 @@ PRESETS: dict[str, SailorConfig] = {
         iterations=32, num_seeds=8, max_len=2000,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=20),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
-            model="Qwen/Qwen2.5-1.5B-Instruct", batch_size=16, **_POINTWISE)),
+            model="Qwen/Qwen2.5-1.5B-Instruct", mode="pointwise", batch_size=16)),
         eval=EvalConfig(episodes=512, max_len=50_000)),
 }
 

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from sailor_jax.judges import prompts
-from sailor_jax.judges.text import trajectory_text
+from sailor_jax.judges.text import summary_text
 from sailor_jax.types import TrajectoryBatch
 
 SIZES: dict[str, dict[str, Any]] = {
@@ -45,15 +45,13 @@ a Qwen2 model and which re-splits text with it): trained with the same split, th
 tokenizer's ids survive loading, and digits are single tokens as in Qwen's."""
 
 
-def prompt_corpus(batch: TrajectoryBatch, snapshot_every: int = 20) -> list[str]:
+def prompt_corpus(batch: TrajectoryBatch) -> list[str]:
     """The judge's prompt texts over every game of `batch` (host arrays): each pointwise,
     pairwise and listwise message, and every label the judges read. Host-only."""
-    texts = [trajectory_text(batch, i, snapshot_every=snapshot_every)
-             for i in range(len(batch.lengths))]
+    texts = [summary_text(batch, i) for i in range(len(batch.lengths))]
     corpus = [prompts.SYSTEM_PROMPT]
     for i, text in enumerate(texts):
-        corpus += [prompts.pointwise_user_message(text, k)
-                   for k in range(len(prompts.POINTWISE_RUBRICS))]
+        corpus.append(prompts.pointwise_user_message(text))
         corpus.append(prompts.pairwise_user_message(text, texts[i - 1]))
     corpus.append(prompts.listwise_user_message(texts[:3]))
     labels = [f"{prompts.POINTWISE_ANSWER_PREFIX} {r}" for r in prompts.POINTWISE_RATINGS]

@@ -12,7 +12,7 @@ import numpy as np
 from reference import numpy_2048 as ref
 
 from sailor_jax.judges import prompts
-from sailor_jax.judges.text import trajectory_text
+from sailor_jax.judges.text import summary_text
 from sailor_jax.types import TrajectoryBatch
 from sailor_lab.random_model import CHATML_TEMPLATE
 
@@ -65,9 +65,9 @@ def random_games(m: int, max_len: int, seed: int = 0, num_features: int = 8) -> 
 
 
 def training_corpus(num_games: int = 12) -> list[str]:
-    """A few hundred strings covering the prompt vocabulary, board text, digits and labels."""
+    """A few hundred strings covering the prompt vocabulary, game summaries, digits and labels."""
     batch = random_games(num_games, 120, seed=123)
-    texts = [trajectory_text(batch, i, snapshot_every=10, max_chars=900) for i in range(num_games)]
+    texts = [summary_text(batch, i) for i in range(num_games)]
     corpus = [
         prompts.SYSTEM_PROMPT,
         prompts.PAIRWISE_ANSWER_PREFIX + " A",
@@ -76,8 +76,7 @@ def training_corpus(num_games: int = 12) -> list[str]:
     ]
     corpus += [prompts.pairwise_user_message(texts[i], texts[i - 1]) for i in range(num_games)]
     corpus += [prompts.listwise_user_message(texts[i : i + 3]) for i in range(0, num_games, 3)]
-    corpus += [prompts.pointwise_user_message(texts[i], i % len(prompts.POINTWISE_RUBRICS))
-               for i in range(num_games)]
+    corpus += [prompts.pointwise_user_message(texts[i]) for i in range(num_games)]
     # Weighted so that BPE merges " 1".." 9" into single tokens, as GPT-2-style tokenizers do
     # (pointwise mode reads one label token per rating); unweighted, " 6".." 8" stay split.
     corpus += [f"{prompts.POINTWISE_ANSWER_PREFIX} {r}" for r in prompts.POINTWISE_RATINGS] * 30

@@ -23,7 +23,7 @@ from test_fault_injection import _files
 
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.errors import UserError
-from sailor_jax.judges import hf_backend
+from sailor_jax.judges import endpoint, hf_backend
 from sailor_jax.judges.endpoint import EndpointError, TokenBudgetError, TokenUsage
 from sailor_jax.judges.llm import LLMRanker
 from sailor_jax.judges.parsing import parse_label
@@ -31,6 +31,20 @@ from sailor_lab import openai_server
 
 VOCAB = 512
 """The tiny model's vocabulary: asking for this many top log-probabilities reads every label."""
+
+
+@pytest.fixture(autouse=True)
+def every_label(monkeypatch):
+    """The endpoint asks for every token's log-probability (`endpoint.TOP_LOGPROBS`: the tiny
+    random model's labels need not be among its 20 most likely tokens)."""
+    monkeypatch.setattr(endpoint, "TOP_LOGPROBS", VOCAB)
+
+
+def _transport(monkeypatch, retries: int, timeout_s: float | None = None) -> None:
+    """Fewer retries (and a shorter timeout) than `endpoint`'s, for the fault tests."""
+    monkeypatch.setattr(endpoint, "MAX_RETRIES", retries)
+    if timeout_s is not None:
+        monkeypatch.setattr(endpoint, "TIMEOUT_S", timeout_s)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +73,7 @@ GROUPS = [random_games(4, 30, seed=s) for s in range(2)]
 
 
 def _ranker(url: str, **kw) -> LLMRanker:
-    return LLMRanker(LLMRankerConfig(endpoint=url, top_logprobs=VOCAB, max_new_tokens=12, **kw))
+    return LLMRanker(LLMRankerConfig(endpoint=url, max_new_tokens=12, **kw))
 
 
 def _events(ranker: LLMRanker, event: str) -> list[dict]:
@@ -131,7 +145,7 @@ def test_no_logprobs_falls_back_to_generated_labels(serve):
     assert all(r["p_first"] == 0.0 and r["label_mass"] == 1.0 for r in prompts)  # B each time
 
 
-def test_429_then_200_is_retried(serve):
+def test_429_then_200_is_retried(serve, monkeypatch):
     server, url = serve()
     seen = []
 
@@ -146,15 +160,17 @@ def test_429_then_200_is_retried(serve):
         return True
 
     server.hook = rate_limit_twice
-    ranker = _ranker(url, mode="pointwise", concurrency=1, max_retries=2)
+    _transport(monkeypatch, retries=2)
+    ranker = _ranker(url, mode="pointwise", concurrency=1)
     assert all(r is not None for r in ranker.rank_groups(GROUPS[:1]))
     assert len(seen) > 2
 
 
 @pytest.mark.parametrize("fault", ["hang", "not_json", "server_error"])
-def test_faults_raise_one_clear_error(serve, fault):
+def test_faults_raise_one_clear_error(serve, fault, monkeypatch):
     server, url = serve()
-    ranker = _ranker(url, mode="pointwise", concurrency=2, max_retries=1, timeout_s=0.5)
+    _transport(monkeypatch, retries=1, timeout_s=0.5)
+    ranker = _ranker(url, mode="pointwise", concurrency=2)
 
     def broken(handler):
         if fault == "hang":
@@ -191,7 +207,7 @@ def test_token_budget_stops_before_it_is_passed(serve):
 
 def test_key_is_sent_but_never_shown(serve, monkeypatch):
     server, url = serve()
-    monkeypatch.setenv("MY_JUDGE_KEY", "sk-test-6f1d")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-6f1d")
     headers = []
 
     def reject(handler):
@@ -201,7 +217,8 @@ def test_key_is_sent_but_never_shown(serve, monkeypatch):
 
     server.hook = reject
     with pytest.raises(EndpointError) as err:
-        _ranker(url, mode="pointwise", api_key_env="MY_JUDGE_KEY", max_retries=0)
+        _transport(monkeypatch, retries=0)
+        _ranker(url, mode="pointwise")
     assert headers == ["Bearer sk-test-6f1d"]
     assert "sk-test-6f1d" not in str(err.value) and "***" in str(err.value)
 
@@ -215,15 +232,14 @@ def test_model_must_be_served(serve):
         check_endpoint(LLMRankerConfig(endpoint=url, model="other"))
 
 
-def test_unreachable_endpoint():
+def test_unreachable_endpoint(monkeypatch):
+    _transport(monkeypatch, retries=0, timeout_s=1.0)
     with pytest.raises(EndpointError, match="http://127.0.0.1:9/v1 failed"):
-        _ranker("http://127.0.0.1:9/v1", max_retries=0, timeout_s=1.0)
+        _ranker("http://127.0.0.1:9/v1")
 
 
-@pytest.mark.parametrize("bad", [dict(endpoint="127.0.0.1:8000"), dict(api_key_env="A-B"),
-                                 dict(concurrency=0), dict(timeout_s=0.0),
-                                 dict(max_retries=-1), dict(max_tokens_per_run=0),
-                                 dict(top_logprobs=0)])
+@pytest.mark.parametrize("bad", [dict(endpoint="127.0.0.1:8000"), dict(concurrency=0),
+                                 dict(max_tokens_per_run=0)])
 def test_config_rejects(bad):
     with pytest.raises(ValueError):
         LLMRankerConfig(**bad)
@@ -255,13 +271,20 @@ SAILOR = os.path.join(ROOT, "experiments", "sailor.py")
 KEY = "sk-e2e-3c9b71f0"
 
 
+WITH_TRANSPORT = (
+    "import runpy, sys; from sailor_jax.judges import endpoint; "
+    f"endpoint.TOP_LOGPROBS, endpoint.TIMEOUT_S, endpoint.MAX_RETRIES = {VOCAB}, 5.0, 1; "
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+"""`python -c WITH_TRANSPORT SCRIPT ARGS...`: the script with every label's log-probability
+asked for and a short timeout and one retry (`endpoint`'s constants)."""
+
+
 def _sailor(out: str, url: str, *extra: str) -> subprocess.CompletedProcess:
     """The README's smoke command against `url`, shrunk to 2 iterations with the sizes and
     update of `test_run_failures` (their compiled programs come from the shared cache)."""
-    command = [sys.executable, SAILOR, "--preset", "smoke", "--out", out,
-               "--sailor.ranker.llm.endpoint", url, "--sailor.ranker.llm.top-logprobs",
-               str(VOCAB), "--sailor.ranker.llm.timeout-s", "5", "--sailor.ranker.llm.max-retries",
-               "1", "--sailor.iterations", "2", "--sailor.num-seeds", "1",
+    command = [sys.executable, "-c", WITH_TRANSPORT, SAILOR, "--preset", "smoke", "--out", out,
+               "--sailor.ranker.llm.endpoint", url, "--sailor.iterations", "2",
+               "--sailor.num-seeds", "1",
                "--sailor.trajectories", "4", *PAPER_UPDATE, "--sailor.ranker.llm.mode",
                "pairwise", "--sailor.max-len", "20", "--sailor.eval.episodes", "2",
                "--sailor.eval.max-len", "50", *TINY_PPO,
@@ -322,11 +345,11 @@ def test_judge_quality_measures_the_served_model(serve, tiny_llm_dir, capsys):
 
     bench = _load("benchmarks/judge_quality.py")
     _, url = serve()
-    llm = dict(max_prompt_tokens=1024, max_records=10_000)
+    llm = dict(max_prompt_tokens=1024)
     local = bench.run(bench.Args(judge="llm", llm=LLMRankerConfig(
         model=tiny_llm_dir, device="cpu", **llm), **TINY_POOL))
-    remote = bench.run(bench.Args(judge="llm", llm=LLMRankerConfig(
-        endpoint=url, top_logprobs=VOCAB, **llm), **TINY_POOL))
+    remote = bench.run(bench.Args(judge="llm", llm=LLMRankerConfig(endpoint=url, **llm),
+                                  **TINY_POOL))
     assert remote["endpoint"] == url and remote["served_model"] == tiny_llm_dir
     assert remote["tokens"] > 0 and remote["logprobs"] is True
     for key in ("skill_order_accuracy", "kendall_tau", "prompts", "failed_groups"):

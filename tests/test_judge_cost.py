@@ -28,11 +28,11 @@ def _json_lines(text: str) -> list[dict]:
 
 
 def test_benchmark_end_to_end_on_the_tiny_model(bench, tiny_llm_dir, capsys):
-    args = bench.Args(model=tiny_llm_dir, modes=("pairwise", "pointwise_k3"), json=True,
+    args = bench.Args(model=tiny_llm_dir, modes=("pairwise", "pointwise"), json=True,
                       **TINY_POOL)
     bench.main(args)
     lines = _json_lines(capsys.readouterr().out)
-    assert [r["mode"] for r in lines] == ["pairwise", "pointwise_k3"]
+    assert [r["mode"] for r in lines] == ["pairwise", "pointwise"]
     pairwise, pointwise = lines
     for record in lines:
         assert REQUIRED <= set(record) and record["model"] == tiny_llm_dir
@@ -41,17 +41,17 @@ def test_benchmark_end_to_end_on_the_tiny_model(bench, tiny_llm_dir, capsys):
         assert 0.0 <= record["skill_order_accuracy"] <= 1.0 and record["parse_rate"] is None
         assert record["failed_groups"] == 0
     assert pairwise["prompts_per_group"] == 2 * 6  # 4 trajectories: 6 pairs, both orders
-    assert pointwise["prompts_per_group"] == 3 * 4 and pointwise["pointwise_variants"] == 3
+    assert pointwise["prompts_per_group"] == 4  # one rating per trajectory
 
 
 def test_a_mode_that_cannot_be_built_reports_an_error_line(bench, tiny_llm_dir, capsys,
                                                            monkeypatch):
-    monkeypatch.setitem(bench.MODES, "pairwise_prefix", {"mode": "pairwise", "no_field": 1})
-    args = bench.Args(model=tiny_llm_dir, modes=("pairwise_prefix", "listwise"), json=True,
+    monkeypatch.setitem(bench.MODES, "pairwise", {"mode": "pairwise", "no_field": 1})
+    args = bench.Args(model=tiny_llm_dir, modes=("pairwise", "listwise"), json=True,
                       max_new_tokens=4, **TINY_POOL)
     bench.main(args)
     broken, listwise = _json_lines(capsys.readouterr().out)
-    assert broken["mode"] == "pairwise_prefix" and "no_field" in broken["error"]
+    assert broken["mode"] == "pairwise" and "no_field" in broken["error"]
     assert listwise["prompts_per_group"] == 1 and listwise["label_mass"] is None
     assert 0.0 <= listwise["parse_rate"] <= 1.0 and listwise["generated_tokens_per_group"] <= 4
 

@@ -33,7 +33,7 @@ def test_each_design_is_one_record_with_its_prompts_and_reruns_skip_it(bench, ti
         r["design"] for r in records]
     point, pair = lines
     assert point["mode"] == "pointwise" and pair["mode"] == "pairwise"
-    assert point["view"] == pair["view"] == "summary" and point["groups"] == 2
+    assert point["groups"] == 2
     for r in lines:
         lo, hi = r["skill_order_accuracy_ci"]
         assert lo <= r["skill_order_accuracy"] <= hi and r["skill_pairs"] > 0
@@ -45,8 +45,8 @@ def test_each_design_is_one_record_with_its_prompts_and_reruns_skip_it(bench, ti
     assert len(prompts) == pair["distinct_prompts"] == len({r["prompt"] for r in prompts})
     assert sum(r["event"] == "group" for r in raw) == 2
     assert bench.main(args) == []  # both recorded: nothing to do
-    assert bench.main(dataclasses.replace(args, designs=("boards_pointwise",)))[0][
-        "view"] == "boards"
+    assert bench.main(dataclasses.replace(args, designs=("summary_pairwise12",)))[0][
+        "max_pairs_per_group"] == 12
 
 
 def test_an_unknown_design_is_refused_before_any_work(bench, tmp_path):

@@ -61,8 +61,7 @@ def test_benchmark_takes_the_expert_verdict(bench, capsys):
 
 
 def test_benchmark_end_to_end_with_the_tiny_llm(bench, tiny_llm_dir, capsys):
-    llm = LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=1024, batch_size=4,
-                          max_records=10_000)
+    llm = LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=1024, batch_size=4)
     record = bench.main(bench.Args(judge="llm", llm=llm, json=True, **TINY_POOL))
     (line,) = map(json.loads, capsys.readouterr().out.splitlines())  # stdout: JSON only
     assert line["mode"] == "pairwise" and line["prompts"] == 2 * 2 * 6  # groups x pairs x 2

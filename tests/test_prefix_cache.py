@@ -1,9 +1,8 @@
 """Tests for sailor_jax.judges.prefix_cache: the prefix planner (pure Python) and cached scoring
-on the tiny offline Llama (float32), against the uncached `LLMBackend.next_token_logprobs`."""
+on the tiny offline Llama (float32), against the uncached `LLMBackend.uncached_logprobs`."""
 
 from __future__ import annotations
 
-import dataclasses
 import types
 
 import numpy as np
@@ -15,7 +14,7 @@ from llm_fixtures import random_games
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.judges import LLMRanker, hf_backend, prefix_cache, prompts
 from sailor_jax.judges.prefix_cache import common_prefix_len, plan_prefixes
-from sailor_jax.judges.text import trajectory_text
+from sailor_jax.judges.text import summary_text
 
 ATOL = 1e-4
 
@@ -93,7 +92,8 @@ def backend(tiny_llm_dir):
 def pair_prompts(backend):
     """Pairwise prompts of 4 games (each shown first in 3 prompts) plus 2 short other prompts."""
     batch = random_games(4, 60, seed=3)
-    texts = [trajectory_text(batch, i, snapshot_every=10, max_chars=300 + 60 * i) for i in range(4)]
+    texts = [f"{summary_text(batch, i)}; moves " + " ".join(map(str, batch.actions[i, :30 + 6 * i]))
+             for i in range(4)]  # long texts of several lengths: a prefix group per game
     user = [prompts.pairwise_user_message(texts[i], texts[j]) for i in range(4) for j in range(4)]
     user = [u for k, u in enumerate(user) if k % 5]  # drop i == j
     user += ["Which is better? A", "Which is better? Answer with a single letter, A or B."]
@@ -105,10 +105,8 @@ TOKENS = list(range(0, 40)) + [100, 300]
 
 @pytest.mark.parametrize("batch_size", [1, 3, 64])
 def test_cached_logprobs_equal_uncached(backend, pair_prompts, batch_size):
-    plain, _ = backend.next_token_logprobs(pair_prompts, TOKENS, batch_size)
-    cached, seconds = backend.next_token_logprobs(
-        pair_prompts, TOKENS, batch_size, reuse_prefix=True
-    )
+    plain, _ = backend.uncached_logprobs(pair_prompts, TOKENS, batch_size)
+    cached, seconds = backend.next_token_logprobs(pair_prompts, TOKENS, batch_size)
     assert cached.shape == (len(pair_prompts), len(TOKENS)) and cached.dtype == np.float64
     assert np.all(np.isfinite(cached)) and np.all(seconds > 0)
     np.testing.assert_allclose(cached, plain, atol=ATOL, rtol=0)
@@ -118,11 +116,9 @@ def test_cached_logprobs_equal_uncached(backend, pair_prompts, batch_size):
 
 
 def test_results_come_back_in_the_original_prompt_order(backend, pair_prompts):
-    cached, _ = backend.next_token_logprobs(pair_prompts, TOKENS, 4, reuse_prefix=True)
+    cached, _ = backend.next_token_logprobs(pair_prompts, TOKENS, 4)
     perm = np.random.default_rng(0).permutation(len(pair_prompts))
-    shuffled, _ = backend.next_token_logprobs(
-        [pair_prompts[i] for i in perm], TOKENS, 4, reuse_prefix=True
-    )
+    shuffled, _ = backend.next_token_logprobs([pair_prompts[i] for i in perm], TOKENS, 4)
     np.testing.assert_allclose(shuffled, cached[perm], atol=ATOL, rtol=0)
     assert not np.allclose(cached[perm], cached, atol=ATOL)  # the permutation matters
 
@@ -131,8 +127,8 @@ def test_prompt_that_is_the_shared_prefix_and_duplicates(backend, pair_prompts):
     stem = pair_prompts[0][:300]
     texts = [stem, stem + pair_prompts[0][300:400], stem, stem + " B"]
     for group in (texts, texts[:1], [stem, stem]):
-        plain, _ = backend.next_token_logprobs(group, TOKENS, 2)
-        cached, _ = backend.next_token_logprobs(group, TOKENS, 2, reuse_prefix=True)
+        plain, _ = backend.uncached_logprobs(group, TOKENS, 2)
+        cached, _ = backend.next_token_logprobs(group, TOKENS, 2)
         np.testing.assert_allclose(cached, plain, atol=ATOL, rtol=0)
 
 
@@ -142,9 +138,9 @@ def test_cached_path_reads_fewer_tokens(backend, pair_prompts):
         lambda module, args, out: counts.append(args[0].numel())
     )
     try:
-        backend.next_token_logprobs(pair_prompts, TOKENS, 3)
+        backend.uncached_logprobs(pair_prompts, TOKENS, 3)
         plain, counts[:] = sum(counts), []
-        backend.next_token_logprobs(pair_prompts, TOKENS, 3, reuse_prefix=True)
+        backend.next_token_logprobs(pair_prompts, TOKENS, 3)
         cached = sum(counts)
     finally:
         hook.remove()
@@ -153,12 +149,12 @@ def test_cached_path_reads_fewer_tokens(backend, pair_prompts):
     assert cached < 0.7 * plain
 
 
-def test_ranker_pairwise_probabilities_equal_with_and_without_reuse(backend):
+def test_ranker_pairwise_probabilities_equal_with_and_without_reuse(backend, monkeypatch):
     groups = [random_games(4, 60, seed=1), random_games(3, 40, seed=2)]
     config = LLMRankerConfig(max_prompt_tokens=640, batch_size=4)
-    plain = LLMRanker(config, backend=backend).rank_groups(groups)
-    config = dataclasses.replace(config, reuse_prefix=True)
     reuse = LLMRanker(config, backend=backend).rank_groups(groups)
+    monkeypatch.setattr(prefix_cache, "supports_prefix_reuse", lambda model: False)
+    plain = LLMRanker(config, backend=backend).rank_groups(groups)
     for a, b in zip(plain, reuse, strict=True):
         np.testing.assert_allclose(b.pairwise_prob, a.pairwise_prob, atol=ATOL, rtol=0)
         np.testing.assert_array_equal(np.isfinite(b.pairwise_prob), np.isfinite(a.pairwise_prob))

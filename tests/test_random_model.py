@@ -56,8 +56,8 @@ def test_saved_model_loads_with_the_same_token_ids(saved):
 def test_pointwise_judge_scores_every_window_with_the_model(saved):
     batch, info = saved
     backend = hf_backend.load_model(info["folder"], None, "float32", "cpu")
-    cfg = LLMRankerConfig(model=info["folder"], mode="pointwise", pointwise_variants=1,
-                          batch_size=4, device="cpu", dtype="float32")
+    cfg = LLMRankerConfig(model=info["folder"], mode="pointwise", batch_size=4, device="cpu",
+                          dtype="float32")
     judge = LLMRanker(cfg, backend=backend)
     ranking = judge.rank_groups([batch])[0]
     assert sorted(ranking.order.tolist()) == list(range(6))

@@ -173,8 +173,8 @@ def test_fixed_reward_run_builds_no_judge_and_keeps_theta(tmp_path, monkeypatch)
 
 def test_llm_advisor_with_the_tiny_model_logs_every_answer(tmp_path, tiny_llm_dir):
     log = str(tmp_path / "refine.jsonl")
-    advisor = refinement.LLMAdvisor(RefineConfig(model=tiny_llm_dir, device="cpu",
-                                                 max_new_tokens=8), log_path=log)
+    advisor = refinement.LLMAdvisor(hf_backend.load_model(tiny_llm_dir, None, "auto", "cpu"),
+                                    log_path=log)
     theta = np.asarray(SPEC.theta0)
     out = advisor.suggest(SPEC, [theta, theta], [{"game_score_per_iteration": [100.0]}] * 2)
     assert len(out) == 2
@@ -214,17 +214,15 @@ def test_scripted_advisor_records_keep_the_refine_jsonl_format(tmp_path):
     assert lines == [r for _, r in out] == advisor.records
 
 
-def test_make_advisor_shares_the_judges_model_only_when_it_is_the_same(tiny_llm_dir,
-                                                                          monkeypatch):
+def test_make_advisor_shares_the_llm_judges_model_else_loads_the_one_ranker_llm_names(
+        tiny_llm_dir, monkeypatch):
     judge = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=1024))
-    advisor = refinement.make_advisor(RefineConfig(model=tiny_llm_dir), judge)
+    advisor = refinement.make_advisor(judge.config, judge)
     assert isinstance(advisor, refinement.LLMAdvisor) and isinstance(advisor, refinement.Advisor)
     assert advisor.backend is judge.backend
     loaded = []
     monkeypatch.setattr(hf_backend, "load_model", lambda *a: loaded.append(a) or judge.backend)
-    refinement.make_advisor(RefineConfig(model=tiny_llm_dir, gguf_file="x.gguf"), judge)
-    refinement.make_advisor(RefineConfig(), judge)  # the embedded model: not the judge's
-    refinement.make_advisor(RefineConfig(model=tiny_llm_dir, dtype="float16"), ScriptedRanker([0]))
-    refinement.make_advisor(RefineConfig(model=tiny_llm_dir))
-    assert loaded == [(tiny_llm_dir, "x.gguf", "auto", "auto"), (None, None, "auto", "auto"),
-                      (tiny_llm_dir, None, "float16", "auto"), (tiny_llm_dir, None, "auto", "auto")]
+    refinement.make_advisor(LLMRankerConfig(model=tiny_llm_dir, gguf_file="x.gguf",
+                                            dtype="float16", device="cpu"), ScriptedRanker([0]))
+    refinement.make_advisor(LLMRankerConfig())  # no judge: the embedded model
+    assert loaded == [(tiny_llm_dir, "x.gguf", "float16", "cpu"), (None, None, "auto", "auto")]

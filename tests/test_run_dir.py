@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import threading
 
 import pytest
@@ -302,7 +303,7 @@ def test_resume_may_change_how_the_endpoint_is_reached(tmp_path):
     out = str(tmp_path / "run")
     run_dir.prepare_out_dir(out, config(), resume=False)
     _start(out)
-    moved = config(endpoint="http://127.0.0.1:8001/v1", max_tokens_per_run=10**6, max_retries=9)
+    moved = config(endpoint="http://127.0.0.1:8001/v1", max_tokens_per_run=10**6, concurrency=2)
     run_dir.prepare_out_dir(out, moved, resume=True)
     saved = run_dir.read_config(os.path.join(out, "config.json"))["ranker"]["llm"]
     assert saved["endpoint"].endswith(":8001/v1") and saved["max_tokens_per_run"] == 10**6
@@ -415,3 +416,62 @@ def test_settings_made_constants_resume_at_their_value_and_retired_first_layers_
                                         r"retired \(docs/history.md, Retired options\) "
                                         r"\(use sailor-jax at commit 3263411, "):
         run_dir.prepare_out_dir(out, cfg, resume=True)
+RETIRED_LLM = {"view": "summary", "snapshot_every": 20, "pointwise_variants": 1,
+               "pointwise_temperature": 1.0, "reuse_prefix": True, "bt_l2": 0.01,
+               "top_logprobs": 20, "log_path": None, "max_records": 2000,
+               "api_key_env": "OPENAI_API_KEY", "timeout_s": 120.0, "max_retries": 4}
+RETIRED_REFINE = {"model": None, "gguf_file": None, "device": "auto", "dtype": "auto",
+                  "max_new_tokens": 40}
+
+
+def _saved_with_retired_llm(cfg, llm: dict | None = None, refine: dict | None = None) -> dict:
+    """`cfg`'s config.json as a run saved it while the LLM judge's and refinement's retired
+    settings existed: at their defaults, except those in `llm` and `refine` (`"view": None`:
+    the field absent, as saved before it existed)."""
+    saved = json.loads(run_dir.config_json(cfg))
+    saved["ranker"]["llm"] |= RETIRED_LLM | (llm or {})
+    saved["refine"] |= RETIRED_REFINE | (refine or {})
+    if saved["ranker"]["llm"]["view"] is None:
+        del saved["ranker"]["llm"]["view"]
+    return saved
+
+
+def test_retired_llm_settings_resume_as_they_ran_and_the_boards_view_is_refused(tmp_path):
+    """A run saved with the LLM judge's and refinement's retired settings at the values the
+    code now runs at (or at any value where they only logged or reached the endpoint) compares
+    as today's config; an LLM-judged run shown the boards (the `view` field "boards", or
+    absent: saved before it existed) or rating several rubrics is refused on --resume with
+    one UserError; under another judge the LLM's settings were never read, and without
+    refinement its settings, so any value compares as today's."""
+    from sailor_jax.config import RankerConfig, RefineConfig, SailorConfig
+
+    llm = dataclasses.replace(SailorConfig(), ranker=RankerConfig(kind="llm"))
+    given = json.loads(run_dir.config_json(llm))
+    assert run_dir.config_differences(_saved_with_retired_llm(llm), given, llm) == []
+    logging_only = {"snapshot_every": 50, "log_path": "x.jsonl", "max_records": 10,
+                    "api_key_env": "MY_KEY", "timeout_s": 5.0, "max_retries": 0}
+    assert run_dir.config_differences(_saved_with_retired_llm(llm, logging_only), given,
+                                      llm) == []
+    out = str(tmp_path / "run")
+    run_dir.prepare_out_dir(out, llm, resume=False)
+    _start(out)
+    for changed, shown in (({"view": "boards"}, "'boards'"),
+                           ({"view": None}, "'boards' (the field absent"),
+                           ({"pointwise_variants": 4}, "4"), ({"bt_l2": 0.1}, "0.1")):
+        (field,) = changed
+        with open(os.path.join(out, "config.json"), "w") as f:
+            json.dump(_saved_with_retired_llm(llm, changed), f)
+        with pytest.raises(UserError, match=rf"^--resume: the run was saved with "
+                                            rf"ranker\.llm\.{field}={re.escape(shown)}"):
+            run_dir.prepare_out_dir(out, llm, resume=True)
+    expert = dataclasses.replace(SailorConfig(), ranker=RankerConfig(kind="expert"))
+    unread = _saved_with_retired_llm(expert, {"view": None, "pointwise_variants": 4},
+                                     {"model": "other", "max_new_tokens": 8})
+    assert run_dir.config_differences(unread, json.loads(run_dir.config_json(expert)),
+                                      expert) == []
+    refined = dataclasses.replace(expert, refine=RefineConfig(enabled=True))
+    with pytest.raises(UserError, match=r"refine\.model='other', an option that was retired"):
+        run_dir.config_differences(
+            _saved_with_retired_llm(refined, refine={"model": "other"}),
+            json.loads(run_dir.config_json(refined)), refined)
+

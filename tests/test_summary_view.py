@@ -1,6 +1,6 @@
-"""The judge shown a summary of each game (`LLMRankerConfig.view="summary"`), repeated prompts run
-once, and the accuracy interval: checked against plain NumPy on random games, and end to end on
-the tiny offline model."""
+"""The judge shown a summary of each game (`text.summary_text`), repeated prompts run once, and
+the accuracy interval: checked against plain NumPy on random games, and end to end on the tiny
+offline model."""
 
 from __future__ import annotations
 
@@ -39,15 +39,9 @@ def test_the_summary_states_the_game_as_numpy_reads_it():
         assert (match[7] == "still going") == bool(batch.truncated[i])
 
 
-def test_views_are_checked():
-    with pytest.raises(ValueError, match="view must be one of"):
-        LLMRankerConfig(view="pixels")
-
-
 @pytest.fixture(scope="module")
 def summary_judges(tiny_llm_dir):
-    base = LLMRankerConfig(model=tiny_llm_dir, view="summary", batch_size=4,
-                           max_prompt_tokens=1024)
+    base = LLMRankerConfig(model=tiny_llm_dir, batch_size=4, max_prompt_tokens=1024)
     pair = LLMRanker(base)
     point = LLMRanker(dataclasses.replace(base, mode="pointwise"), backend=pair.backend)
     return pair, point
@@ -65,7 +59,7 @@ def test_summary_prompts_show_the_summaries_and_no_boards(summary_judges, mode):
         assert not re.search(r"[0-9a-z.]{4}\|[0-9a-z.]{4}", prompt)  # no board rows
         assert any(summary_text(batch, i) in prompt for i in range(3))
     if mode == "pairwise":
-        assert all(p.endswith(prompts.SUMMARY_PAIRWISE_ANSWER_PREFIX) for p in shown)
+        assert all(p.endswith(prompts.PAIRWISE_ANSWER_PREFIX) for p in shown)
 
 
 def test_a_repeated_prompt_runs_once_and_gives_the_same_verdict(summary_judges):
@@ -105,22 +99,3 @@ def test_the_accuracy_interval_brackets_the_accuracy_and_narrows_with_groups():
     perfect = [Ranking(order=np.argsort(e, kind="stable").astype(np.int32)) for e in eps]
     assert judge_eval.accuracy_interval(perfect, truth) == (1.0, 1.0)
     assert np.isnan(judge_eval.accuracy_interval([None], [np.zeros((2, 2))])[0])
-
-
-def test_a_run_saved_before_the_view_existed_resumes_as_it_ran():
-    """A saved config without `ranker.llm.view` ran with the boards: an LLM-judged one differs
-    from today's default and matches `view="boards"`; under another judge the view is unread."""
-    import json
-
-    from sailor_jax.config import RankerConfig, SailorConfig
-    from sailor_jax.run.run_dir import config_differences, config_json
-
-    for kind, differs in (("llm", True), ("expert", False)):
-        cfg = dataclasses.replace(SailorConfig(), ranker=RankerConfig(kind=kind))
-        saved = json.loads(config_json(cfg))
-        del saved["ranker"]["llm"]["view"]
-        diff = config_differences(saved, json.loads(config_json(cfg)), cfg)
-        assert diff == (["ranker.llm.view: saved (absent), given 'summary'"] if differs else [])
-        boards = dataclasses.replace(cfg, ranker=dataclasses.replace(
-            cfg.ranker, llm=dataclasses.replace(cfg.ranker.llm, view="boards")))
-        assert config_differences(saved, json.loads(config_json(boards)), boards) == []

@@ -6,8 +6,6 @@ per-cell gathers summed as they go much faster than one big gather.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import jax
 import jax.numpy as jnp
 from flax import nnx

@@ -26,7 +26,7 @@ import numpy as np
 
 from sailor_jax.alignment.suggestion import Suggestion, parse_suggestion
 from sailor_jax.alignment.updates import UpdateResult, update_theta
-from sailor_jax.config import AlignmentConfig, RefineConfig
+from sailor_jax.config import AlignmentConfig, LLMRankerConfig, RefineConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges import hf_backend
 from sailor_jax.judges.base import Ranker
@@ -41,6 +41,8 @@ ANSWER_PREFIX = "I would"
 """The assistant turn starts with this; the parsed answer is prefix + generated text. Without
 it SmolLM2-135M answered "The agent should choose score_gain ..." (no direction); with it,
 "I would choose to raise the score_gain feature." (measured on the embedded model)."""
+MAX_NEW_TOKENS = 40
+"""Most tokens the advisor may generate after `ANSWER_PREFIX`."""
 
 
 def refinement_prompt(spec: RewardSpec, theta, stats: dict[str, Any]) -> str:
@@ -178,9 +180,7 @@ class LLMAdvisor:
     """An `Advisor` that asks a causal LM which weight to change (greedy generation). Host-only.
 
     Args:
-      cfg: the refinement config (model, device, token budget).
-      backend: an already loaded model to share (the LLM judge's, see `make_advisor`); None
-        loads the model named by `cfg`.
+      backend: the loaded model (`make_advisor`: the LLM judge's, or the model it names).
       log_path: JSONL file every prompt, answer and parse result is appended to (None: only
         the in-memory `records`).
 
@@ -189,18 +189,15 @@ class LLMAdvisor:
       records: every log record so far, newest last.
     """
 
-    def __init__(self, cfg: RefineConfig, backend: LLMBackend | None = None,
-                 log_path: str | None = None) -> None:
-        if backend is None:
-            backend = hf_backend.load_model(cfg.model, cfg.gguf_file, cfg.dtype, cfg.device)
-        self.cfg, self.backend, self.log_path = cfg, backend, log_path
+    def __init__(self, backend: LLMBackend, log_path: str | None = None) -> None:
+        self.backend, self.log_path = backend, log_path
         self._sink = JsonlSink(log_path, keep=None)
         self.records = self._sink.records
 
     def generate(self, prompts: Sequence[str]) -> list[str]:
         """Greedy answers (`ANSWER_PREFIX` + generated text) to the user messages `prompts`."""
         rendered = [self.backend.render_chat(SYSTEM_PROMPT, p, ANSWER_PREFIX) for p in prompts]
-        texts, _ = self.backend.generate(rendered, self.cfg.max_new_tokens, max(1, len(rendered)))
+        texts, _ = self.backend.generate(rendered, MAX_NEW_TOKENS, max(1, len(rendered)))
         return [ANSWER_PREFIX + t for t in texts]
 
     def suggest(self, spec: RewardSpec, thetas: Sequence, stats: Sequence[dict],
@@ -230,17 +227,17 @@ class ScriptedAdvisor:
         return advise(self.generate, self._sink, spec, thetas, stats, context)
 
 
-def make_advisor(cfg: RefineConfig, ranker: Ranker | None = None,
+def make_advisor(llm: LLMRankerConfig, ranker: Ranker | None = None,
                  log_path: str | None = None) -> Advisor:
-    """Build the refinement LLM, sharing the judge's loaded model when it is the same model.
+    """Build the refinement LLM: the judge's loaded model when the judge is an LLM, else the
+    model `llm` (the run's `ranker.llm`) names, loaded in process. Host-only.
 
-    Host-only. Shared when `ranker` is an `LLMRanker` with the same `model` and, if
-    `cfg.gguf_file` is set, the same `gguf_file` (the judge's device and dtype then); otherwise
-    the model named by `cfg` is loaded. `log_path`: the advisor's JSONL file, or None.
+    `log_path`: the advisor's JSONL file, or None.
 
     Raises:
       ImportError, ValueError: as `hf_backend.load_model`, when a model is loaded.
     """
-    same = (isinstance(ranker, LLMRanker) and ranker.config.model == cfg.model
-            and (cfg.gguf_file is None or ranker.config.gguf_file == cfg.gguf_file))
-    return LLMAdvisor(cfg, backend=ranker.backend if same else None, log_path=log_path)
+    if isinstance(ranker, LLMRanker):
+        return LLMAdvisor(ranker.backend, log_path)
+    return LLMAdvisor(hf_backend.load_model(llm.model, llm.gguf_file, llm.dtype, llm.device),
+                      log_path)

@@ -145,6 +145,13 @@ class AlignmentConfig:
                 )
 
 
+def unread_fields(kind: str) -> tuple[str, ...]:
+    """The `RankerConfig` fields a judge of `kind` never reads (`RankerConfig.unread_fields`;
+    also for a saved config's dict, `run_dir.current_config`)."""
+    expert = () if kind == "expert" else ("expert_depth", "expert_verdict")
+    return expert + (() if kind == "llm" else ("llm",))
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RankerConfig:
     """Who judges the sampled trajectories."""
@@ -183,8 +190,7 @@ class RankerConfig:
         """The fields this judge never reads (a name covers its nested fields): the expert's
         settings under another judge, the LLM's under another judge. A saved run that differs
         from a config only there ran the same (`run_dir`)."""
-        expert = () if self.kind == "expert" else ("expert_depth", "expert_verdict")
-        return expert + (() if self.kind == "llm" else ("llm",))
+        return unread_fields(self.kind)
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.noise) and self.noise >= 0):

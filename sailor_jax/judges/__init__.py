@@ -12,11 +12,10 @@ from sailor_jax.judges.hf_backend import LLMBackend
 from sailor_jax.judges.llm import LLMRanker
 from sailor_jax.judges.oracles import LinearOracleRanker, OutcomeRanker, RandomRanker
 from sailor_jax.judges.parsing import parse_ranking, parse_ranking_verbose
-from sailor_jax.judges.text import FORMAT_LEGEND, board_text, trajectory_text
+from sailor_jax.judges.text import summary_text
 
 __all__ = [
     "ExpertRanker",
-    "FORMAT_LEGEND",
     "LLMBackend",
     "LLMRanker",
     "LinearOracleRanker",
@@ -24,11 +23,10 @@ __all__ = [
     "RandomRanker",
     "Ranker",
     "ScriptedRanker",
-    "board_text",
     "bradley_terry",
     "fit_bradley_terry",
     "group_size",
     "parse_ranking",
     "parse_ranking_verbose",
-    "trajectory_text",
+    "summary_text",
 ]

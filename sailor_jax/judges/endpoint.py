@@ -12,7 +12,7 @@ so the judge's modes, prompts and arithmetic are the same whichever runs the mod
   go to `/v1/chat/completions` (what hosted chat APIs serve); the answer prefix is dropped (the
   user message already asks for a single label) and tokens are estimated as
   `ceil(chars / CHARS_PER_TOKEN)` when fitting trajectories into the prompt budget.
-* **Labels.** A one-token completion asks for the `top_logprobs` most likely next tokens; the
+* **Labels.** A one-token completion asks for the `TOP_LOGPROBS` most likely next tokens; the
   labels' log-probabilities are read from them (a label outside them counts as probability 0)
   and `LLMRanker` renormalises over the labels, as in process. A server that returns no
   log-probabilities is asked again for a short generated answer, the first label in it counts
@@ -20,12 +20,13 @@ so the judge's modes, prompts and arithmetic are the same whichever runs the mod
 * **Transport.** Up to `concurrency` requests in flight (a thread pool), so a group's prompts
   reach the server's batcher together; the shared prefix (system prompt, instructions) comes
   first in every prompt, for prefix caching. Retries with exponential backoff on 429, 5xx,
-  timeouts and lost connections are the `openai` client's (`max_retries`, `timeout_s`); after
+  timeouts and lost connections are the `openai` client's (`MAX_RETRIES`, `TIMEOUT_S`); after
   the last, `EndpointError`.
 * **Tokens and the key.** Prompt and completion tokens of every response (`usage`) are added to
   `usage`; before a batch is sent, `TokenUsage.check` raises `TokenBudgetError` if its estimate
   would pass `max_tokens_per_run`. The API key is read from the environment variable
-  `api_key_env` and never stored or printed (error messages are redacted).
+  `OPENAI_API_KEY` (as the `openai` client reads it) and never stored or printed (error
+  messages are redacted).
 """
 
 from __future__ import annotations
@@ -48,12 +49,22 @@ __all__ = ["EndpointBackend", "EndpointError", "TokenBudgetError", "TokenUsage",
            "check_endpoint"]
 
 CHARS_PER_TOKEN = 1.6
-"""Token estimate of the chat API (no tokenizer), on the safe side: board text and digits
-tokenise densely (SmolLM2's tokenizer read the pairwise prompts at 1.84 characters a token)."""
+"""Token estimate of the chat API (no tokenizer), on the safe side: digits tokenise densely
+(SmolLM2's tokenizer read pairwise prompts at 1.84 characters a token)."""
 GENERATED_LABEL_TOKENS = 8
 """Most tokens of a generated label answer (servers without log-probabilities)."""
+API_KEY_ENV = "OPENAI_API_KEY"
+"""Environment variable holding the API key (unset: `NO_KEY`)."""
 NO_KEY = "EMPTY"
-"""API key sent when `api_key_env` is unset (local servers ignore it; the client needs one)."""
+"""API key sent when `API_KEY_ENV` is unset (local servers ignore it; the client needs one)."""
+TIMEOUT_S = 120.0
+"""Seconds before one request times out (then retried)."""
+MAX_RETRIES = 4
+"""Retries of a request after 429, 5xx, a timeout or a lost connection (exponential backoff
+from 0.5 s, the `openai` client's)."""
+TOP_LOGPROBS = 20
+"""Next-token log-probabilities asked for per prompt; a label outside them counts as
+probability 0 (vLLM serves at most 20 unless `--max-logprobs`)."""
 _UNKNOWN_CONTEXT = 1 << 20
 
 
@@ -133,9 +144,9 @@ class EndpointBackend:
         import openai
 
         self.config, self.url = config, config.endpoint
-        self._key = os.environ.get(config.api_key_env) or NO_KEY
+        self._key = os.environ.get(API_KEY_ENV) or NO_KEY
         self.client = openai.OpenAI(api_key=self._key, base_url=config.endpoint,
-                                    timeout=config.timeout_s, max_retries=config.max_retries)
+                                    timeout=TIMEOUT_S, max_retries=MAX_RETRIES)
 
     def _models(self) -> list[Any]:
         listed = self._call(lambda: list(self.client.models.list().data))
@@ -174,14 +185,13 @@ class EndpointBackend:
         return label if isinstance(label, str) else self.tokenizer.decode([label])
 
     def next_token_logprobs(self, prompts: Sequence[str], token_ids: Sequence[int | str],
-                            batch_size: int = 1, reuse_prefix: bool = False
-                            ) -> tuple[np.ndarray, np.ndarray]:
+                            batch_size: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Log-probabilities of the labels as the next token after each prompt.
 
         Args:
           prompts: `N` prompts from `render_chat`.
           token_ids: `K` labels from `label_token_id` (token ids, or label texts).
-          batch_size, reuse_prefix: ignored (the server batches and caches).
+          batch_size: ignored (the server batches and caches).
 
         Returns:
           `(logp float64[N, K], seconds float64[N])`: `-inf` for a label outside the
@@ -224,7 +234,7 @@ class EndpointBackend:
             self.usage.check(estimate, len(prompts))
 
     def _label_logprobs(self, prompt: str, labels: list[str]) -> list[float] | None:
-        _, top = self._complete(prompt, 1, self.config.top_logprobs)
+        _, top = self._complete(prompt, 1, TOP_LOGPROBS)
         if top is None:
             return None
         exact = self.tokenizer is not None  # completions: the label tokens themselves
@@ -281,7 +291,7 @@ class EndpointBackend:
         except (openai.APIError, ValueError) as err:  # ValueError: a body that is not JSON
             what = type(err).__name__
             raise EndpointError(
-                f"judge endpoint {self.url} failed after {self.config.max_retries} retries: "
+                f"judge endpoint {self.url} failed after {MAX_RETRIES} retries: "
                 f"{what}: {self._redact(str(err))[:300]}",
                 f"check the server and that it serves {self.model_name!r}; continue with "
                 "--resume") from None

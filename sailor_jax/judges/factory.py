@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from sailor_jax.config import RankerConfig, SailorConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges.base import Ranker
@@ -34,8 +32,7 @@ def make_ranker(cfg: RankerConfig, log_path: str | None = None) -> Ranker:
     if cfg.kind == "linear_oracle":
         theta_star = RewardSpec().validate(cfg.theta_star)
         return LinearOracleRanker(theta_star, temperature=cfg.temperature)
-    llm_cfg = cfg.llm if log_path is None else dataclasses.replace(cfg.llm, log_path=log_path)
-    return LLMRanker(llm_cfg)
+    return LLMRanker(cfg.llm, log_path=log_path)
 
 
 def check_ranker(cfg: RankerConfig) -> None:
@@ -61,8 +58,9 @@ def check_judges(cfg: SailorConfig, ranker_given: bool = False,
     """
     if not ranker_given:
         check_ranker(cfg.ranker)
-    if cfg.refine.enabled and not advisor_given and cfg.refine.model is not None:
-        check_model_source(cfg.refine.model, cfg.refine.gguf_file, "--sailor.refine.model")
+    if cfg.refine.enabled and not advisor_given and cfg.ranker.kind != "llm":
+        check_model_source(cfg.ranker.llm.model, cfg.ranker.llm.gguf_file,
+                           "--sailor.ranker.llm.model")
 
 
 def ranker_description(cfg: RankerConfig, ranker: Ranker | None = None) -> dict:

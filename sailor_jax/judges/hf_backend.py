@@ -124,37 +124,47 @@ class LLMBackend:
         return batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device)
 
     def next_token_logprobs(
-        self,
-        prompts: Sequence[str],
-        token_ids: Sequence[int],
-        batch_size: int,
-        reuse_prefix: bool = False,
+        self, prompts: Sequence[str], token_ids: Sequence[int], batch_size: int
     ) -> tuple[np.ndarray, np.ndarray]:
         """Log-probabilities of chosen next tokens after each prompt, in batched forward passes.
+
+        The prompts' shared token prefixes run through the model once and their KV cache is
+        reused (`prefix_cache`: `uncached_logprobs`' results up to float rounding, 1e-5; 2.1x
+        faster pairwise judging on SmolLM2); models with sliding-window attention layers take
+        `uncached_logprobs`.
 
         Args:
           prompts: `N` rendered prompts.
           token_ids: `K` vocabulary ids to read.
           batch_size: prompts per forward pass (sorted by length to limit padding).
-          reuse_prefix: run the prompts' shared token prefixes through the model once and
-            reuse their KV cache (`prefix_cache`; same results up to float rounding). Ignored
-            (uncached path) for models with sliding-window attention layers.
 
         Returns:
           `(logp float64[N, K], seconds float64[N])`: seconds = each prompt's share of its
-          batch's wall time (and, with `reuse_prefix`, of the prefixes it uses).
+          batch's wall time and of the prefixes it uses.
 
         Raises:
-          ValueError: `reuse_prefix` and a prompt tokenises to no token.
+          ValueError: a prompt tokenises to no token (cached path).
         """
-        import torch
-
-        accepts_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
-        if reuse_prefix and prefix_cache.supports_prefix_reuse(self.model):
+        if prefix_cache.supports_prefix_reuse(self.model):
+            accepts_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
             return prefix_cache.next_token_logprobs(
                 self.model, self.tokenizer, prompts, token_ids, batch_size,
                 logits_to_keep=accepts_keep,
             )
+        return self.uncached_logprobs(prompts, token_ids, batch_size)
+
+    def uncached_logprobs(
+        self, prompts: Sequence[str], token_ids: Sequence[int], batch_size: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`next_token_logprobs` with every prompt read in full (no prefix cache): the path of
+        models with sliding-window layers, and the reference the cached path equals.
+
+        Returns:
+          `(logp float64[N, K], seconds float64[N])` as `next_token_logprobs`.
+        """
+        import torch
+
+        accepts_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
         extra = {"logits_to_keep": 1} if accepts_keep else {}
         order = np.argsort([len(p) for p in prompts], kind="stable")
         logp = np.full((len(prompts), len(token_ids)), np.nan)

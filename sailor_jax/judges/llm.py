@@ -4,26 +4,27 @@ Host-only. The model runs on PyTorch through Hugging Face transformers (see `hf_
 behind an OpenAI-compatible server (`LLMRankerConfig.endpoint`, see `endpoint`; the transport,
 the API used and whether log-probabilities came back are logged as an "endpoint" record);
 `torch`/`transformers` are imported only when an `LLMRanker` is constructed. All prompts of
-all groups in one `rank_groups` call go through batched forward passes.
+all groups in one `rank_groups` call go through batched forward passes (in process, the
+prompts' shared prefix runs through the model once: `prefix_cache`). Each trajectory is shown
+as its one-sentence summary (`text.summary_text`).
 
-* pairwise (default): for each judged pair `(a, b)` two prompts, `a` shown as "Trajectory A"
-  then as "Trajectory B"; the next-token log-probabilities of the labels " A" / " B" after the
-  answer prefix "The better trajectory is Trajectory" give `p_first = pA / (pA + pB)` per
-  prompt, combined as
+* pairwise (default): for each judged pair `(a, b)` two prompts, `a` shown as "Game A" then as
+  "Game B"; the next-token log-probabilities of the labels " A" / " B" after the answer prefix
+  "The better game is Game" give `p_first = pA / (pA + pB)` per prompt, combined as
   `P(a > b) = 0.5 * (p_first(a first) + 1 - p_first(b first))` (cancels position bias), and a
-  Bradley-Terry fit turns `P` into `Ranking(order, scores=strengths, pairwise_prob=P)`.
+  Bradley-Terry fit (`pairwise.BT_L2`) turns `P` into
+  `Ranking(order, scores=strengths, pairwise_prob=P)`.
   `pA + pB` before normalising (the "label mass") is logged; ~0 means a wrong label token.
-* pointwise: one prompt per trajectory (and per rubric variant, K = `pointwise_variants`)
-  asks for a 1-9 rating; the score is the expected rating under the next-token distribution
-  restricted to the nine label tokens, averaged over variants; the ranking sorts by score and
-  `pairwise_prob` is `sigmoid((s_i - s_j) / pointwise_temperature)` (see `pointwise`).
+* pointwise: one prompt per trajectory asks for a 1-9 rating; the score is the expected rating
+  under the next-token distribution restricted to the nine label tokens; the ranking sorts by
+  score and `pairwise_prob` is `sigmoid((s_i - s_j) / pointwise.TEMPERATURE)`.
 * listwise: one chain-of-thought prompt per group, greedy generation, `parse_ranking`; an
   unparsable answer gives None for that group.
 
 Every prompt, output (or label log-probabilities), parse result and timing is logged through a
-`logging.JsonlSink`: to `log_path` as JSONL when set, and always to the bounded in-memory list
-`records`; every record starts with the fields of `log_context` (the SAILOR loop's
-`iteration`).
+`logging.JsonlSink`: to `log_path` as JSONL when set, and always to the in-memory list
+`records` (the newest `keep_records`); every record starts with the fields of `log_context`
+(the SAILOR loop's `iteration`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from sailor_jax.judges.base import Ranker, group_size
 from sailor_jax.judges.endpoint import EndpointBackend
 from sailor_jax.judges.hf_backend import LLMBackend
 from sailor_jax.judges.parsing import parse_ranking, parse_ranking_verbose
-from sailor_jax.judges.text import fit_trajectory_text, summary_text
+from sailor_jax.judges.text import summary_text
 from sailor_jax.judges.transport import TokenUsage
 from sailor_jax.logging import JsonlSink
 from sailor_jax.types import Ranking, TrajectoryBatch
@@ -49,6 +50,8 @@ __all__ = ["LLMRanker", "LLMRankerConfig", "parse_ranking"]
 
 _CONTEXT_CAP = 2048
 _CONTEXT_MARGIN = 16
+MAX_RECORDS = 2000
+"""Log records `LLMRanker.records` keeps in memory by default (oldest dropped)."""
 
 
 class LLMRanker(Ranker):
@@ -57,14 +60,18 @@ class LLMRanker(Ranker):
     Host-only. Construction loads the model (seconds) unless `backend` is given.
 
     Args:
-      config: model, mode, budgets and logging of the judge.
+      config: model, mode and budgets of the judge.
       backend: an already loaded model to use (e.g. shared with the refinement advisor);
         None: `EndpointBackend(config)` when `config.endpoint` is set, else the model
         `config` names, loaded in process (`hf_backend.load_model`).
+      log_path: JSONL file every record is appended to (a run's `llm.jsonl`); None: in
+        memory only.
+      keep_records: most records kept in `records` (None: all, for measurements).
 
     Attributes:
       backend: the loaded `LLMBackend` (also exposed as `tokenizer`, `model`, `device`).
-      records: bounded list of log records (dicts), newest last.
+      records: the newest `keep_records` log records (dicts), newest last.
+      log_path: the JSONL log file, or None.
       log_context: fields every log record starts with (settable; the loop sets `iteration`).
       load_seconds: time spent loading the model (about 0 when `backend` was given).
       last_label_mass: mean label mass over the prompts of the last call (pairwise `pA + pB`,
@@ -78,7 +85,8 @@ class LLMRanker(Ranker):
         mode's labels are not distinct single tokens for this tokenizer.
     """
 
-    def __init__(self, config: LLMRankerConfig, backend: LLMBackend | None = None) -> None:
+    def __init__(self, config: LLMRankerConfig, backend: LLMBackend | None = None, *,
+                 log_path: str | None = None, keep_records: int | None = MAX_RECORDS) -> None:
         self.config = config
         self.name = f"llm-{config.mode}"
         t0 = time.perf_counter()
@@ -91,7 +99,8 @@ class LLMRanker(Ranker):
         self.backend = backend
         self.load_seconds = time.perf_counter() - t0
         self.max_prompt_tokens = self._resolve_budget()
-        self._sink = JsonlSink(config.log_path, keep=config.max_records)
+        self.log_path = log_path
+        self._sink = JsonlSink(log_path, keep=keep_records)
         self.last_label_mass = float("nan")
         self.last_seconds_per_prompt = float("nan")
         self._protocol: dict[str, Any] | None = None
@@ -168,60 +177,23 @@ class LLMRanker(Ranker):
         unique, first_at, inverse = np.unique(np.asarray(prompt_texts, dtype=object),
                                               return_index=True, return_inverse=True)
         logp, seconds = self.backend.next_token_logprobs(
-            list(unique), self._label_ids, self.config.batch_size,
-            reuse_prefix=self.config.reuse_prefix)
+            list(unique), self._label_ids, self.config.batch_size)
         first = np.zeros(len(prompt_texts), bool)
         first[first_at] = True
         return logp[inverse], np.where(first, seconds[inverse], 0.0)
 
-    def _texts(
-        self, build: Callable[[list[str]], str], batch: TrajectoryBatch, n_shown: int
-    ) -> list[str]:
-        """What the prompt shows of each trajectory: its summary (view "summary") or its
-        boards text fitted to the budget (`_fit`).
+    def _texts(self, build: Callable[[list[str]], str], batch: TrajectoryBatch) -> list[str]:
+        """The summary of each trajectory of `batch` (`text.summary_text`).
 
         Raises:
-          ValueError: a prompt of summaries exceeds `max_prompt_tokens`, or (boards) even the
-            shortest texts do not fit it.
+          ValueError: a prompt `build` makes of the summaries exceeds `max_prompt_tokens`.
         """
-        if self.config.view == "summary":
-            texts = [summary_text(batch, i) for i in range(group_size(batch))]
-            longest = max(self._count(build([t] * len(texts))) for t in texts) if texts else 0
-            if longest > self.max_prompt_tokens:
-                raise ValueError(f"max_prompt_tokens={self.max_prompt_tokens} is too small: a "
-                                 f"prompt of summaries takes {longest} tokens")
-            return texts
-        return self._fit(build, batch, n_shown)
-
-    def _fit(
-        self, build: Callable[[list[str]], str], batch: TrajectoryBatch, n_shown: int
-    ) -> list[str]:
-        """Trajectory texts short enough that a prompt showing `n_shown` of them fits.
-
-        Each text gets an equal share of the tokens left after the prompt's fixed part and is
-        shrunk (fewer snapshots, fewer moves) until it fits its share.
-
-        Raises:
-          ValueError: even the shortest texts do not fit `max_prompt_tokens`.
-        """
-        m = group_size(batch)
-        overhead = self._count(build([""] * m))
-        share = (self.max_prompt_tokens - overhead) // n_shown - 4
-        if share < 1:
-            raise ValueError(
-                f"max_prompt_tokens={self.max_prompt_tokens} is too small: the prompt's fixed "
-                f"part alone takes {overhead} tokens"
-            )
-        try:
-            return [
-                fit_trajectory_text(batch, i, share, self._count, self.config.snapshot_every)
-                for i in range(m)
-            ]
-        except ValueError as err:
-            raise ValueError(
-                f"max_prompt_tokens={self.max_prompt_tokens} is too small: the prompt's fixed "
-                f"part takes {overhead} tokens, leaving {share} per trajectory ({err})"
-            ) from err
+        texts = [summary_text(batch, i) for i in range(group_size(batch))]
+        longest = max(self._count(build([t] * len(texts))) for t in texts) if texts else 0
+        if longest > self.max_prompt_tokens:
+            raise ValueError(f"max_prompt_tokens={self.max_prompt_tokens} is too small: a "
+                             f"prompt of summaries takes {longest} tokens")
+        return texts
 
     def rank_groups(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
         """Rank every group with the LLM, all prompts batched together. Host-only.
@@ -240,16 +212,15 @@ class LLMRanker(Ranker):
         return out
 
     def _pair_prompt(self, text_a: str, text_b: str) -> str:
-        view = self.config.view
-        return self._render(prompts.pairwise_user_message(text_a, text_b, view),
-                            prompts.answer_prefix(view))
+        return self._render(prompts.pairwise_user_message(text_a, text_b),
+                            prompts.PAIRWISE_ANSWER_PREFIX)
 
     def _rank_pairwise(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
         jobs: list[tuple[int, int, int]] = []  # (group, first shown, second shown)
         pairs_all, prompt_texts = [], []
         for g, batch in enumerate(groups):
             texts = (
-                self._texts(lambda t: self._pair_prompt(t[0], t[1]), batch, 2)
+                self._texts(lambda t: self._pair_prompt(t[0], t[1]), batch)
                 if group_size(batch) >= 2
                 else []
             )
@@ -270,27 +241,24 @@ class LLMRanker(Ranker):
         self.last_label_mass = float(np.mean(mass)) if len(jobs) else float("nan")
         self.last_seconds_per_prompt = float(np.mean(seconds)) if len(jobs) else float("nan")
         out, records = pairwise.group_rankings(
-            [group_size(b) for b in groups], pairs_all, p_first, mass, self.config.bt_l2)
+            [group_size(b) for b in groups], pairs_all, p_first, mass)
         for record in records:
             self._sink.write(record)
         return out
 
-    def _point_prompt(self, text: str, variant: int) -> str:
-        return self._render(prompts.pointwise_user_message(text, variant, self.config.view),
-                            self._answer_prefix)
+    def _point_prompt(self, text: str) -> str:
+        return self._render(prompts.pointwise_user_message(text), self._answer_prefix)
 
     def _rank_pointwise(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
-        cfg, sizes = self.config, [group_size(b) for b in groups]
-        longest = max(range(cfg.pointwise_variants), key=lambda v: self._count(
-            self._point_prompt("", v)))  # texts are fitted to the longest rubric
-        texts = [self._texts(lambda t: self._point_prompt(t[0], longest), b, 1) if m >= 2 else []
+        sizes = [group_size(b) for b in groups]
+        texts = [self._texts(lambda t: self._point_prompt(t[0]), b) if m >= 2 else []
                  for b, m in zip(groups, sizes, strict=True)]
-        jobs = pointwise.prompt_jobs(sizes, cfg.pointwise_variants)
-        prompt_texts = [self._point_prompt(texts[g][i], v) for g, i, v in jobs.tolist()]
+        jobs = pointwise.prompt_jobs(sizes)
+        prompt_texts = [self._point_prompt(texts[g][i]) for g, i in jobs.tolist()]
         logp, seconds = self._logprobs(prompt_texts)
         tokens = [self._count(p) for p in prompt_texts]
         out, records, self.last_label_mass = pointwise.rank_from_logprobs(
-            sizes, jobs, prompt_texts, tokens, logp, seconds, cfg.pointwise_temperature)
+            sizes, jobs, prompt_texts, tokens, logp, seconds)
         for record in records:
             self._sink.write(record)
         self.last_seconds_per_prompt = float(np.mean(seconds)) if len(jobs) else float("nan")
@@ -302,7 +270,7 @@ class LLMRanker(Ranker):
             m = group_size(batch)
             if m >= 2:
                 texts = self._texts(
-                    lambda t: self._render(prompts.listwise_user_message(t)), batch, m
+                    lambda t: self._render(prompts.listwise_user_message(t)), batch
                 )
                 prompt_texts.append(self._render(prompts.listwise_user_message(texts)))
                 todo.append(g)

@@ -18,6 +18,9 @@ import numpy as np
 from sailor_jax.judges import bradley_terry
 from sailor_jax.types import Ranking
 
+BT_L2 = 0.01
+"""L2 penalty on the Bradley-Terry log-strengths of a group's fit (`rank_from_pairs`)."""
+
 
 def label_probabilities(logp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`(p_first float[N], mass float[N])` from `float[N, 2]` label log-probabilities (A, B).
@@ -53,7 +56,7 @@ def prompt_records(jobs: Sequence[tuple[int, int, int]], texts: Sequence[str],
 
 
 def group_rankings(sizes: Sequence[int], pairs: Sequence[np.ndarray], p_first: np.ndarray,
-                   mass: np.ndarray, l2: float
+                   mass: np.ndarray, l2: float = BT_L2
                    ) -> tuple[list[Ranking | None], list[dict[str, Any]]]:
     """Debias both orders, fit Bradley-Terry per group, and one "group" log record each.
 
@@ -63,7 +66,7 @@ def group_rankings(sizes: Sequence[int], pairs: Sequence[np.ndarray], p_first: n
         as two consecutive prompts: a first, then b first).
       p_first, mass: `float[2 * sum P_g]` of `label_probabilities` for all prompts,
         group-major.
-      l2: the Bradley-Terry fit's L2 penalty.
+      l2: the Bradley-Terry fit's L2 penalty (> 0).
 
     Returns:
       Per group the ranking (None when it has >= 2 trajectories and no pair could be

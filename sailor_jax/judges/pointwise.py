@@ -4,22 +4,21 @@ Host-only, NumPy (the model runs through `hf_backend.LLMBackend`; `LLMRanker` or
 
 Each trajectory is shown alone and the model is asked for a rating on `prompts.
 POINTWISE_RATINGS` (1..9) after the answer prefix "Rating:". With `p_r` the full-vocabulary
-next-token probability of rating `r`'s label token, the prompt's score is the expected rating
-under the distribution restricted to the labels,
+next-token probability of rating `r`'s label token, the trajectory's score is the expected
+rating under the distribution restricted to the labels,
 
     score = sum_r r * p_r / sum_r p_r,        label mass = sum_r p_r,
 
-(the label mass is logged; ~0 means the model does not answer with a digit there). With
-`K = pointwise_variants` rubric variants (`prompts.POINTWISE_RUBRICS`), a trajectory's score is
-the mean of its K prompt scores. The ranking sorts by score (ties: lower index first) and its
-`pairwise_prob` is a logistic (Bradley-Terry-style) link on rating differences,
+(the label mass is logged; ~0 means the model does not answer with a digit there). The ranking
+sorts by score (ties: lower index first) and its `pairwise_prob` is a logistic
+(Bradley-Terry-style) link on rating differences,
 
-    pairwise_prob[i, j] = sigmoid((score_i - score_j) / pointwise_temperature),
+    pairwise_prob[i, j] = sigmoid((score_i - score_j) / TEMPERATURE),
 
 so `pairwise_prob[i, j] > 0.5` iff `score_i > score_j`, `P + P.T = 1` and the diagonal is 0.5;
 the temperature (in rating points) sets how confident a one-point difference is (T = 1: 0.73).
 Every trajectory is judged on its own, so there is no position bias by construction, and a group
-of M costs `M * K` prompts instead of the pairwise `M (M - 1)`.
+of M costs `M` prompts instead of the pairwise `M (M - 1)`.
 """
 
 from __future__ import annotations
@@ -38,6 +37,8 @@ ANSWER_FORMS = ((prompts.POINTWISE_ANSWER_PREFIX, " {}"),
                 (prompts.POINTWISE_ANSWER_PREFIX + " ", "{}"))
 """(answer prefix, label format) tried in order by `rating_labels`: " 7" after "Rating:", else
 "7" after "Rating: "."""
+TEMPERATURE = 1.0
+"""Logistic scale of `rating_ranking`'s `pairwise_prob`, in rating points."""
 
 
 def _single_token(backend: LLMBackend, prompt: str, label: str) -> int | None:
@@ -82,14 +83,13 @@ def rating_labels(backend: LLMBackend) -> tuple[str, tuple[int, ...]]:
                      f"answer prefix; this tokenizer gives {'; '.join(tried)}")
 
 
-def prompt_jobs(sizes: Sequence[int], variants: int) -> np.ndarray:
-    """`int64[N, 3]` rows `(group, trajectory, variant)`, group-major, one per prompt.
+def prompt_jobs(sizes: Sequence[int]) -> np.ndarray:
+    """`int64[N, 2]` rows `(group, trajectory)`, group-major, one per prompt.
 
     Host-only. Groups with fewer than 2 trajectories get no prompt (nothing to rank).
     """
-    rows = [(g, i, k) for g, m in enumerate(sizes) if m >= 2
-            for i in range(m) for k in range(variants)]
-    return np.asarray(rows, dtype=np.int64).reshape(-1, 3)
+    rows = [(g, i) for g, m in enumerate(sizes) if m >= 2 for i in range(m)]
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 2)
 
 
 def expected_rating(logp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -113,7 +113,7 @@ def expected_rating(logp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return score, mass
 
 
-def rating_ranking(scores: np.ndarray, temperature: float) -> Ranking | None:
+def rating_ranking(scores: np.ndarray, temperature: float = TEMPERATURE) -> Ranking | None:
     """Sort trajectories by score; pairwise_prob = the logistic link of the module docstring.
 
     Host-only.
@@ -147,7 +147,7 @@ def prompt_records(
     """One "pointwise_prompt" log record per prompt. Host-only.
 
     Args:
-      jobs: `int[N, 3]` `(group, trajectory, variant)` rows of `prompt_jobs`.
+      jobs: `int[N, 2]` `(group, trajectory)` rows of `prompt_jobs`.
       texts: the `N` rendered prompts.
       tokens: `N` prompt token counts.
       logp: `float[N, R]` label log-probabilities (column r - 1 = rating r).
@@ -159,8 +159,8 @@ def prompt_records(
     """
     score, mass = expected_rating(logp)
     records = []
-    for k, (g, i, v) in enumerate(np.asarray(jobs).tolist()):
-        record = {"event": "pointwise_prompt", "group": g, "trajectory": i, "variant": v}
+    for k, (g, i) in enumerate(np.asarray(jobs).tolist()):
+        record = {"event": "pointwise_prompt", "group": g, "trajectory": i}
         record |= {"prompt": texts[k], "prompt_tokens": int(tokens[k])}
         record |= {"logp": [_num(x) for x in logp[k]], "label_mass": _num(mass[k])}
         records.append(record | {"score": _num(score[k]), "seconds": float(seconds[k])})
@@ -169,16 +169,14 @@ def prompt_records(
 
 def group_rankings(
     sizes: Sequence[int], jobs: np.ndarray, score: np.ndarray, mass: np.ndarray,
-    temperature: float,
 ) -> tuple[list[Ranking | None], list[dict[str, Any]]]:
-    """Average the K variant scores per trajectory and rank each group. Host-only.
+    """Rank each group by its trajectories' scores. Host-only.
 
     Args:
       sizes: `M_g` of each group.
-      jobs: `int[N, 3]` `(group, trajectory, variant)` rows of `prompt_jobs`.
+      jobs: `int[N, 2]` `(group, trajectory)` rows of `prompt_jobs`.
       score: `float[N]` expected rating of each prompt.
       mass: `float[N]` label mass of each prompt.
-      temperature: logistic scale of `rating_ranking`.
 
     Returns:
       Per group the ranking (`Ranking(order=arange(M))` for groups of 0 or 1 trajectories,
@@ -191,12 +189,10 @@ def group_rankings(
         if not rows.any():
             continue
         per_traj = np.full(m, np.nan)
-        for i in range(m):
-            per_traj[i] = np.mean(score[rows & (jobs[:, 1] == i)])
-        out[g] = ranking = rating_ranking(per_traj, temperature)
+        per_traj[jobs[rows, 1]] = score[rows]
+        out[g] = ranking = rating_ranking(per_traj)
         records.append({
             "event": "group", "mode": "pointwise", "group": g, "m": m,
-            "variants": int(jobs[rows, 2].max()) + 1,
             "label_mass_mean": _num(np.mean(mass[rows])),
             "order": None if ranking is None else ranking.order.tolist(),
             "scores": [_num(s) for s in per_traj],
@@ -206,24 +202,23 @@ def group_rankings(
 
 def rank_from_logprobs(
     sizes: Sequence[int], jobs: np.ndarray, texts: Sequence[str], tokens: Sequence[int],
-    logp: np.ndarray, seconds: np.ndarray, temperature: float,
+    logp: np.ndarray, seconds: np.ndarray,
 ) -> tuple[list[Ranking | None], list[dict[str, Any]], float]:
     """Score every prompt, rank every group and build the log records. Host-only.
 
     Args:
       sizes: `M_g` of each group.
-      jobs: `int[N, 3]` rows of `prompt_jobs(sizes, K)`.
+      jobs: `int[N, 2]` rows of `prompt_jobs(sizes)`.
       texts: the `N` rendered prompts.
       tokens: `N` prompt token counts.
       logp: `float[N, R]` label log-probabilities from `LLMBackend.next_token_logprobs`.
       seconds: `float[N]` model seconds per prompt.
-      temperature: logistic scale of `rating_ranking` (> 0).
 
     Returns:
       `(rankings, records, mean_label_mass)`: one ranking per group; the "pointwise_prompt"
       records then the "group" records; the mean label mass over all prompts (NaN if none).
     """
     score, mass = expected_rating(logp)
-    rankings, group_records = group_rankings(sizes, jobs, score, mass, temperature)
+    rankings, group_records = group_rankings(sizes, jobs, score, mass)
     records = prompt_records(jobs, texts, tokens, logp, seconds) + group_records
     return rankings, records, float(np.mean(mass)) if len(mass) else float("nan")

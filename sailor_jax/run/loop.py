@@ -122,7 +122,7 @@ def _run_claimed(cfg: SailorConfig, out_dir: str, config: dict, resume: bool,
     if cfg.self_align and ranker is None and main:
         ranker = make_ranker(cfg.ranker, os.path.join(out_dir, "llm.jsonl"))
     if cfg.self_align and cfg.refine.enabled and advisor is None and main:
-        advisor = refinement.make_advisor(cfg.refine, ranker,
+        advisor = refinement.make_advisor(cfg.ranker.llm, ranker,
                                           os.path.join(out_dir, "refine.jsonl"))
     ctx = Context(cfg, spec, theta0, collect, ranker, advisor, key_collect, key_eval,
                   warm_up=warmup.warm_up if cfg.self_align and cfg.warmup_updates else None)

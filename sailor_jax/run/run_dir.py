@@ -16,6 +16,7 @@ import os
 import shutil
 from typing import Any
 
+from sailor_jax.config.judge import unread_fields
 from sailor_jax.config.llm import ENDPOINT_TRANSPORT_FIELDS
 from sailor_jax.errors import MissingFileError, UserError
 from sailor_jax.logging import stored_path, to_jsonable
@@ -49,54 +50,89 @@ def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: tree}
 
 
-ABSENT_MEANS = {"warmup_updates": 0, "ranker.llm.view": "boards"}
+ABSENT_MEANS = {"warmup_updates": 0}
 """Fields added with a behaviour other than their default's, and the value a saved config that
 lacks one ran at: `config_json` writes every field, so only a config saved before the field
-existed lacks it, and it ran as the code did then (`warmup_updates`: no warm-up; the LLM judge's
-`view`: the boards)."""
+existed lacks it, and it ran as the code did then (`warmup_updates`: no warm-up)."""
 
 
-RETIRED = {"judged": "windows", "move_boards": None, "alignment.keep_iterations": 0,
-           "alignment.keep_decay": None, "alignment.heldout_tau_z": 0, "warmup_tau_z": 0,
+ANY = object()
+"""A `RETIRED` value: the saved run ran as the code runs now whatever the field held (it was
+read only with the retired option on, or only for logging or transport)."""
+RETIRED = {"judged": "windows", "move_boards": ANY, "alignment.keep_iterations": 0,
+           "alignment.keep_decay": ANY, "alignment.heldout_tau_z": 0, "warmup_tau_z": 0,
            "end_windows": 0, "reference_policy": "expert",
-           "alignment.bo_acq_optimizer": "sampling", "alignment.bo_points": 1000,
-           "alignment.bo_gp_restarts": 0, "alignment.bo_gp_fit_maxiter": 10,
-           "preferences.tie_tol": 1e-6, "ppo.network.line_features": None,
-           "ppo.network.tuple_features": None}
-"""Fields of options that were measured, not adopted and removed, or settings that became
+           "ranker.llm.view": "summary", "ranker.llm.snapshot_every": ANY,
+           "ranker.llm.pointwise_variants": 1, "ranker.llm.pointwise_temperature": 1.0,
+           "ranker.llm.reuse_prefix": True, "ranker.llm.bt_l2": 0.01,
+           "ranker.llm.top_logprobs": 20, "ranker.llm.log_path": ANY,
+           "ranker.llm.max_records": ANY, "ranker.llm.api_key_env": ANY,
+           "ranker.llm.timeout_s": ANY, "ranker.llm.max_retries": ANY,
+           "refine.model": None, "refine.gguf_file": None, "refine.device": "auto",
+           "refine.dtype": "auto", "refine.max_new_tokens": 40}
+"""Fields of options and settings that were measured, not adopted and removed, or became
 constants (docs/history.md, "Retired options"), and the value at which a saved config ran as
-the code runs now (None: any value, the field being read only with a retired option on)."""
+the code runs now (`ANY`: any value). A field the saved run's judge never read
+(`config.judge.unread_fields`: the LLM's under another judge), or a refinement field of a run
+without refinement, is not checked."""
+RETIRED_ABSENT = {"ranker.llm.view": ("snapshot_every", "boards")}
+"""Retired fields added with a behaviour other than their off value's: `(sibling, value)`, a
+saved config that holds the sibling field (which every config held until the field was
+retired) but lacks this one was saved before the field existed and ran at `value` (the LLM
+judge was shown the boards); today's configs hold neither."""
 RETIRED_VALUES = {"ppo.network.first_layer": ("lines", "ntuple")}
 """Values of kept fields that named a retired option: a saved config holding one is refused."""
 RETIRED_IN = "3263411"
 """The last commit of sailor-jax that has the `RETIRED` options."""
 
 
+def _unread(saved: dict) -> list[str]:
+    """Dotted prefixes of `saved` (a config.json dict) its run never read: the judge's
+    `unread_fields`, and `refine` when refinement was off."""
+    ranker, refine = saved.get("ranker"), saved.get("refine")
+    unread = [f"ranker.{name}" for name in unread_fields(ranker["kind"])] \
+        if isinstance(ranker, dict) and "kind" in ranker else []
+    return unread + (["refine"] if isinstance(refine, dict) and not refine.get("enabled")
+                     else [])
+
+
 def current_config(saved: dict, flag: str = "") -> dict:
     """A saved config (a `config.json` dict) without its `RETIRED` fields (a copy).
 
     Raises:
-      UserError: a retired field holds a value other than its off one, or a field holds one
-        of its `RETIRED_VALUES`: the run used an option this code no longer has (the line
-        starts with `flag`, e.g. `--resume: `).
+      UserError: a retired field its run read holds a value other than its off one (a field
+        of `RETIRED_ABSENT` a config saved before it existed lacks holds the value given
+        there), or a kept field holds one of its `RETIRED_VALUES`: the run used an option
+        this code no longer has (the line starts with `flag`, e.g. `--resume: `).
     """
     out = json.loads(json.dumps(saved))
-    for dotted in (*RETIRED, *RETIRED_VALUES):
+    unread = _unread(out)
+    for dotted, off in RETIRED.items():
+        *parents, name = dotted.split(".")
+        node, before = out, saved
+        for parent in parents:
+            node = node.get(parent) if isinstance(node, dict) else None
+            before = before.get(parent) if isinstance(before, dict) else None
+        sibling, absent_value = RETIRED_ABSENT.get(dotted, (None, None))
+        absent = isinstance(before, dict) and name not in before and sibling in before
+        if not isinstance(node, dict) or (name not in node and not absent):
+            continue
+        value = absent_value if absent else node.pop(name)
+        if off is ANY or value == off or any(dotted.startswith(f"{u}.") for u in unread):
+            continue
+        what = f"{dotted}={value!r}" + (" (the field absent: saved before it existed)"
+                                         if absent else "")
+        raise UserError(f"{flag}the run was saved with {what}, an option that was retired "
+                        "(docs/history.md, Retired options)",
+                        f"use sailor-jax at commit {RETIRED_IN}, which has that option")
+    for dotted, values in RETIRED_VALUES.items():
         *parents, name = dotted.split(".")
         node = out
         for parent in parents:
             node = node.get(parent) if isinstance(node, dict) else None
-        if not isinstance(node, dict) or name not in node:
-            continue
-        if dotted in RETIRED:
-            value, off = node.pop(name), RETIRED[dotted]
-            used = off is not None and value != off
-        else:
-            value = node[name]
-            used = value in RETIRED_VALUES[dotted]
-        if used:
-            raise UserError(f"{flag}the run was saved with {dotted}={value!r}, an option that "
-                            "was retired (docs/history.md, Retired options)",
+        if isinstance(node, dict) and node.get(name) in values:
+            raise UserError(f"{flag}the run was saved with {dotted}={node[name]!r}, an option "
+                            "that was retired (docs/history.md, Retired options)",
                             f"use sailor-jax at commit {RETIRED_IN}, which has that option")
     return out
 
