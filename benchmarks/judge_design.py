@@ -1,7 +1,8 @@
 """Judge designs for one LLM, measured on one graded-skill pool: what it is shown and asked.
 
     python benchmarks/judge_design.py --llm.model FOLDER --llm.gguf-file FILE --seed 1 \\
-        --designs summary_pointwise summary_pairwise --out benchmarks/results/judge_design/dev.jsonl.gz
+        --designs summary_pointwise summary_pairwise \\
+        --out benchmarks/results/judge_design/dev.jsonl.gz
 
 The model is loaded once and every design of `--designs` (the table `DESIGNS`: a name and the
 `LLMRankerConfig` fields it sets) ranks the same `--groups` groups of the pool
