@@ -24,7 +24,8 @@ with more queries match a stronger one?
 Each level runs a comparison (`experiments/compare.py`) in its own folder `OUT/<label>/`; the
 kept-fixed arms do not depend on the judge, so they run once (in the first level's folder) and
 are copied into the others (without checkpoints). Running the same command again resumes.
-Output in `--out`: `curve.json.gz` (the points; `sailor_lab.judge_curve`), `curve.md` and `judge_curve.png`.
+Output in `--out`: `curve.json.gz` (the points; `sailor_lab.judge_curve`), `curve.md` and
+`judge_curve.png`.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ Settings (`SETTINGS`): `smoke`, `cpu` (2 of its 6 iterations), `expert` (the com
 `paper` arm judged by the expert, 5 seeds, 2 of 32 iterations), `expert_cpu` (the theta
 update's benchmark setting: the cpu preset judged by the expert, 4 + 4 baseline seeds, 256
 envs, 8 PPO updates per segment, 4 of 16 iterations), `gpu` (the gpu preset on this CPU with
-1 PPO update per segment instead of 80 and the expert judge instead of Qwen2.5-1.5B, which this machine cannot fetch: its
-train and rank columns are not a GPU's; collect, update and checkpoint are at the real size).
+1 PPO update per segment instead of 80 and the expert judge instead of Qwen2.5-1.5B, which this
+machine cannot fetch: its train and rank columns are not a GPU's; collect, update and checkpoint
+are at the real size).
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ Any field of `SailorConfig` can be overridden after the preset, which may also b
 without `--preset` (`python experiments/sailor.py cpu --sailor.iterations 3`). With no
 `--sailor.ranker.llm.model` the judge is the embedded SmolLM2-135M-Instruct, shown each window
 as a one-sentence summary (docs/llm_judge.md: what it and an offline 1.5B model know).
-Results go to `--out` (default `runs/{preset}__{judge}__{seed}__{time}`): results.json, metrics.jsonl, llm.jsonl, tb/, checkpoints/. A killed run continues with
-`--resume` (same --out, same config).
+Results go to `--out` (default `runs/{preset}__{judge}__{seed}__{time}`): results.json,
+metrics.jsonl, llm.jsonl, tb/, checkpoints/. A killed run continues with `--resume` (same --out,
+same config).
 """
 
 from __future__ import annotations

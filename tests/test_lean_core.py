@@ -1,7 +1,9 @@
 """The lean core stays lean: caps on the package's size, its config fields and the CLIs'
 flags, and no history (issue or round numbers, dates) in the code.
 
-The caps are today's counts (docs/architecture.md): a change that grows one past its cap
+The caps: config fields at most 110 and the comparison's `--help` at most 60 flags (the lean
+core's targets); the main job's `--help` and the package's lines at today's counts (their
+targets, 80 flags and 11,000 lines, are not reached yet). A change that grows one past its cap
 says so here, where the reviewer sees it.
 """
 
@@ -18,10 +20,10 @@ import pytest
 from test_experiments import _load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIG_FIELDS_CAP = 999
-SAILOR_FLAGS_CAP = 999
+CONFIG_FIELDS_CAP = 110
+SAILOR_FLAGS_CAP = 93
 COMPARE_FLAGS_CAP = 60
-PACKAGE_LINES_CAP = 99_999
+PACKAGE_LINES_CAP = 11_550
 HISTORY = re.compile(r"\b[Ii]ssue[ -]?\d+|\b[Rr]ound \d+|\b20\d\d-\d\d-\d\d")
 """An issue or round number, or a date: history, which belongs in docs/history.md and git."""
 FLAG = re.compile(r"^[│ ]*\s(--[a-z0-9][\w.-]*)", re.M)
