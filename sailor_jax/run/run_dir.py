@@ -69,7 +69,11 @@ RETIRED = {"judged": "windows", "move_boards": ANY, "alignment.keep_iterations":
            "ranker.llm.max_records": ANY, "ranker.llm.api_key_env": ANY,
            "ranker.llm.timeout_s": ANY, "ranker.llm.max_retries": ANY,
            "refine.model": None, "refine.gguf_file": None, "refine.device": "auto",
-           "refine.dtype": "auto", "refine.max_new_tokens": 40}
+           "refine.dtype": "auto", "refine.max_new_tokens": 40,
+           "alignment.bo_acq_optimizer": "sampling", "alignment.bo_points": 1000,
+           "alignment.bo_gp_restarts": 0, "alignment.bo_gp_fit_maxiter": 10,
+           "preferences.tie_tol": 1e-6, "ppo.network.line_features": ANY,
+           "ppo.network.tuple_features": ANY}
 """Fields of options and settings that were measured, not adopted and removed, or became
 constants (docs/history.md, "Retired options"), and the value at which a saved config ran as
 the code runs now (`ANY`: any value). A field the saved run's judge never read
