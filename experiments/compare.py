@@ -54,7 +54,8 @@ from sailor_jax.config import (  # noqa: E402
     RankerConfig,
     SailorConfig,
 )
-from sailor_jax.config.arms import ARMS, DEFAULT_ARMS, arm_config  # noqa: E402
+from sailor_jax.config.arms import ARMS, DEFAULT_ARMS, arm_config, replace_fields  # noqa: E402
+from sailor_jax.config.flags import in_flags  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
 from sailor_jax.run import run_dir  # noqa: E402
@@ -62,8 +63,6 @@ from sailor_jax.run.run_dir import finished  # noqa: E402
 from sailor_lab.comparison import REFERENCE, markdown, summarize  # noqa: E402
 from sailor_lab.starts import STARTS, Start, parse_start  # noqa: E402
 from sailor_lab.variants import check_variant, run_variant, write_theta_csv  # noqa: E402
-
-JUDGES = ("expert", "llm", "outcome")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -125,38 +124,24 @@ PRESETS: dict[str, tuple[str, SailorConfig, Args]] = {
 """Preset name -> (its time, the run's sizes and judge over `SailorConfig()`, its defaults)."""
 
 
-BUDGET_FLAGS = {"iterations": "--iterations", "num_seeds": "--num-seeds",
-                "updates_per_segment": "--updates-per-segment"}
-"""The `SailorConfig` fields this CLI's own flags set, for its error lines."""
-
-
 def base_config(preset: str, args: Args) -> SailorConfig:
     """The preset's config with the budget, seed and judge of `args` (before any arm).
 
     Raises:
       UserError: a value the config refuses, named by its flag.
     """
-    try:
-        return _base_config(PRESETS[preset][1], args)
-    except ValueError as e:
-        message = str(e)
-        for field, flag in BUDGET_FLAGS.items():
-            message = message.replace(f"SailorConfig.{field}", flag).replace(field, flag)
-        raise UserError(message) from None
-
-
-def _base_config(cfg: SailorConfig, args: Args) -> SailorConfig:
-    ppo = cfg.ppo if args.updates_per_segment is None else dataclasses.replace(
-        cfg.ppo, updates_per_segment=args.updates_per_segment)
     model, gguf_file = args.judge_model, None
     if model is not None and model.endswith(".gguf"):
         model, gguf_file = os.path.split(model)
-    llm = dataclasses.replace(cfg.ranker.llm, model=model, gguf_file=gguf_file)
-    return dataclasses.replace(
-        cfg, ppo=ppo, seed=args.seed, ranker=dataclasses.replace(cfg.ranker, kind=args.judge,
-                                                                 llm=llm),
-        iterations=cfg.iterations if args.iterations is None else args.iterations,
-        num_seeds=cfg.num_seeds if args.num_seeds is None else args.num_seeds)
+    budget = {"iterations": args.iterations, "num_seeds": args.num_seeds,
+              "ppo.updates_per_segment": args.updates_per_segment}
+    try:
+        return replace_fields(PRESETS[preset][1], {
+            "seed": args.seed, "ranker.kind": args.judge, "ranker.llm.model": model,
+            "ranker.llm.gguf_file": gguf_file,
+            **{field: value for field, value in budget.items() if value is not None}})
+    except ValueError as e:  # the fields this CLI's own flags set, named by those flags
+        raise UserError(in_flags(str(e), Args, ())[0]) from None
 
 
 def arm_list(base: SailorConfig, starts: tuple[str, ...], arms: tuple[str, ...]
