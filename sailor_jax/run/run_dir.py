@@ -100,6 +100,21 @@ def _unread(saved: dict) -> list[str]:
                      else [])
 
 
+def _parent(tree: Any, dotted: str) -> Any:
+    """The dict that holds field `dotted` in the nested dict `tree` (None where a parent is
+    missing or not a dict)."""
+    for parent in dotted.split(".")[:-1]:
+        tree = tree.get(parent) if isinstance(tree, dict) else None
+    return tree
+
+
+def _retired_error(flag: str, what: str) -> UserError:
+    """The one line that refuses a saved run which used a retired option."""
+    return UserError(f"{flag}the run was saved with {what}, an option that was retired "
+                     "(docs/history.md, Retired options)",
+                     f"use sailor-jax at commit {RETIRED_IN}, which has that option")
+
+
 def current_config(saved: dict, flag: str = "") -> dict:
     """A saved config (a `config.json` dict) without its `RETIRED` fields (a copy).
 
@@ -112,11 +127,8 @@ def current_config(saved: dict, flag: str = "") -> dict:
     out = json.loads(json.dumps(saved))
     unread = _unread(out)
     for dotted, off in RETIRED.items():
-        *parents, name = dotted.split(".")
-        node, before = out, saved
-        for parent in parents:
-            node = node.get(parent) if isinstance(node, dict) else None
-            before = before.get(parent) if isinstance(before, dict) else None
+        name = dotted.rsplit(".", 1)[-1]
+        node, before = _parent(out, dotted), _parent(saved, dotted)
         sibling, absent_value = RETIRED_ABSENT.get(dotted, (None, None))
         absent = isinstance(before, dict) and name not in before and sibling in before
         if not isinstance(node, dict) or (name not in node and not absent):
@@ -124,20 +136,12 @@ def current_config(saved: dict, flag: str = "") -> dict:
         value = absent_value if absent else node.pop(name)
         if off is ANY or value == off or any(dotted.startswith(f"{u}.") for u in unread):
             continue
-        what = f"{dotted}={value!r}" + (" (the field absent: saved before it existed)"
-                                         if absent else "")
-        raise UserError(f"{flag}the run was saved with {what}, an option that was retired "
-                        "(docs/history.md, Retired options)",
-                        f"use sailor-jax at commit {RETIRED_IN}, which has that option")
+        raise _retired_error(flag, f"{dotted}={value!r}" + (
+            " (the field absent: saved before it existed)" if absent else ""))
     for dotted, values in RETIRED_VALUES.items():
-        *parents, name = dotted.split(".")
-        node = out
-        for parent in parents:
-            node = node.get(parent) if isinstance(node, dict) else None
+        node, name = _parent(out, dotted), dotted.rsplit(".", 1)[-1]
         if isinstance(node, dict) and node.get(name) in values:
-            raise UserError(f"{flag}the run was saved with {dotted}={node[name]!r}, an option "
-                            "that was retired (docs/history.md, Retired options)",
-                            f"use sailor-jax at commit {RETIRED_IN}, which has that option")
+            raise _retired_error(flag, f"{dotted}={node[name]!r}")
     return out
 
 
