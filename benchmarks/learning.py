@@ -200,6 +200,7 @@ def _train_claimed(run: LearningRun, out_dir: str, resume: bool, emit,
     hooks = LearningCurve(np.tile(np.asarray(run.theta, np.float32), (run.num_seeds, 1)),
                           run.num_segments, run.agent.steps_per_segment,
                           0 if q_learning else run.agent.batch_size,
+                          segment_record=dqn.segment_record if q_learning else None,
                           run=run, key=key_eval, path=os.path.join(out_dir, "curve.jsonl"),
                           emit=emit)
     run_segments(out_dir, init(key_init), segment, hooks, resume=resume, tensorboard=False,

@@ -23,6 +23,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import struct
 
@@ -34,6 +35,7 @@ from sailor_jax.config import NetworkConfig
 from sailor_jax.game.env import GAME_2048, EnvFns
 from sailor_jax.game.features import NUM_FEATURES
 from sailor_jax.game.reward import reward
+from sailor_jax.run.runner import nanmean
 from sailor_lab.replay import ReplayBuffer, buffer_add, buffer_sample, init_buffer
 
 MASKED_Q: float = MASKED_LOGIT
@@ -177,6 +179,14 @@ def epsilon_greedy(key: jax.Array, q: jax.Array, mask: jax.Array, epsilon: jax.A
     random = jax.random.categorical(key_random, jnp.where(mask, 0.0, MASKED_Q))
     explore = jax.random.uniform(key_explore, q.shape[:1]) < epsilon
     return jnp.where(explore, random, jnp.argmax(masked_q(q, mask), -1)).astype(jnp.int32)
+
+
+def segment_record(metrics: DQNMetrics) -> tuple[dict[str, float], np.ndarray]:
+    """A DQN segment's log scalars (mean TD loss and epsilon over the rows) and each row's
+    mean game score (`float64[R]`): `FixedReward.segment_record` for a DQN run. Host-only."""
+    return ({"losses/td_loss": nanmean(np.ravel(metrics.loss)),
+             "charts/epsilon": nanmean(np.ravel(metrics.epsilon))},
+            np.ravel(metrics.episode_score))
 
 
 def epsilon_at(cfg: DQNConfig, env_steps: jax.Array) -> jax.Array:

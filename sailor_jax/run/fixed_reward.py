@@ -12,6 +12,8 @@ import dataclasses
 import json
 import os
 import time
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import numpy as np
@@ -29,8 +31,9 @@ from sailor_jax.scale import memory, sharding
 class FixedReward:
     """`SegmentHooks` of a fixed-reward run: every row trains on `theta`, no judge.
 
-    Logs every PPO update (`log_updates`), or a DQN segment's TD loss and epsilon, and the
-    segment's env steps per second over all rows (`charts/SPS`).
+    Logs every PPO update (`log_updates`), or what `segment_record` makes of another
+    learner's segment metrics, and the segment's env steps per second over all rows
+    (`charts/SPS`).
     """
 
     theta_rows: np.ndarray
@@ -40,6 +43,10 @@ class FixedReward:
     batch_size: int
     timings: dict[str, float] = dataclasses.field(
         default_factory=lambda: {"compile": 0.0, "train": 0.0, "checkpoint": 0.0})
+    segment_record: Callable[[Any], tuple[dict[str, float], np.ndarray]] | None = None
+    """For a learner other than PPO: its segment metrics -> (scalars to log, each row's last
+    mean game score), e.g. the harness's `dqn.segment_record`. None = PPO's per-update
+    metrics (`[R, U]`)."""
 
     def thetas(self) -> np.ndarray:
         return self.theta_rows
@@ -47,11 +54,10 @@ class FixedReward:
     def after_segment(self, segment, runner, metrics, seconds, logger) -> str:
         sps = len(self.theta_rows) * self.steps_per_segment / seconds
         record = {"charts/SPS": sps}
-        if hasattr(metrics, "epsilon"):  # a DQN segment's one summary (`[S]`, the harness's)
-            record.update({"losses/td_loss": nanmean(np.ravel(metrics.loss)),
-                           "charts/epsilon": nanmean(np.ravel(metrics.epsilon))})
-            last = np.ravel(metrics.episode_score)
-        else:  # PPO: `[S, U]` per update
+        if self.segment_record is not None:
+            scalars, last = self.segment_record(metrics)
+            record.update(scalars)
+        else:  # PPO: `[R, U]` per update
             log_updates(logger, metrics, segment * self.steps_per_segment, self.batch_size)
             last = np.asarray(metrics.episode_score, np.float64)[..., -1]
         logger.log((segment + 1) * self.steps_per_segment, record)
