@@ -72,12 +72,7 @@ class ThetaSearchConfig:
 
     def reward_spec(self) -> RewardSpec:
         """The `RewardSpec` with this config's theta0 and tunable mask (validates both)."""
-        spec = RewardSpec()
-        if self.theta0 is not None:
-            spec = dataclasses.replace(spec, theta0=tuple(float(v) for v in self.theta0))
-        if self.tunable is not None:
-            spec = spec.with_tunable(self.tunable)
-        return spec
+        return RewardSpec().for_run(self.theta0, self.tunable)
 
     @property
     def num_segments(self) -> int:

@@ -185,12 +185,8 @@ class SailorConfig:
         return self.num_seeds * (2 if self.baseline else 1)
 
     def reward_spec(self) -> RewardSpec:
-        spec = RewardSpec()
-        if self.theta0 is not None:
-            spec = dataclasses.replace(spec, theta0=tuple(float(v) for v in self.theta0))
-        if self.tunable is not None:
-            spec = spec.with_tunable(self.tunable)
-        return spec
+        """The `RewardSpec` with this run's theta0 and tunable mask."""
+        return RewardSpec().for_run(self.theta0, self.tunable)
 
 
 PAPER = SailorConfig(trajectories=8, window=0, reference_games=0, warmup_updates=0,

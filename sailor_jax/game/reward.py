@@ -79,6 +79,19 @@ class RewardSpec:
             raise ValueError(f"unknown feature name(s) {unknown}; known: {list(self.names)}")
         return dataclasses.replace(self, tunable=tuple(n in names for n in self.names))
 
+    def for_run(self, theta0: Sequence[float] | None, tunable: Sequence[str] | None
+                ) -> RewardSpec:
+        """Return a copy with a run's initial weights `theta0` (`float[F]`, feature order) and
+        its tunable feature names (None: this spec's, for either).
+
+        Raises:
+          ValueError: an unknown feature name in `tunable`.
+        """
+        spec = self
+        if theta0 is not None:
+            spec = dataclasses.replace(spec, theta0=tuple(float(v) for v in theta0))
+        return spec if tunable is None else spec.with_tunable(tunable)
+
     def validate(self, theta, name: str = "theta") -> np.ndarray:
         """Check a theta vector against the spec and return it as `float32[F]`.
 
