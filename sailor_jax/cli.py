@@ -49,13 +49,9 @@ class ScaleArgs:
     CPU, more than one needs XLA_FLAGS=--xla_force_host_platform_device_count=N)."""
     distributed: bool = False
     """Join a multi-process program (`jax.distributed.initialize`) before anything else:
-    process 0 writes logs and results and runs the judge, the others follow its theta."""
-    coordinator_address: str | None = None
-    """With --distributed: HOST:PORT of process 0 (None: auto-detected, e.g. under Slurm)."""
-    num_processes: int | None = None
-    """With --distributed: the number of processes (None: auto-detected)."""
-    process_id: int | None = None
-    """With --distributed: this process's index, 0..num_processes-1 (None: auto-detected)."""
+    process 0 writes logs and results and runs the judge, the others follow its theta. Under
+    Slurm or Open MPI the processes find each other; elsewhere set JAX_COORDINATOR_ADDRESS,
+    JAX_NUM_PROCESSES and JAX_PROCESS_ID for each (`sharding.initialize_distributed`)."""
 
 
 Scale = Annotated[ScaleArgs, tyro.conf.OmitArgPrefixes]
@@ -67,18 +63,14 @@ def join_processes(argv: Sequence[str]) -> None:
 
     `jax.distributed.initialize` must run before JAX starts its backend, and importing pgx
     (so `sailor_jax.game.env` and everything above it) already starts it: the CLIs call this
-    first, before those imports, and parse the `ScaleArgs` flags out of `argv` alone.
+    first, before those imports.
 
     Raises:
-      UserError: the distributed arguments are incomplete (see
+      UserError: neither a launcher nor the environment says how to join (see
         `sharding.initialize_distributed`).
     """
-    if "--distributed" not in argv:
-        return
-    scale, _ = parse_args(ScaleArgs, argv, return_unknown_args=True)
-    if not jax.distributed.is_initialized():
-        sharding.initialize_distributed(scale.coordinator_address, scale.num_processes,
-                                        scale.process_id)
+    if "--distributed" in argv and not jax.distributed.is_initialized():
+        sharding.initialize_distributed()
 
 
 def start(scale: ScaleArgs) -> Console:

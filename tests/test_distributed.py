@@ -36,10 +36,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _env() -> dict:
+def _env(**more: str) -> dict:
     """One CPU device per process (no forced device count); the session's other XLA flags
-    (conftest's fast-compile optimisation level) are kept: every run here gets the same."""
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    (conftest's fast-compile optimisation level) are kept: every run here gets the same.
+    `more`: further variables (how a process joins the program)."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu", **more)
     env["XLA_FLAGS"] = " ".join(
         f for f in env.get("XLA_FLAGS", "").split()
         if not f.startswith("--xla_force_host_platform_device_count"))
@@ -66,9 +67,9 @@ def test_two_processes_equal_one(tmp_path):
     port = _free_port()
     multi, single = str(tmp_path / "multi"), str(tmp_path / "single")
     procs = [subprocess.Popen(
-        [sys.executable, SAILOR, *FLAGS, "--out", multi, "--distributed",
-         "--coordinator-address", f"localhost:{port}", "--num-processes", "2",
-         "--process-id", str(i)], env=_env(), stdout=subprocess.PIPE,
+        [sys.executable, SAILOR, *FLAGS, "--out", multi, "--distributed"],
+        env=_env(JAX_COORDINATOR_ADDRESS=f"localhost:{port}", JAX_NUM_PROCESSES="2",
+                 JAX_PROCESS_ID=str(i)), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True) for i in (0, 1)]
     finished = _finish(procs)
     # The single-process reference runs after them: fewer processes competing for the cores.
@@ -93,8 +94,10 @@ def test_two_processes_equal_one(tmp_path):
     assert sum("iteration" in r for r in records) == 2  # process 0 alone logged
 
 
-def test_incomplete_distributed_flags_fail_clearly():
-    out = subprocess.run([sys.executable, SAILOR, "--distributed", "--num-processes", "2"],
-                         env=_env(), capture_output=True, text=True, timeout=120)
+def test_distributed_without_a_coordinator_fails_clearly():
+    out = subprocess.run([sys.executable, SAILOR, "--distributed"],
+                         env=_env(JAX_NUM_PROCESSES="2"), capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode != 0
-    assert "--coordinator-address HOST:PORT" in out.stderr
+    assert out.stderr.startswith("error: --distributed") and "JAX_COORDINATOR_ADDRESS=HOST:PORT" \
+        in out.stderr, out.stderr

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 from typing import Any
 
 import jax
@@ -146,26 +147,28 @@ def to_host(tree: Any) -> Any:
     return multihost_utils.process_allgather(tree, tiled=True)
 
 
-def initialize_distributed(coordinator_address: str | None = None,
-                           num_processes: int | None = None,
-                           process_id: int | None = None) -> None:
+def initialize_distributed() -> None:
     """`jax.distributed.initialize`: make this process one of a multi-process program.
 
-    Call before any other JAX work. Arguments left None are auto-detected by JAX (Slurm,
-    Open MPI, Kubernetes; or `JAX_COORDINATOR_ADDRESS` / `JAX_NUM_PROCESSES` /
-    `JAX_PROCESS_ID`). On CPU the processes talk over Gloo.
+    Call before any other JAX work. JAX detects the coordinator, the process count and this
+    process's index under Slurm, Open MPI, Kubernetes or mpi4py; elsewhere they come from the
+    environment variables `JAX_COORDINATOR_ADDRESS` (HOST:PORT of process 0),
+    `JAX_NUM_PROCESSES` and `JAX_PROCESS_ID`, set for each process. On CPU the processes
+    talk over Gloo.
 
     Raises:
-      UserError: only some of the three arguments are given while the others cannot be
-        detected (JAX's own error, re-raised with the flags to pass).
+      UserError: neither a launcher nor the environment variables say how to join (JAX's
+        own error, re-raised with what to set).
     """
+    count, index = os.environ.get("JAX_NUM_PROCESSES"), os.environ.get("JAX_PROCESS_ID")
     try:
-        jax.distributed.initialize(coordinator_address=coordinator_address,
-                                   num_processes=num_processes, process_id=process_id)
+        jax.distributed.initialize(num_processes=int(count) if count else None,
+                                   process_id=int(index) if index else None)
     except ValueError as e:
         raise UserError(f"--distributed: jax.distributed.initialize failed ({e})",
-                        "outside Slurm/Open MPI pass --coordinator-address HOST:PORT "
-                        "--num-processes N --process-id I on every process") from e
+                        "start the processes under Slurm or Open MPI, or set "
+                        "JAX_COORDINATOR_ADDRESS=HOST:PORT, JAX_NUM_PROCESSES=N and "
+                        "JAX_PROCESS_ID=I for each") from e
 
 
 def is_main_process() -> bool:
