@@ -162,8 +162,8 @@ class LearningCurve(FixedReward):
         description = super().after_segment(segment, runner, metrics, seconds, logger)
         t0 = time.perf_counter()
         agent, protocol = self.run.agent, self.run.eval
-        evaluate = dqn.make_evaluate(agent.network, protocol.episodes, protocol.max_len,
-                                     protocol.greedy) if isinstance(agent, DQNConfig) else None
+        evaluate = dqn.make_evaluate(agent.network, protocol.episodes, protocol.max_len
+                                     ) if isinstance(agent, DQNConfig) else None
         evaluation = evaluate_rows(runner.params, agent.network, protocol,
                                    jax.random.fold_in(self.key, segment), self.run.num_seeds,
                                    evaluate)

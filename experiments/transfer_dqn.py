@@ -140,8 +140,7 @@ def _train(args: Args, config: dict, sailor_thetas: np.ndarray, judge: str,
                                 tensorboard=args.tensorboard, progress=progress,
                                 hparams=config)
     t0 = time.perf_counter()
-    evaluate = dqn.make_evaluate(args.dqn.network, args.eval.episodes, args.eval.max_len,
-                                 args.eval.greedy)
+    evaluate = dqn.make_evaluate(args.dqn.network, args.eval.episodes, args.eval.max_len)
     evaluations = {v: runner.evaluate_rows(runner.rows(state.params, k * s, s),
                                            args.dqn.network, args.eval, key_eval, s, evaluate)
                    for k, v in enumerate(VARIANTS)}

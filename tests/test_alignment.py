@@ -252,10 +252,10 @@ def test_bad_inputs_raise(case):
 
 
 BAD_CONFIGS = [
-    {"method": "adam"}, {"objective": "hinge"}, {"acq_func": "UCB"}, {"bo_calls": 0},
+    {"method": "adam"}, {"objective": "hinge"}, {"bo_calls": 0},
     {"bo_initial_points": 50}, {"trust_region": 0.0}, {"trust_region": float("inf")},
-    {"beta": -1.0}, {"mcmc_burn_in": 2000}, {"mcmc_step": 0.0}, {"mcmc_trust_region": -0.1},
-    {"mcmc_chains": 0}, {"update_workers": -1},
+    {"beta": -1.0}, {"mcmc_burn_in": 2000}, {"mcmc_trust_region": -0.1},
+    {"update_workers": -1},
 ]  # fmt: skip
 
 

@@ -161,7 +161,8 @@ def test_429_then_200_is_retried(serve, monkeypatch):
 
     server.hook = rate_limit_twice
     _transport(monkeypatch, retries=2)
-    ranker = _ranker(url, mode="pointwise", concurrency=1)
+    monkeypatch.setattr(endpoint, "CONCURRENCY", 1)
+    ranker = _ranker(url, mode="pointwise")
     assert all(r is not None for r in ranker.rank_groups(GROUPS[:1]))
     assert len(seen) > 2
 
@@ -170,7 +171,8 @@ def test_429_then_200_is_retried(serve, monkeypatch):
 def test_faults_raise_one_clear_error(serve, fault, monkeypatch):
     server, url = serve()
     _transport(monkeypatch, retries=1, timeout_s=0.5)
-    ranker = _ranker(url, mode="pointwise", concurrency=2)
+    monkeypatch.setattr(endpoint, "CONCURRENCY", 2)
+    ranker = _ranker(url, mode="pointwise")
 
     def broken(handler):
         if fault == "hang":
@@ -238,7 +240,7 @@ def test_unreachable_endpoint(monkeypatch):
         _ranker("http://127.0.0.1:9/v1")
 
 
-@pytest.mark.parametrize("bad", [dict(endpoint="127.0.0.1:8000"), dict(concurrency=0),
+@pytest.mark.parametrize("bad", [dict(endpoint="127.0.0.1:8000"), dict(batch_size=0),
                                  dict(max_tokens_per_run=0)])
 def test_config_rejects(bad):
     with pytest.raises(ValueError):

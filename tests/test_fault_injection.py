@@ -44,8 +44,7 @@ def cfg(tiny_llm_dir):
                           max_pairs_per_group=2, device="cpu")
     return dataclasses.replace(
         TINY, baseline=False, max_len=20, ranker=RankerConfig(kind="llm", llm=llm),
-        alignment=AlignmentConfig(method="bt_mcmc", mcmc_samples=200, mcmc_burn_in=50,
-                                  mcmc_chains=2),
+        alignment=AlignmentConfig(method="bt_mcmc", mcmc_samples=200, mcmc_burn_in=50),
         eval=EvalConfig(episodes=2, max_len=50))
 
 

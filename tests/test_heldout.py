@@ -184,7 +184,6 @@ def test_align_step_with_heldout_keeps_theta_under_a_judge_the_fit_cannot_genera
 @pytest.mark.parametrize("build, match", [
     (lambda: AlignmentConfig(heldout=1.0), "heldout must be in"),
     (lambda: AlignmentConfig(heldout=float("nan")), "heldout must be in"),
-    (lambda: AlignmentConfig(heldout_z=-0.5), "heldout_z must be"),
     (lambda: AlignmentConfig(survival_floor=-0.1), "survival_floor must be"),
     (lambda: AlignmentConfig(survival_floor=float("nan")), "survival_floor must be"),
     (lambda: PreferenceConfig(compare="median"), "compare must be one of"),

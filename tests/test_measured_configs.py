@@ -161,7 +161,7 @@ def test_presets_change_only_sizes_and_judge_from_the_default(name):
     preset = _load("experiments/sailor.py").PRESETS[name]
     default = SailorConfig()
     assert preset.alignment == default.alignment and preset.preferences == default.preferences
-    assert preset.window == default.window and preset.reference_epsilon == 0.5
+    assert preset.window == default.window
 
 
 def test_help_says_what_each_preset_trains_and_why(capsys, monkeypatch):

@@ -80,7 +80,7 @@ def test_bad_noise_is_refused(noise):
         RankerConfig(kind="expert", noise=noise)
     with pytest.raises(ValueError, match="noise must be finite and >= 0"):
         ExpertRanker(noise=noise)
-    with pytest.raises(ValueError, match="expert judge only"):
+    with pytest.raises(ValueError, match="synthetic judges only"):
         RankerConfig(kind="outcome", noise=0.5)
 
 

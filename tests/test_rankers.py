@@ -99,6 +99,17 @@ def test_linear_oracle_is_boltzmann_for_two_items():
     assert abs(np.mean(np.array(first) == 0) - expected) < 0.03
 
 
+def test_the_configs_noise_is_the_linear_oracles_temperature():
+    from sailor_jax.config import RankerConfig
+    from sailor_jax.game.reward import RewardSpec
+    from sailor_jax.judges.factory import make_ranker
+    theta = RewardSpec().theta0
+    for noise in (0.0, 0.5):
+        ranker = make_ranker(RankerConfig(kind="linear_oracle", theta_star=tuple(theta),
+                                          noise=noise))
+        assert isinstance(ranker, LinearOracleRanker) and ranker.temperature == noise
+
+
 def test_oracle_and_scripted_errors():
     with pytest.raises(ValueError, match="temperature"):
         LinearOracleRanker([1.0], temperature=-1.0)

@@ -303,7 +303,7 @@ def test_resume_may_change_how_the_endpoint_is_reached(tmp_path):
     out = str(tmp_path / "run")
     run_dir.prepare_out_dir(out, config(), resume=False)
     _start(out)
-    moved = config(endpoint="http://127.0.0.1:8001/v1", max_tokens_per_run=10**6, concurrency=2)
+    moved = config(endpoint="http://127.0.0.1:8001/v1", max_tokens_per_run=10**6)
     run_dir.prepare_out_dir(out, moved, resume=True)
     saved = run_dir.read_config(os.path.join(out, "config.json"))["ranker"]["llm"]
     assert saved["endpoint"].endswith(":8001/v1") and saved["max_tokens_per_run"] == 10**6

@@ -126,8 +126,8 @@ def part_judge(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
         len(pool.epsilon), 8, sizes.judge_groups, seed=0))
     backend.next_token_logprobs(["warm-up"], [0], 1)
     for b in sizes.judge_batches:
-        cfg = LLMRankerConfig(model=info["folder"], mode="pointwise", batch_size=b, dtype=dtype,
-                              device=device)
+        cfg = LLMRankerConfig(model=info["folder"], mode="pointwise", batch_size=b,
+                              dtype=dtype, device=device)
         judge = LLMRanker(cfg, backend=backend, keep_records=None)
         t0 = time.perf_counter()
         judge.rank_groups(groups)

@@ -30,7 +30,7 @@ from sailor_jax.alignment.pair_objectives import (
     weighted_nll,
 )
 from sailor_jax.config import AlignmentConfig
-from sailor_jax.config.judge import ACQ_FUNCS, METHODS, OBJECTIVES
+from sailor_jax.config.judge import METHODS, OBJECTIVES
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.types import Preferences
 
@@ -43,8 +43,14 @@ default: 2)."""
 BO_GP_FIT_MAXITER = 10
 """L-BFGS iterations of each GP hyperparameter fit (scikit-learn's default: until converged;
 the fits are most of an update's time)."""
+BO_ACQ_FUNC = "gp_hedge"
+"""scikit-optimize's acquisition function (its default: a hedge over EI, PI and LCB)."""
+MCMC_CHAINS = 4
+"""Metropolis-Hastings chains run side by side (vectorised), all started at the current theta."""
+MCMC_STEP = 0.05
+"""Std of the Gaussian random-walk proposal (theta units)."""
 
-__all__ = ["ACQ_FUNCS", "METHODS", "OBJECTIVES", "AlignmentConfig", "UpdateResult", "bt_nll",
+__all__ = ["METHODS", "OBJECTIVES", "AlignmentConfig", "UpdateResult", "bt_nll",
            "bt_scale", "pair_error", "update_theta"]
 
 
@@ -169,7 +175,7 @@ def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, in
             y0=y0,
             n_calls=cfg.bo_calls,
             n_initial_points=cfg.bo_initial_points,
-            acq_func=cfg.acq_func,
+            acq_func=BO_ACQ_FUNC,
             acq_optimizer="sampling",
             n_points=BO_POINTS,
             random_state=seed,
@@ -184,10 +190,10 @@ def _run_mcmc(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, 
     lo, hi = problem.lo[free], problem.hi[free]
     # Chains start at the current theta, or at its nearest point of a box that excludes it.
     x0 = np.clip(problem.theta[problem.index[free]].astype(np.float64), lo, hi)
-    x = np.tile(x0, (cfg.mcmc_chains, 1))
+    x = np.tile(x0, (MCMC_CHAINS, 1))
     lp = problem.log_lik(x)
-    noise = rng.normal(scale=cfg.mcmc_step, size=(cfg.mcmc_samples, *x.shape))
-    log_u = np.log(rng.uniform(size=(cfg.mcmc_samples, cfg.mcmc_chains)))
+    noise = rng.normal(scale=MCMC_STEP, size=(cfg.mcmc_samples, *x.shape))
+    log_u = np.log(rng.uniform(size=(cfg.mcmc_samples, MCMC_CHAINS)))
     running_sum, moves = np.zeros_like(x0), 0
     for step in range(cfg.mcmc_samples):
         proposal = x + noise[step]
@@ -198,8 +204,8 @@ def _run_mcmc(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, 
         moves += int(take.sum())
         if step >= cfg.mcmc_burn_in:
             running_sum += x.sum(axis=0)
-    mean = np.clip(running_sum / (cfg.mcmc_chains * (cfg.mcmc_samples - cfg.mcmc_burn_in)), lo, hi)
-    note = f"MH acceptance rate {moves / (cfg.mcmc_chains * cfg.mcmc_samples):.2f}; "
+    mean = np.clip(running_sum / (MCMC_CHAINS * (cfg.mcmc_samples - cfg.mcmc_burn_in)), lo, hi)
+    note = f"MH acceptance rate {moves / (MCMC_CHAINS * cfg.mcmc_samples):.2f}; "
     return mean, x.shape[0] * (1 + cfg.mcmc_samples), note
 
 
@@ -250,7 +256,7 @@ def update_theta(theta, Phi, prefs: Preferences, spec: RewardSpec, cfg: Alignmen
     bounds ∩ [theta +/- trust_region], starting from the current theta (passed as `x0`/`y0`);
     the best point is accepted if its objective is strictly lower. "bt_mcmc" follows Zeng et al.
     (2024), "Learning Reward for Robot Skills Using Large Language Models via Self-Alignment":
-    Metropolis-Hastings (Gaussian random walk, `cfg.mcmc_chains` chains) on the Bradley-Terry
+    Metropolis-Hastings (Gaussian random walk, `MCMC_CHAINS` chains) on the Bradley-Terry
     posterior `prod_p sigmoid(beta (R_i - R_j) / scale) ** w_p` under a uniform prior on
     bounds ∩ [theta +/- mcmc_trust_region] (∩ trust_region); the posterior mean after burn-in
     is accepted only if its weighted pair error is strictly lower. Non-tunable entries are

@@ -8,7 +8,9 @@ offending values.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Annotated, Literal
+
+import tyro
 
 ACTIVATIONS = ("tanh", "relu", "gelu")
 """Hidden activations `networks` knows."""
@@ -111,10 +113,10 @@ class PPOConfig:
     lr: float = 1e-3
     """Adam learning rate (initial value under the linear schedule)."""
     lr_schedule: Literal["constant", "linear"] = "linear"
-    """constant, or linear decay to 0 over lr_decay_updates updates."""
-    lr_decay_updates: int = 0
-    """PPO updates over which the linear schedule decays to 0; 0 = over the whole run (each
-    run resolves it to its own number of updates per seed, `over_run`)."""
+    """constant, or linear decay to 0 over the run's PPO updates."""
+    lr_decay_updates: Annotated[int, tyro.conf.Suppress] = 0
+    """PPO updates over which the linear schedule decays to 0; 0 = over the whole run. Not a
+    flag: each run sets it to its own number of updates per seed (`over_run`)."""
     normalize_rewards: bool = True
     """Divide rewards by the running std of the discounted return (VecNormalize-style)."""
     network: NetworkConfig = DEFAULT_NETWORK
@@ -174,14 +176,13 @@ class PPOConfig:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EvalConfig:
-    """How the final agent is evaluated (native game score)."""
+    """How the agent is evaluated: its greedy policy (argmax of the legal logits), native game
+    score."""
 
     episodes: int = 256
     """Games per seed."""
     max_len: int = 50_000
     """Move cap per game (games still running then count as truncated)."""
-    greedy: bool = True
-    """Greedy (argmax) policy; False samples from the policy."""
 
     def __post_init__(self) -> None:
         if self.episodes <= 0 or self.max_len <= 0:

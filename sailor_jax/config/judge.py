@@ -20,7 +20,6 @@ COMPARISONS = ("auto", "sum", "mean")
 """How `R_theta` ranks a trajectory: the judge's own way (auto), by feature sums or means."""
 METHODS = ("bo", "bt_mcmc")
 OBJECTIVES = ("error", "bt_nll")
-ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB")
 RANKER_KINDS = ("llm", "outcome", "linear_oracle", "expert", "random")
 EXPERT_VERDICTS = ("regret", "agreement", "value")
 
@@ -75,8 +74,6 @@ class AlignmentConfig:
     """Objective evaluations by `gp_minimize` after the current theta."""
     bo_initial_points: int = 10
     """Random points before the GP model is used (at most `bo_calls`)."""
-    acq_func: str = "gp_hedge"
-    """scikit-optimize acquisition function: "gp_hedge", "EI", "PI" or "LCB"."""
     update_workers: int = 0
     """Processes that run the seeds' updates side by side (joblib's loky pool; 0 = one per
     CPU core available, at most one per seed; 1 = serial). Same thetas whatever the number."""
@@ -88,18 +85,13 @@ class AlignmentConfig:
     """Metropolis-Hastings steps per chain, burn-in included."""
     mcmc_burn_in: int = 500
     """Initial steps per chain left out of the posterior mean."""
-    mcmc_step: float = 0.05
-    """Std of the Gaussian random-walk proposal (theta units)."""
     mcmc_trust_region: float = 0.2
     """Half-width of the uniform prior box around the current theta (within bounds)."""
-    mcmc_chains: int = 4
-    """Independent chains run side by side (vectorised), all started at the current theta."""
     heldout: float = 0.0
     """Fraction of each group's trajectories held out of the fit: the update is fitted on the
     others' pairs and accepted only if it orders the held-out pairs better than the current
-    theta by a sign-test margin (`alignment.heldout`). 0 = accept on the fitted pairs."""
-    heldout_z: float = 1.0
-    """Margin of the held-out test: net pairs gained >= max(1, z sqrt(pairs changed))."""
+    theta by a sign-test margin (net pairs gained >= max(1, sqrt(pairs changed)),
+    `alignment.heldout.pairs_test`). 0 = accept on the fitted pairs."""
     survival_guard: bool = False
     """Reject an update that lowers the per-move reward of the iteration's trajectories (the
     terminal feature left out; `alignment.heldout.survival_check`): how this project sets the
@@ -124,20 +116,14 @@ class AlignmentConfig:
             0 <= self.mcmc_burn_in < self.mcmc_samples,
             f"need 0 <= mcmc_burn_in < mcmc_samples, got {self.mcmc_burn_in}, {self.mcmc_samples}",
         )
-        _check(
-            self.acq_func in ACQ_FUNCS, f"acq_func must be in {ACQ_FUNCS}, got {self.acq_func!r}"
-        )
-        _check(self.mcmc_chains >= 1, f"mcmc_chains must be >= 1, got {self.mcmc_chains}")
         _check(np.isfinite(self.heldout) and 0 <= self.heldout < 1,
                f"heldout must be in [0, 1), got {self.heldout}")
-        _check(np.isfinite(self.heldout_z) and self.heldout_z >= 0,
-               f"heldout_z must be finite and >= 0, got {self.heldout_z}")
         _check(self.survival_floor is None
                or (np.isfinite(self.survival_floor) and self.survival_floor >= 0),
                f"survival_floor must be None or finite and >= 0, got {self.survival_floor}")
         _check(self.update_workers >= 0,
                f"update_workers must be >= 0 (0 = one per core), got {self.update_workers}")
-        for name in ("beta", "mcmc_step", "mcmc_trust_region", "trust_region"):
+        for name in ("beta", "mcmc_trust_region", "trust_region"):
             value = getattr(self, name)
             if value is not None or name != "trust_region":
                 _check(
@@ -164,8 +150,6 @@ class RankerConfig:
     """LLM settings (kind=llm)."""
     theta_star: tuple[float, ...] | None = None
     """Hidden reward of the linear oracle (kind=linear_oracle), 8 values."""
-    temperature: float = 0.0
-    """Linear oracle noise (Boltzmann temperature; 0 = exact)."""
     expert_depth: int = 2
     """Expectimax depth of the expert judge (kind=expert; player moves searched)."""
     expert_verdict: Literal["regret", "agreement", "value"] = "regret"
@@ -175,9 +159,10 @@ class RankerConfig:
     change of the expert's value of the position over the trajectory (a sum;
     `judges.expert`)."""
     noise: float = 0.0
-    """A judge of dialled quality (kind=expert): each group ranked by the normal scores of the
-    expert's order plus Gaussian noise of this standard deviation (0 = the expert; large = a
-    random order; `judges.expert`)."""
+    """A synthetic judge of dialled quality (0 = exact; large = a random order). kind=expert:
+    each group ranked by the normal scores of the expert's order plus Gaussian noise of this
+    standard deviation (`judges.expert`); kind=linear_oracle: the Boltzmann temperature of
+    its order, in return units (`oracles.LinearOracleRanker`)."""
 
     @property
     def aggregate(self) -> str:
@@ -195,9 +180,9 @@ class RankerConfig:
     def __post_init__(self) -> None:
         if not (np.isfinite(self.noise) and self.noise >= 0):
             raise ValueError(f"noise must be finite and >= 0, got {self.noise}")
-        if self.noise > 0 and self.kind != "expert":
-            raise ValueError(f"noise applies to the expert judge only (kind 'expert'), got "
-                             f"kind {self.kind!r}")
+        if self.noise > 0 and self.kind not in ("expert", "linear_oracle"):
+            raise ValueError(f"noise applies to the synthetic judges only (kind 'expert' or "
+                             f"'linear_oracle'), got kind {self.kind!r}")
         if self.kind not in RANKER_KINDS:
             raise ValueError(f"ranker kind must be one of {', '.join(RANKER_KINDS)}, "
                              f"got {self.kind!r}")

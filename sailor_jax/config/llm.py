@@ -12,13 +12,13 @@ from typing import Literal
 
 import numpy as np
 
+LLM_MODES = ("pairwise", "pointwise", "listwise")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 """Torch dtype names the LLM backend accepts."""
-LLM_MODES = ("pairwise", "pointwise", "listwise")
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
-_POSITIVE_FIELDS = ("batch_size", "max_new_tokens", "max_pairs_per_group", "concurrency")
+_POSITIVE_FIELDS = ("batch_size", "max_new_tokens", "max_pairs_per_group")
 _URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")
-ENDPOINT_TRANSPORT_FIELDS = ("endpoint", "concurrency", "max_tokens_per_run")
+ENDPOINT_TRANSPORT_FIELDS = ("endpoint", "max_tokens_per_run")
 """Fields of `LLMRankerConfig` that say how to reach the endpoint, not what it judges: a run may
 `--resume` with other values (a restarted server's port, a raised token budget)."""
 
@@ -41,8 +41,6 @@ class LLMRankerConfig:
     (None: `model`, if it loads offline), prompts are rendered with its chat template and sent
     to `/v1/completions`, the in-process judge's prompts exactly; without, to
     `/v1/chat/completions`."""
-    concurrency: int = 8
-    """Endpoint: most requests in flight at once (a group's prompts reach the batcher together)."""
     max_tokens_per_run: int | None = None
     """Endpoint: stop the run (resumable) before its prompt + completion tokens would pass
     this; None = no limit."""
@@ -63,9 +61,7 @@ class LLMRankerConfig:
     max_new_tokens: int = 384
     """Listwise: most generated tokens per answer."""
     max_pairs_per_group: int = 28
-    """Pairwise: most pairs judged per group (a seeded random subset above that; 28 = all of 8)."""
-    seed: int = 0
-    """Seed of the pair sampler."""
+    """Pairwise: most pairs judged per group (a random subset above that, seed 0; 28 = all of 8)."""
 
     def __post_init__(self) -> None:
         if self.mode not in LLM_MODES:

@@ -63,8 +63,11 @@ class TrainConfig:
                 f"{self.num_segments} segments of {self.ppo.steps_per_segment:,}{rounded}")
 
 
+REFERENCE_EPSILON = 0.5
+"""Random-move probability of the reference player (`SailorConfig.reference_games`)."""
+
 RECOMMENDED_ALIGNMENT = AlignmentConfig(method="bt_mcmc", mcmc_trust_region=0.3, beta=5.0,
-                                        heldout=0.5, heldout_z=1.0, survival_guard=True,
+                                        heldout=0.5, survival_guard=True,
                                         survival_floor=0.5)
 """The recommended theta update: the Metropolis-Hastings posterior mean of a Bradley-Terry
 likelihood (Zeng et al. 2024) in a box of +-0.3 around the current theta, fitted on half of each
@@ -102,11 +105,9 @@ class SailorConfig:
     uniform, `rollout.cut_windows`), instead of whole games: 0 = whole games."""
     reference_games: int = 8
     """Of the `trajectories` judged per seed and iteration, this many are played by a
-    reference policy instead of the agent (an epsilon-greedy expert, `reference_epsilon`),
-    so that a group compares play, not only the spawns' luck (PBRR,
-    Hatgis-Kessell et al. 2025). 0 = the agent's games only."""
-    reference_epsilon: float = 0.5
-    """Random-move probability of the reference expert (depth 1; 0 = the expert itself)."""
+    reference policy instead of the agent (the depth-1 expert playing a random move with
+    probability `REFERENCE_EPSILON`), so that a group compares play, not only the spawns' luck
+    (PBRR, Hatgis-Kessell et al. 2025). 0 = the agent's games only."""
     warmup_updates: int = 8
     """Theta updates before the first segment trains: each samples and judges a
     group per seed from the untrained agent and the reference player and updates theta as an
@@ -153,8 +154,6 @@ class SailorConfig:
         if not 0 <= self.reference_games < self.trajectories:
             raise ValueError(f"reference_games must be in [0, trajectories={self.trajectories})"
                              f" (at least one game of the agent), got {self.reference_games}")
-        if not (math.isfinite(self.reference_epsilon) and 0 <= self.reference_epsilon <= 1):
-            raise ValueError(f"reference_epsilon must be in [0, 1], got {self.reference_epsilon}")
         if self.alignment.heldout > 0 and self.trajectories < 4:
             raise ValueError(f"alignment.heldout needs trajectories >= 4 (2 fitted, 2 held "
                              f"out), got {self.trajectories}")

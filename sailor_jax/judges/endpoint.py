@@ -17,7 +17,7 @@ so the judge's modes, prompts and arithmetic are the same whichever runs the mod
   and `LLMRanker` renormalises over the labels, as in process. A server that returns no
   log-probabilities is asked again for a short generated answer, the first label in it counts
   as probability 1 (`parsing.parse_label`), and `protocol()` says so (the judge logs it).
-* **Transport.** Up to `concurrency` requests in flight (a thread pool), so a group's prompts
+* **Transport.** Up to `CONCURRENCY` requests in flight (a thread pool), so a group's prompts
   reach the server's batcher together; the shared prefix (system prompt, instructions) comes
   first in every prompt, for prefix caching. Retries with exponential backoff on 429, 5xx,
   timeouts and lost connections are the `openai` client's (`MAX_RETRIES`, `TIMEOUT_S`); after
@@ -62,6 +62,8 @@ TIMEOUT_S = 120.0
 MAX_RETRIES = 4
 """Retries of a request after 429, 5xx, a timeout or a lost connection (exponential backoff
 from 0.5 s, the `openai` client's)."""
+CONCURRENCY = 8
+"""Most requests in flight at once (a group's prompts reach the server's batcher together)."""
 TOP_LOGPROBS = 20
 """Next-token log-probabilities asked for per prompt; a label outside them counts as
 probability 0 (vLLM serves at most 20 unless `--max-logprobs`)."""
@@ -297,9 +299,9 @@ class EndpointBackend:
                 "--resume") from None
 
     def _map(self, fn: Callable[[str], Any], prompts: Sequence[str]) -> list[Any]:
-        if len(prompts) <= 1 or self.config.concurrency == 1:
+        if len(prompts) <= 1:
             return [fn(p) for p in prompts]
-        pool = concurrent.futures.ThreadPoolExecutor(self.config.concurrency)
+        pool = concurrent.futures.ThreadPoolExecutor(CONCURRENCY)
         try:
             return list(pool.map(fn, prompts))
         except BaseException:  # an error or Ctrl-C: drop queued requests, end running ones

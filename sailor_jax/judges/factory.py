@@ -31,7 +31,7 @@ def make_ranker(cfg: RankerConfig, log_path: str | None = None) -> Ranker:
         return ExpertRanker(depth=cfg.expert_depth, verdict=cfg.expert_verdict, noise=cfg.noise)
     if cfg.kind == "linear_oracle":
         theta_star = RewardSpec().validate(cfg.theta_star)
-        return LinearOracleRanker(theta_star, temperature=cfg.temperature)
+        return LinearOracleRanker(theta_star, temperature=cfg.noise)
     return LLMRanker(cfg.llm, log_path=log_path)
 
 
@@ -74,7 +74,7 @@ def ranker_description(cfg: RankerConfig, ranker: Ranker | None = None) -> dict:
     elif cfg.kind == "llm":
         desc.update(mode=cfg.llm.mode, model=cfg.llm.model or EMBEDDED_MODEL)
     elif cfg.kind == "linear_oracle":
-        desc.update(theta_star=list(cfg.theta_star), temperature=cfg.temperature)
+        desc.update(theta_star=list(cfg.theta_star), temperature=cfg.noise)
     elif cfg.kind == "expert":
         desc.update(depth=cfg.expert_depth, verdict=cfg.expert_verdict,
                     **({"noise": cfg.noise} if cfg.noise > 0 else {}))

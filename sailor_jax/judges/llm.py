@@ -104,7 +104,7 @@ class LLMRanker(Ranker):
         self.last_label_mass = float("nan")
         self.last_seconds_per_prompt = float("nan")
         self._protocol: dict[str, Any] | None = None
-        self._rng = np.random.default_rng(config.seed)
+        self._rng = np.random.default_rng(0)
         if config.mode == "pointwise":
             self._answer_prefix, self._label_ids = pointwise.rating_labels(backend)
         else:

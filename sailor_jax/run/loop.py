@@ -27,6 +27,7 @@ from sailor_jax.agents import ppo
 from sailor_jax.agents.rollout import cut_windows, make_act_collect, make_collect
 from sailor_jax.alignment import refinement
 from sailor_jax.config import SailorConfig
+from sailor_jax.config.run import REFERENCE_EPSILON
 from sailor_jax.game.expert import expert_act
 from sailor_jax.judges.base import Ranker
 from sailor_jax.judges.factory import check_judges, make_ranker, ranker_description
@@ -46,7 +47,7 @@ def _collector(cfg: SailorConfig) -> Callable:
     folded with 2); whole games, or one window of `cfg.window` moves per game (window starts
     drawn from a key folded off the game key with 1)."""
     agent = make_collect(cfg.ppo.network, cfg.trajectories - cfg.reference_games, cfg.max_len)
-    reference = make_act_collect(expert_act(1, cfg.reference_epsilon), cfg.reference_games,
+    reference = make_act_collect(expert_act(1, REFERENCE_EPSILON), cfg.reference_games,
                                  cfg.max_len) if cfg.reference_games else None
 
     def collect(params, key):

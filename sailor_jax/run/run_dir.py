@@ -73,7 +73,11 @@ RETIRED = {"judged": "windows", "move_boards": ANY, "alignment.keep_iterations":
            "alignment.bo_acq_optimizer": "sampling", "alignment.bo_points": 1000,
            "alignment.bo_gp_restarts": 0, "alignment.bo_gp_fit_maxiter": 10,
            "preferences.tie_tol": 1e-6, "ppo.network.line_features": ANY,
-           "ppo.network.tuple_features": ANY}
+           "ppo.network.tuple_features": ANY, "alignment.acq_func": "gp_hedge",
+           "alignment.mcmc_chains": 4, "alignment.mcmc_step": 0.05,
+           "alignment.heldout_z": 1.0, "eval.greedy": True, "reference_epsilon": 0.5,
+           "ranker.llm.concurrency": ANY, "ranker.llm.seed": 0,
+           "ranker.temperature": 0.0}
 """Fields of options and settings that were measured, not adopted and removed, or became
 constants (docs/history.md, "Retired options"), and the value at which a saved config ran as
 the code runs now (`ANY`: any value). A field the saved run's judge never read

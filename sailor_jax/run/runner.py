@@ -282,8 +282,7 @@ def evaluate_rows(params: Any, net: NetworkConfig, eval_cfg: EvalConfig, key: ja
     Returns:
       The pooled `evaluation.summarize` dict plus `per_seed` (a list of `num_seeds`).
     """
-    evaluate = evaluate or evaluation.make_evaluate(net, eval_cfg.episodes, eval_cfg.max_len,
-                                                    eval_cfg.greedy)
+    evaluate = evaluate or evaluation.make_evaluate(net, eval_cfg.episodes, eval_cfg.max_len)
     keys = np.asarray(jax.random.split(key, num_seeds))  # host: valid on every process
     stats = sharding.to_host(jax.vmap(evaluate)(rows(params, 0, num_seeds), keys))
     pooled = evaluation.summarize(stats)

@@ -79,7 +79,7 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
         prefs, tau = fresh[s]
         theta, accepted, message = result.theta, result.accepted, result.message
         if s in tests and accepted:
-            test = heldout.pairs_test(thetas[s], theta, *tests[s], cfg.alignment.heldout_z)
+            test = heldout.pairs_test(thetas[s], theta, *tests[s])
             accepted, message = test.accepted, f"{message}; {test.message}"
             theta = theta if accepted else thetas[s]
         if cfg.alignment.survival_guard and accepted:
