@@ -39,14 +39,13 @@ import sys
 
 import numpy as np
 
-from sailor_jax import report
 from sailor_jax.cli import parse_args
 from sailor_jax.config import RankerConfig
 from sailor_jax.config.arms import replace_fields
 from sailor_jax.errors import report_user_errors
 from sailor_jax.judges.factory import make_ranker
 from sailor_jax.logging import write_json_gz
-from sailor_lab import judge_eval
+from sailor_lab import judge_eval, report
 from sailor_lab.judge_curve import crossings, group_accuracy, versus_random
 
 HERE = os.path.dirname(os.path.abspath(__file__))

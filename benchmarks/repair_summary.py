@@ -30,11 +30,11 @@ import sys
 
 import numpy as np
 
-from sailor_jax import report
 from sailor_jax.cli import parse_args
 from sailor_jax.config.arms import ARMS
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.logging import open_text, stored_path, write_json_gz
+from sailor_lab import report
 from sailor_lab.comparison import REFERENCE
 from sailor_lab.starts import severity
 

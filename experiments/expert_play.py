@@ -28,7 +28,7 @@ from sailor_jax.agents.rollout import make_act_collect
 from sailor_jax.cli import make_console, parse_args
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.expert import expert_act, expert_action_values
-from sailor_jax.report import machine
+from sailor_lab.report import machine
 
 
 @dataclasses.dataclass(frozen=True)

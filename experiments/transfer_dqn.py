@@ -26,7 +26,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sailor_jax import report
 from sailor_jax.cli import make_console, parse_args, progress_bar
 from sailor_jax.config import EvalConfig
 from sailor_jax.errors import report_user_errors
@@ -35,7 +34,7 @@ from sailor_jax.logging import to_jsonable
 from sailor_jax.run import run_guard, runner
 from sailor_jax.run.fixed_reward import FixedReward
 from sailor_jax.run.trained import final_thetas
-from sailor_lab import dqn
+from sailor_lab import dqn, report
 from sailor_lab.dqn import DQNConfig
 
 VARIANTS: tuple[str, str] = ("dqn_sailor_theta", "dqn_baseline_theta")

@@ -12,12 +12,12 @@ import pytest
 from test_experiments import _load
 from test_results import _record
 
-from sailor_jax import report
 from sailor_jax.alignment import heldout
 from sailor_jax.errors import UserError
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run.results import PHASES, SailorResults, SeedUpdate
 from sailor_jax.types import Ranking
+from sailor_lab import report
 
 THETA0 = list(RewardSpec().theta0)
 TILES = [str(t) for t in report.TILES]
