@@ -15,6 +15,7 @@ import json
 import os
 
 from sailor_jax.run.repair_table import worst_ratio
+
 from sailor_lab import report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
