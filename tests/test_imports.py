@@ -36,8 +36,7 @@ LAYERS = {"types": 0, "errors": 0, "logging": 0, "game": 1, "config": 2,
 TOP_LEVEL_FILES = {"__init__.py", "types.py", "errors.py", "logging.py", "cli.py"}
 DEVICE_MODULES = ("game.env", "game.features", "game.reward", "game.expert", "agents.networks",
                   "agents.optimizer", "agents.policy", "agents.ppo", "agents.rollout",
-                  "agents.evaluation", "agents.collectives", "agents.seeds",
-                  "scale.env_sharding")
+                  "agents.evaluation", "agents.collectives", "agents.seeds")
 HOST_ONLY = ("transformers", "torch", "skopt", "orbax", "tensorboardX", "sklearn", "cma")
 
 
