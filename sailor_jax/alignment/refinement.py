@@ -144,7 +144,7 @@ def refine_theta(theta, Phi, ranking: Ranking, suggestion: Suggestion, spec: Rew
 
 @runtime_checkable
 class Advisor(Protocol):
-    """Answers "which single weight should change?": `LLMAdvisor`, `ScriptedAdvisor` (tests)."""
+    """Answers "which single weight should change?" (`LLMAdvisor`)."""
 
     def suggest(self, spec: RewardSpec, thetas: Sequence, stats: Sequence[dict],
                 context: dict | None = None) -> list[tuple[Suggestion | None, dict]]:
@@ -203,27 +203,6 @@ class LLMAdvisor:
     def suggest(self, spec: RewardSpec, thetas: Sequence, stats: Sequence[dict],
                 context: dict | None = None) -> list[tuple[Suggestion | None, dict]]:
         """See `Advisor.suggest`; the answers come from the LM (logged)."""
-        return advise(self.generate, self._sink, spec, thetas, stats, context)
-
-
-class ScriptedAdvisor:
-    """An `Advisor` that answers with the fixed `answers` in turn, cycling (tests); parsing and
-    logging (`log_path`, `records`) as `LLMAdvisor`."""
-
-    def __init__(self, answers: Sequence[str], log_path: str | None = None) -> None:
-        self._answers, self._next = list(answers), 0
-        self._sink = JsonlSink(log_path, keep=None)
-        self.records = self._sink.records
-
-    def generate(self, prompts: Sequence[str]) -> list[str]:
-        """The next `len(prompts)` scripted answers."""
-        out = [self._answers[(self._next + k) % len(self._answers)] for k in range(len(prompts))]
-        self._next += len(prompts)
-        return out
-
-    def suggest(self, spec: RewardSpec, thetas: Sequence, stats: Sequence[dict],
-                context: dict | None = None) -> list[tuple[Suggestion | None, dict]]:
-        """See `Advisor.suggest`; the answers are the scripted texts (logged)."""
         return advise(self.generate, self._sink, spec, thetas, stats, context)
 
 
