@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from sailor_jax.alignment.preferences import judged_pairs
 from sailor_jax.alignment.suggestion import Suggestion, parse_suggestion
 from sailor_jax.alignment.updates import UpdateResult, update_theta
 from sailor_jax.config import AlignmentConfig, LLMRankerConfig, RefineConfig
@@ -97,16 +98,7 @@ def one_sided_box(theta, suggestion: Suggestion, spec: RewardSpec, cfg: RefineCo
 
 def all_judged_pairs(ranking: Ranking) -> Preferences:
     """Every pair the judge orders, winner first, weight 1 (the agreement to keep)."""
-    m = len(ranking.order)
-    a, b = np.triu_indices(m, k=1)
-    rank = ranking.rank
-    keep = np.ones(a.shape, bool)
-    if ranking.scores is not None:
-        scores = np.asarray(ranking.scores, np.float64)
-        keep = scores[a] != scores[b]
-    a, b = a[keep], b[keep]
-    a_wins = rank[a] < rank[b]
-    win, lose = np.where(a_wins, a, b), np.where(a_wins, b, a)
+    win, lose = judged_pairs(ranking)
     return Preferences(i=win.astype(np.int32), j=lose.astype(np.int32),
                        w=np.ones(win.shape, np.float32), discordant=np.zeros(win.shape, bool))
 
