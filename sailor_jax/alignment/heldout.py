@@ -25,17 +25,14 @@ Survival guard. The per-move level of `R_theta` (its mean per move, the terminal
 left out) decides how much the agent wants to live: below zero every move costs and the agent
 learns to end the game; near zero it barely cares. Features such as smoothness and
 monotonicity are near 0.9 and 0.55 on every move, so small weights on them act as that
-constant, and comparisons of equal-length windows cannot see it. In the repair table's
-random-judge runs every seed whose level an accepted step took below zero collapsed (final scores
-228-2,307 against ~11,000 kept fixed), and seeds whose level a step cut from +0.16 to
-+0.015..+0.045 stalled near half their fixed twin. `survival_check` therefore lets an update
-raise the level but never lower it: in 2048 points are made only while the game goes on, so
-this project sets the level by that rule, not by the judge.
+constant, and comparisons of equal-length windows cannot see it (docs/history.md: the seeds
+whose level a random judge's step lowered collapsed or stalled). `survival_check` therefore
+lets an update raise the level but never lower it: in 2048 points are made only while the
+game goes on, so this project sets the level by that rule, not by the judge.
 With a floor (`AlignmentConfig.survival_floor`) an update may also lower a level that lies
 above the floor, down to the floor: a start that pays too much per move (a heuristic weighted
 1.0 on every move) can then be moved by the judge, while a level at or below the floor keeps
-the rule above. The recommended update's floor is 0.5: it repairs a start paying 1.0 per
-move in `smoothness` and `merges_available`, and is level with no floor elsewhere.
+the rule above.
 """
 
 from __future__ import annotations
