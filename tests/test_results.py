@@ -109,7 +109,7 @@ def test_load_errors_name_the_file_and_the_problem(tmp_path):
         SailorResults.load(str(tmp_path / "partial.json"))
 
 
-def test_final_thetas_reads_the_last_iteration(tmp_path):
+def test_transfer_reads_a_runs_last_thetas(tmp_path):
     results = _results()
     results.theta_history = [*results.theta_history, [[0.5] + [0.0] * 6 + [-1.0]] * 2]
     results.write(str(tmp_path))
