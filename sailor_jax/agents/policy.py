@@ -85,9 +85,9 @@ def episode_metrics(done: jax.Array, score: jax.Array, length: jax.Array,
       done: bool, the game ended on this move; score / length: the game's score and moves
         so far (read where `done`); max_tile: largest exponent on the board after the move;
         r_shaped: the shaped reward `theta . phi` of the move.
-      axis_name: mesh axis the env axis `N` is split over (`sailor_lab.env_sharding`), or
-        None. Then the summaries are those of all devices' games: episode counts and sums are
-        psum'd before dividing, the max tile is pmax'd.
+      axis_name: mesh axis the env axis `N` is split over (`env_sharding`), or None. Then the
+        summaries are those of all devices' games: episode counts and sums are psum'd before
+        dividing, the max tile is pmax'd.
 
     Returns:
       `episode_score`, `episode_length`, `episode_max_tile` (tile value): float32 means over
