@@ -31,7 +31,6 @@ import time
 import jax
 import numpy as np
 
-from sailor_jax import report
 from sailor_jax.agents.rollout import cut_windows
 from sailor_jax.alignment.preferences import build_preferences
 from sailor_jax.alignment.updates import update_theta
@@ -42,7 +41,7 @@ from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges import ExpertRanker
 from sailor_jax.logging import to_jsonable
-from sailor_lab import policy_groups
+from sailor_lab import policy_groups, report
 from sailor_lab.identifiability import feature_spread
 from sailor_lab.offline_fit import (
     agreement,

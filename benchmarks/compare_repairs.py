@@ -34,12 +34,12 @@ import sys
 
 import numpy as np
 
-from sailor_jax import report
 from sailor_jax.cli import parse_args
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
-from sailor_jax.logging import stored_path, write_json_gz
+from sailor_jax.logging import stored_path
 from sailor_jax.run.results import SailorResults
+from sailor_lab import report
 from sailor_lab.comparison import REFERENCE, score_samples, worst_ratio
 
 GAME_OVER = FEATURE_NAMES.index("game_over")
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                   "more_b": list(args.more_b or args.more_a), "method": args.method,
                   "method_b": args.method_b or args.method, "rows": rows,
                   "machine": report.machine()}
-        write_json_gz(os.path.join(args.out, "compare.json.gz"), record)
+        report.write_json_gz(os.path.join(args.out, "compare.json.gz"), record)
     return rows
 
 

@@ -41,14 +41,13 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import tyro
 
-from sailor_jax import report
 from sailor_jax.cli import parse_args
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.judges import ExpertRanker, LLMRanker, hf_backend
 from sailor_jax.judges.factory import EMBEDDED_MODEL
 from sailor_jax.judges.model_source import check_model_source
-from sailor_lab import judge_eval
+from sailor_lab import judge_eval, report
 from sailor_lab.random_model import qwen_config
 
 RANDOM_QWEN = "random:qwen2.5-1.5b"

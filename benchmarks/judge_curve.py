@@ -39,14 +39,12 @@ import sys
 
 import numpy as np
 
-from sailor_jax import report
 from sailor_jax.cli import parse_args
 from sailor_jax.config import RankerConfig
 from sailor_jax.config.arms import replace_fields
 from sailor_jax.errors import report_user_errors
 from sailor_jax.judges.factory import make_ranker
-from sailor_jax.logging import write_json_gz
-from sailor_lab import judge_eval
+from sailor_lab import judge_eval, report
 from sailor_lab.judge_curve import crossings, group_accuracy, versus_random
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -254,7 +252,7 @@ def main(args: Args) -> dict:
     curve["crossing"] = crossings(points, args.starts)
     versus_random(points)
     os.makedirs(args.out, exist_ok=True)
-    write_json_gz(os.path.join(args.out, "curve.json.gz"), curve)
+    report.write_json_gz(os.path.join(args.out, "curve.json.gz"), curve)
     table = markdown(curve)
     with open(os.path.join(args.out, "curve.md"), "w", encoding="utf-8") as f:
         f.write(table)

@@ -31,14 +31,13 @@ from typing import Annotated
 import numpy as np
 import tyro
 
-from sailor_jax import report
 from sailor_jax.cli import parse_args
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.judges.hf_backend import load_model
 from sailor_jax.judges.llm import LLMRanker
 from sailor_jax.logging import to_jsonable
-from sailor_lab import judge_eval
+from sailor_lab import judge_eval, report
 
 PoolFlags = Annotated[judge_eval.PoolArgs, tyro.conf.OmitArgPrefixes]
 """Pool settings as flags without a prefix (`--seed`, `--groups`, ...)."""

@@ -41,7 +41,6 @@ import jax
 import numpy as np
 import tyro
 
-from sailor_jax import report
 from sailor_jax.agents.rollout import cut_windows
 from sailor_jax.cli import parse_args
 from sailor_jax.config import LLMRankerConfig, RankerConfig
@@ -51,7 +50,7 @@ from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges import ExpertRanker, LLMRanker, OutcomeRanker
 from sailor_jax.judges.factory import check_ranker, judge_name, make_ranker
 from sailor_jax.logging import to_jsonable
-from sailor_lab import judge_eval, policy_groups
+from sailor_lab import judge_eval, policy_groups, report
 from sailor_lab.identifiability import feature_spread
 from sailor_lab.judge_curve import load_curve, predict, prediction_line
 

@@ -35,7 +35,6 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from sailor_jax import report  # noqa: E402
 from sailor_jax.agents import ppo  # noqa: E402
 from sailor_jax.cli import parse_args  # noqa: E402
 from sailor_jax.config import EvalConfig, PPOConfig  # noqa: E402
@@ -45,7 +44,10 @@ from sailor_jax.game.reward import RewardSpec  # noqa: E402
 from sailor_jax.run.fixed_reward import FixedReward  # noqa: E402
 from sailor_jax.run.run_guard import claim_out_dir  # noqa: E402
 from sailor_jax.run.runner import evaluate_rows, run_segments  # noqa: E402
-from sailor_lab import dqn  # noqa: E402
+from sailor_lab import (
+    dqn,  # noqa: E402
+    report,  # noqa: E402
+)
 from sailor_lab.dqn import DQN_RECIPES, DQNConfig  # noqa: E402
 
 TILES = (512, 1024, 2048, 4096)

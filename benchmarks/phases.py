@@ -35,7 +35,7 @@ import numpy as np
 from sailor_jax.cli import parse_args
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.logging import open_text, stored_path, to_jsonable
-from sailor_jax.report import machine
+from sailor_lab.report import machine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAILOR, COMPARE = "experiments/sailor.py", "experiments/compare.py"

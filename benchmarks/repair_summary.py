@@ -30,11 +30,11 @@ import sys
 
 import numpy as np
 
-from sailor_jax import report
 from sailor_jax.cli import parse_args
 from sailor_jax.config.arms import ARMS
 from sailor_jax.errors import UserError, report_user_errors
-from sailor_jax.logging import open_text, stored_path, write_json_gz
+from sailor_jax.logging import open_text, stored_path
+from sailor_lab import report
 from sailor_lab.comparison import REFERENCE
 from sailor_lab.starts import severity
 
@@ -201,8 +201,8 @@ def main(argv: list[str] | None = None) -> dict:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "summary.md"), "w", encoding="utf-8") as f:
             f.write(table)
-        write_json_gz(os.path.join(args.out, "summary.json.gz"),
-                      summary | {"run": args.run, "machine": report.machine()})
+        report.write_json_gz(os.path.join(args.out, "summary.json.gz"),
+                             summary | {"run": args.run, "machine": report.machine()})
         plot(summary, os.path.join(args.out, "recovery.png"))
     return summary
 

@@ -29,9 +29,9 @@ from sailor_jax.cli import parse_args
 from sailor_jax.config import AlignmentConfig
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.logging import to_jsonable
-from sailor_jax.report import machine
 from sailor_jax.run import run_dir
 from sailor_jax.types import Preferences
+from sailor_lab.report import machine
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -42,8 +42,8 @@ from sailor_jax.errors import report_user_errors
 from sailor_jax.game import env
 from sailor_jax.game.features import phi
 from sailor_jax.game.reward import RewardSpec, reward
-from sailor_jax.scale.env_sharding import make_env_mesh, make_train_env_sharded
 from sailor_jax.scale.sharding import SeedLayout
+from sailor_lab.env_sharding import make_env_mesh, make_train_env_sharded
 
 ALL = ("env_random", "env_features", "ppo_train", "ppo_train_seeds", "ppo_train_envs")
 

@@ -38,7 +38,6 @@ from typing import Literal
 # JAX must not take the GPU memory the LLM needs: set before JAX initialises.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
-from sailor_jax import report  # noqa: E402
 from sailor_jax.cli import (  # noqa: E402
     make_console,
     parse_with_presets,
@@ -60,6 +59,7 @@ from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
 from sailor_jax.run import run_dir  # noqa: E402
 from sailor_jax.run.run_dir import finished  # noqa: E402
+from sailor_lab import report  # noqa: E402
 from sailor_lab.comparison import REFERENCE, markdown, summarize  # noqa: E402
 from sailor_lab.starts import STARTS, Start, parse_start  # noqa: E402
 from sailor_lab.variants import check_variant, run_variant, write_theta_csv  # noqa: E402

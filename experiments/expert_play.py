@@ -3,7 +3,7 @@
     python experiments/expert_play.py --games 100 --depth 2 --json
     python experiments/expert_play.py --games 100 --depth 2 --epsilon 0.1   # a weaker player
 
-All games run in parallel in one compiled program (`evaluation.make_act_evaluate`): each
+All games run in parallel in one compiled program (`evaluation.play_out`): each
 move the expert scores the four moves of every running game by expectimax and plays the best
 (or, with probability `--epsilon`, a uniformly random legal move). Prints a table and, with
 `--json`, one JSON line: `score_mean`, `win_rate` (games reaching 2048), `max_tile_rates`
@@ -16,6 +16,7 @@ second on a batch of 4,096 boards from expert games, as the judge uses it), `dep
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 
@@ -23,12 +24,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sailor_jax.agents.evaluation import make_act_evaluate, summarize
+from sailor_jax.agents.evaluation import play_out, summarize
 from sailor_jax.agents.rollout import make_act_collect
 from sailor_jax.cli import make_console, parse_args
 from sailor_jax.errors import report_user_errors
+from sailor_jax.game.env import GAME_2048
 from sailor_jax.game.expert import expert_act, expert_action_values
-from sailor_jax.report import machine
+from sailor_lab.report import machine
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,8 +73,8 @@ def boards_per_second(depth: int, batch: int = 4096, seconds: float = 3.0) -> fl
 
 def play(args: Args) -> dict:
     """Play `args.games` expert games; return the JSON record (see the module docstring)."""
-    evaluate = make_act_evaluate(expert_act(args.depth, args.epsilon), args.games,
-                                 args.max_moves)
+    evaluate = jax.jit(functools.partial(play_out, GAME_2048, expert_act(args.depth, args.epsilon),
+                                         args.games, args.max_moves))
     key = jax.random.key(args.seed)
     t0 = time.perf_counter()
     compiled = evaluate.lower(key).compile()

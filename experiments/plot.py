@@ -4,7 +4,7 @@
     python experiments/plot.py runs/sailor_cpu          # a single experiments/sailor.py run
 
 Figures (one line, bar or panel per variant; bands and error bars are 95% Student-t
-confidence intervals over seeds, see `sailor_jax.report.mean_ci`):
+confidence intervals over seeds, see `sailor_lab.report.mean_ci`):
   learning_curves        game score vs env steps per seed: the mean score of the training
                          episodes that ended in each SAILOR segment (stochastic policy), and the
                          greedy-policy evaluation when the run evaluated during training
@@ -31,11 +31,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import tyro  # noqa: E402
 
-from sailor_jax import report  # noqa: E402
 from sailor_jax.cli import parse_args  # noqa: E402
 from sailor_jax.errors import report_user_errors  # noqa: E402
 from sailor_jax.run import run_dir  # noqa: E402
 from sailor_jax.run.results import SailorResults  # noqa: E402
+from sailor_lab import report  # noqa: E402
 from sailor_lab.variants import load_runs  # noqa: E402
 
 FIGURES = ("learning_curves", "final_performance", "theta_trajectories",

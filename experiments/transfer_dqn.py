@@ -26,16 +26,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sailor_jax import report
 from sailor_jax.cli import make_console, parse_args, progress_bar
 from sailor_jax.config import EvalConfig
-from sailor_jax.errors import report_user_errors
+from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.logging import to_jsonable
 from sailor_jax.run import run_guard, runner
 from sailor_jax.run.fixed_reward import FixedReward
-from sailor_jax.run.trained import final_thetas
-from sailor_lab import dqn
+from sailor_jax.run.results import read_json
+from sailor_lab import dqn, report
 from sailor_lab.dqn import DQNConfig
 
 VARIANTS: tuple[str, str] = ("dqn_sailor_theta", "dqn_baseline_theta")
@@ -74,8 +73,46 @@ class Args:
         return math.ceil(self.total_timesteps / self.dqn.steps_per_segment)
 
 
-load_sailor_thetas = final_thetas
-"""`(thetas float32[S, F], judge)` of a SAILOR run (`trained.final_thetas`)."""
+def load_sailor_thetas(path: str, spec: RewardSpec | None = None) -> tuple[np.ndarray, str]:
+    """The final per-seed thetas and the judge kind of a SAILOR run. Host-only.
+
+    Args:
+      path: `results.json` of `experiments/sailor.py`, or the folder holding it. Uses
+        `theta_history[-1]` (`[S][F]`, in the order of `feature_names` when present).
+      spec: the reward specification thetas are validated against and reordered to
+        (default `RewardSpec()`).
+
+    Returns:
+      `(thetas float32[S, F] in spec order, judge)`; judge is `ranker.kind` or "-".
+
+    Raises:
+      MissingFileError: no results.json at `path`.
+      UserError: not JSON, no usable `theta_history`, unknown feature names, or a theta of the
+        wrong length or out of bounds (the message names the file and the seed).
+    """
+    spec = spec or RewardSpec()
+    file, results = read_json(path)
+    history = results.get("theta_history")
+    if not isinstance(history, list) or not history or not isinstance(history[-1], list) \
+            or not history[-1]:
+        raise UserError(f"{file} has no 'theta_history' (a non-empty [iterations][seeds][F] "
+                        "list); is it a SAILOR results.json?")
+    names = list(results.get("feature_names") or spec.names)
+    if sorted(names) != sorted(spec.names):
+        raise UserError(f"{file}: feature_names {names} do not match {list(spec.names)}")
+    order = [names.index(n) for n in spec.names]
+    thetas = []
+    for s, theta in enumerate(history[-1]):
+        if not isinstance(theta, list) or len(theta) != len(names):
+            raise UserError(f"{file}: final theta of seed {s} must be a list of {len(names)} "
+                            f"numbers ({names}), got {theta!r}")
+        try:
+            thetas.append(spec.validate([theta[k] for k in order]))
+        except (ValueError, TypeError) as err:
+            raise UserError(f"{file}: final theta of seed {s}: {err}") from err
+    ranker = results.get("ranker")
+    judge = str(ranker.get("kind", "-")) if isinstance(ranker, dict) else "-"
+    return np.stack(thetas), judge
 
 
 def _curve(metrics: dict, num_seeds: int) -> dict:
@@ -115,7 +152,7 @@ def run(args: Args, progress=None) -> dict:
     """Train both rewards, evaluate, write the tables and results.json. Host-only.
 
     Raises:
-      UserError: see `load_sailor_thetas` (`trained.final_thetas`) and
+      UserError: see `load_sailor_thetas` and
         `run_guard.claim_out_dir` (`--out` holds a started run, or a different one, or
         another process runs there; the disk became full while running).
     """

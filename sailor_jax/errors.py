@@ -169,9 +169,3 @@ def report_user_errors(main: Callable[[list[str]], T], argv: Sequence[str] | Non
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
-
-
-def check(ok: Any, what: str, fix: str = "") -> None:
-    """Raise `UserError(what, fix)` unless `ok`."""
-    if not ok:
-        raise UserError(what, fix)

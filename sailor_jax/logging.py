@@ -51,14 +51,6 @@ def stored_path(path: str) -> str:
     return path + ".gz"
 
 
-def write_json_gz(path: str, obj: Any) -> None:
-    """Write `obj` (`to_jsonable` first) as indented JSON, gzip level 9 without a timestamp,
-    as the raw results under `benchmarks/results/` are kept (`gzip -9 -n`). Host-only."""
-    raw = json.dumps(to_jsonable(obj), indent=1).encode()
-    with open(path, "wb") as f:
-        f.write(gzip.compress(raw, compresslevel=9, mtime=0))
-
-
 def open_text(path: str, newline: str | None = None) -> IO[str]:
     """Open a UTF-8 text file for reading, or its gzip-compressed copy. Host-only.
 

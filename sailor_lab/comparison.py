@@ -8,9 +8,9 @@ environments, so differences are paired per seed (`report.paired_difference`).
 
 from __future__ import annotations
 
-from sailor_jax import report
 from sailor_jax.config.arms import ARMS
 from sailor_jax.game.features import FEATURE_NAMES
+from sailor_lab import report
 
 REFERENCE = "theta0.fixed"
 """The reference arm: the baseline reward theta0 kept fixed."""

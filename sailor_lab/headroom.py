@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 import jax
 import numpy as np
 
-from sailor_jax import report
 from sailor_jax.logging import to_jsonable
 from sailor_jax.run.run_dir import config_json
+from sailor_lab import report
 from sailor_lab.search_config import ThetaSearchConfig
 from sailor_lab.theta_search import (
     evaluate_groups,

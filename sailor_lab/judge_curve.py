@@ -18,9 +18,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sailor_jax import report
 from sailor_jax.logging import open_text, stored_path
 from sailor_jax.types import Ranking
+from sailor_lab import report
 from sailor_lab.judge_eval import pair_counts, skill_truth
 
 

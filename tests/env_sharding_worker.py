@@ -1,4 +1,4 @@
-"""Multi-device checks of `sailor_jax.scale.env_sharding`, run by tests/test_env_sharding.py.
+"""Multi-device checks of `sailor_lab.env_sharding`, run by tests/test_env_sharding.py.
 
 A script, not a test module: XLA reads `--xla_force_host_platform_device_count` when JAX
 starts, and the pytest process has already started it with one CPU device. The tests run
@@ -24,8 +24,8 @@ from sailor_jax.agents.optimizer import make_optimizer
 from sailor_jax.agents.policy import episode_metrics
 from sailor_jax.config import NetworkConfig, PPOConfig
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.scale import env_sharding
 from sailor_jax.types import RunningStats, Transition
+from sailor_lab import env_sharding
 
 D = 4
 AXIS = env_sharding.AXIS

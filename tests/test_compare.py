@@ -13,13 +13,12 @@ import numpy as np
 import pytest
 from test_experiments import _load
 
-from sailor_jax import report
 from sailor_jax.config import PAPER, SMALL_NETWORK, EvalConfig, PPOConfig, SailorConfig
 from sailor_jax.config.arms import ARMS, DEFAULT_ARMS, PAPER_CHANGES, arm_config, replace_fields
 from sailor_jax.errors import UserError
 from sailor_jax.run import loop
 from sailor_jax.run.run_dir import config_json
-from sailor_lab import variants
+from sailor_lab import report, variants
 from sailor_lab.starts import STARTS
 
 TINY_BASE = dataclasses.replace(

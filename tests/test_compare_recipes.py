@@ -10,8 +10,8 @@ import pytest
 import scipy.stats
 from test_experiments import _load
 
-from sailor_jax import report
 from sailor_jax.errors import UserError
+from sailor_lab import report
 
 compare = _load("benchmarks/compare_recipes.py")
 

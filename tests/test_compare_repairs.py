@@ -12,12 +12,13 @@ import pytest
 from test_experiments import _load
 from test_results import _record
 
-from sailor_jax import report
 from sailor_jax.alignment import heldout
+from sailor_jax.alignment.preferences import judged_pairs
 from sailor_jax.errors import UserError
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run.results import PHASES, SailorResults, SeedUpdate
 from sailor_jax.types import Ranking
+from sailor_lab import report
 
 THETA0 = list(RewardSpec().theta0)
 TILES = [str(t) for t in report.TILES]
@@ -49,7 +50,8 @@ def test_update_outcomes_reads_accepted_held_out_and_guard_refusals():
     by the real held-out test and survival guard, so a change of wording fails here."""
     bench = _load("benchmarks/compare_repairs.py")
     phi, theta = np.eye(8)[:4] + np.eye(8)[0], np.eye(8)[0]
-    heldout_refusal = heldout.heldout_test(theta, theta, phi, Ranking(order=np.arange(4)))
+    heldout_refusal = heldout.pairs_test(theta, theta, phi,
+                                         *judged_pairs(Ranking(order=np.arange(4))))
     ok, guard_refusal = heldout.survival_check([0.3, -1.0], [0.1, 5.0], np.array([[10.0, 1.0]]),
                                                [10], ("a", "game_over"))
     assert not heldout_refusal.accepted and not ok

@@ -24,12 +24,11 @@ import probe_envs
 import pytest
 from reference import numpy_2048 as ref
 
-from sailor_jax import report
 from sailor_jax.agents.networks import make_network
 from sailor_jax.config import NetworkConfig
 from sailor_jax.game.features import FEATURE_NAMES, NUM_FEATURES
 from sailor_jax.game.reward import RewardSpec
-from sailor_lab import dqn
+from sailor_lab import dqn, report
 from sailor_lab.dqn import DQNConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

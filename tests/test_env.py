@@ -9,6 +9,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pgx.play2048
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -36,9 +37,20 @@ NEAR_TERMINAL = np.array(
 # Compiled functions under test, built once.
 
 
+def state_from_board(board: jax.Array) -> env.State:
+    """A running-game pgx `State` holding `board` (`[16]` exponents), with its legal mask and
+    observation; `terminated` where no move is legal."""
+    board = jnp.asarray(board, jnp.int32)
+    mask = pgx.play2048._legal_action_mask(board.reshape(4, 4))
+    terminated = ~mask.any()
+    mask = jnp.where(terminated, True, mask)  # pgx marks every action legal at a terminal state
+    state = env.State(_board=board, legal_action_mask=mask, terminated=terminated)
+    return state.replace(observation=env._ENV.observe(state))
+
+
 def _play_all_actions(board: jax.Array, key: jax.Array):
     """Play each of the 4 actions from `board` (no auto-reset); results stacked on axis 0."""
-    state = env.state_from_board(board)
+    state = state_from_board(board)
     keys = jax.random.split(key, env.NUM_ACTIONS)
     actions = jnp.arange(env.NUM_ACTIONS, dtype=jnp.int32)
     next_states, results = jax.vmap(env.play, in_axes=(None, 0, 0))(state, actions, keys)
@@ -51,8 +63,8 @@ STEP = jax.jit(env.step)
 PLAY = jax.jit(env.play)
 STEP_BATCH = jax.jit(jax.vmap(env.step))
 RESET_BATCH = jax.jit(jax.vmap(env.reset))
-STATE_FROM_BOARD = jax.jit(env.state_from_board)
-STATE_FROM_BOARD_BATCH = jax.jit(jax.vmap(env.state_from_board))
+STATE_FROM_BOARD = jax.jit(state_from_board)
+STATE_FROM_BOARD_BATCH = jax.jit(jax.vmap(state_from_board))
 BATCH = 8  # batch size of the vmap tests (one compile of STEP_BATCH)
 
 
@@ -492,7 +504,6 @@ def test_obs_one_hot_shape_and_content():
 
 def test_constants():
     assert env.NUM_ACTIONS == 4
-    assert env.ACTION_NAMES == ("left", "up", "right", "down")
 
 
 def test_game_2048_env_fns_bundle_the_env_functions():

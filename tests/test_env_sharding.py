@@ -1,4 +1,4 @@
-"""Tests for `sailor_jax.scale.env_sharding`: one PPO run with its envs split over a device mesh.
+"""Tests for `sailor_lab.env_sharding`: one PPO run with its envs split over a device mesh.
 
 The multi-device checks need `--xla_force_host_platform_device_count=4` before JAX starts, so
 each runs `tests/env_sharding_worker.py` in a subprocess with 4 CPU devices and asserts on the
@@ -22,7 +22,7 @@ import pytest
 
 from sailor_jax.agents import ppo
 from sailor_jax.config import NetworkConfig, PPOConfig
-from sailor_jax.scale import env_sharding
+from sailor_lab import env_sharding
 
 WORKER = Path(__file__).with_name("env_sharding_worker.py")
 DEVICES = 4

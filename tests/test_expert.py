@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import jax
@@ -11,8 +12,9 @@ import pytest
 from reference import numpy_expert
 from reference.numpy_2048 import legal_mask, move
 
-from sailor_jax.agents.evaluation import make_act_evaluate
+from sailor_jax.agents.evaluation import play_out
 from sailor_jax.game import expert
+from sailor_jax.game.env import GAME_2048
 
 
 def _random_boards(n: int, seed: int, high: int = 12, fill: float = 0.7) -> np.ndarray:
@@ -89,8 +91,9 @@ def test_bad_arguments_are_clear_errors():
 
 
 def test_expert_beats_random_and_epsilon_one_is_random_legal_play():
-    games = {eps: jax.device_get(make_act_evaluate(expert.expert_act(1, eps), 8, 3000)(
-        jax.random.key(0))) for eps in (0.0, 1.0)}
+    games = {eps: jax.device_get(jax.jit(functools.partial(
+        play_out, GAME_2048, expert.expert_act(1, eps), 8, 3000))(jax.random.key(0)))
+        for eps in (0.0, 1.0)}
     assert not games[0.0].truncated.any()
     assert games[0.0].score.mean() > 2 * games[1.0].score.mean()
     assert games[1.0].length.min() > 0

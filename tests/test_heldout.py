@@ -10,7 +10,7 @@ from reference.numpy_2048 import legal_mask, move
 from reference.numpy_expert import board_score
 
 from sailor_jax.alignment import heldout
-from sailor_jax.alignment.preferences import build_preferences, pair_agreement
+from sailor_jax.alignment.preferences import build_preferences, judged_pairs, pair_agreement
 from sailor_jax.config import PAPER, AlignmentConfig, PreferenceConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges import ExpertRanker
@@ -111,21 +111,21 @@ def test_value_verdict_against_a_hand_computed_window():
     assert ExpertRanker(verdict="regret").aggregate == "mean"
 
 
-def test_heldout_test_rejects_a_step_that_only_fits_its_own_pairs():
+def test_pairs_test_rejects_a_step_that_only_fits_its_own_pairs():
     # Held-out judge: prefers feature 0. Candidate moves towards feature 1 (which fitted some
     # other pairs): it loses every held-out pair the current theta got right.
     phi = np.array([[3.0, 0.0] + [0] * 6, [2.0, 1.0] + [0] * 6, [1.0, 2.0] + [0] * 6,
                     [0.0, 3.0] + [0] * 6])
     ranking = Ranking(order=np.array([0, 1, 2, 3]))
     theta, candidate = np.eye(8)[0], np.eye(8)[1]
-    test = heldout.heldout_test(theta, candidate, phi, ranking)
+    test = heldout.pairs_test(theta, candidate, phi, *judged_pairs(ranking))
     assert not test.accepted and test.lost == 6 and test.gained == 0
-    good = heldout.heldout_test(candidate, theta, phi, ranking)
+    good = heldout.pairs_test(candidate, theta, phi, *judged_pairs(ranking))
     assert good.accepted and good.agreement_after == 1.0 and good.agreement_before == 0.0
-    same = heldout.heldout_test(theta, theta, phi, ranking)  # nothing gained: not accepted
+    same = heldout.pairs_test(theta, theta, phi, *judged_pairs(ranking))  # nothing gained
     assert not same.accepted
     with pytest.raises(ValueError, match="z must be finite"):
-        heldout.heldout_test(theta, candidate, phi, ranking, z=-1.0)
+        heldout.pairs_test(theta, candidate, phi, *judged_pairs(ranking), z=-1.0)
 
 
 def test_split_group_and_subset_ranking():

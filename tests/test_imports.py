@@ -2,7 +2,7 @@
 
 The layers of `sailor_jax/` (docs/architecture.md), lowest first:
 
-    0 foundation  types, errors, logging, report (and the package __init__)
+    0 foundation  types, errors, logging (and the package __init__)
     1 game        2048 rules, features, R_theta, the expectimax expert
     2 config      frozen run configs (validates theta against game.reward)
     3 agents      networks, policy step, PPO, rollouts, greedy evaluation
@@ -31,13 +31,12 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "sailor_jax"
 HARNESS = PACKAGE.parent / "sailor_lab"
-LAYERS = {"types": 0, "errors": 0, "logging": 0, "report": 0, "game": 1, "config": 2,
+LAYERS = {"types": 0, "errors": 0, "logging": 0, "game": 1, "config": 2,
           "agents": 3, "scale": 4, "judges": 5, "alignment": 6, "run": 7, "cli": 8}
-TOP_LEVEL_FILES = {"__init__.py", "types.py", "errors.py", "logging.py", "report.py", "cli.py"}
+TOP_LEVEL_FILES = {"__init__.py", "types.py", "errors.py", "logging.py", "cli.py"}
 DEVICE_MODULES = ("game.env", "game.features", "game.reward", "game.expert", "agents.networks",
                   "agents.optimizer", "agents.policy", "agents.ppo", "agents.rollout",
-                  "agents.evaluation", "agents.collectives", "agents.seeds",
-                  "scale.env_sharding")
+                  "agents.evaluation", "agents.collectives", "agents.seeds")
 HOST_ONLY = ("transformers", "torch", "skopt", "orbax", "tensorboardX", "sklearn", "cma")
 
 

@@ -10,8 +10,8 @@ import pytest
 from test_compare_recipes import _line
 from test_experiments import _load
 
-from sailor_jax import report
 from sailor_jax.errors import UserError
+from sailor_lab import report
 
 pool_curves = _load("benchmarks/pool_curves.py")
 

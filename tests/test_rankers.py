@@ -14,6 +14,7 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from llm_fixtures import random_games
+from scripted import ScriptedRanker
 
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.judges import (
@@ -21,7 +22,6 @@ from sailor_jax.judges import (
     LLMRanker,
     OutcomeRanker,
     Ranker,
-    ScriptedRanker,
     bradley_terry,
     hf_backend,
     parse_ranking,

@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+from scripted import ScriptedAdvisor, ScriptedRanker
 
 from sailor_jax.alignment import refinement
 from sailor_jax.alignment.refinement import Suggestion
@@ -23,7 +24,7 @@ from sailor_jax.config import (
     RefineConfig,
 )
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.judges import ScriptedRanker, hf_backend
+from sailor_jax.judges import hf_backend
 from sailor_jax.judges.llm import LLMRanker, LLMRankerConfig
 from sailor_jax.run import loop
 from sailor_jax.types import Ranking
@@ -122,8 +123,8 @@ TINY = dataclasses.replace(
 
 def test_loop_refines_when_rankings_agree_and_score_stalls(tmp_path):
     out = str(tmp_path / "r")
-    advisor = refinement.ScriptedAdvisor(["lower the smoothness weight", "no idea"],
-                                         log_path=os.path.join(out, "refine.jsonl"))
+    advisor = ScriptedAdvisor(["lower the smoothness weight", "no idea"],
+                              log_path=os.path.join(out, "refine.jsonl"))
     os.makedirs(out)
     results = loop.run(TINY, out, advisor=advisor).to_json()
     k = NAMES.index("smoothness")
@@ -198,8 +199,8 @@ def test_refine_theta_at_the_bound_says_so_and_keeps_theta():
 
 def test_scripted_advisor_records_keep_the_refine_jsonl_format(tmp_path):
     log = tmp_path / "refine.jsonl"
-    advisor = refinement.ScriptedAdvisor(["raise empty cells", "?", "lower game_over"],
-                                         log_path=str(log))
+    advisor = ScriptedAdvisor(["raise empty cells", "?", "lower game_over"],
+                              log_path=str(log))
     assert isinstance(advisor, refinement.Advisor)
     theta = np.asarray(SPEC.theta0)
     out = advisor.suggest(SPEC, [theta, theta], [{"x": [1.0]}] * 2, context={"iteration": 4})

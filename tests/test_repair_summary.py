@@ -9,8 +9,8 @@ import json
 import pytest
 from test_experiments import _load
 
-from sailor_jax import report
 from sailor_jax.errors import UserError
+from sailor_lab import report
 from sailor_lab.starts import severity
 
 summary_mod = _load("benchmarks/repair_summary.py")

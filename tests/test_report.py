@@ -1,4 +1,4 @@
-"""Confidence intervals and result tables (sailor_jax.report) against scipy and hand values."""
+"""Confidence intervals and result tables (sailor_lab.report) against scipy and hand values."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from sailor_jax import report
+from sailor_lab import report
 
 
 def test_mean_ci_matches_scipy_t_interval():

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from test_experiments import _load
 
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run.results import (
@@ -16,7 +17,6 @@ from sailor_jax.run.results import (
     SailorResults,
     SeedUpdate,
 )
-from sailor_jax.run.trained import final_thetas
 
 SPEC = RewardSpec()
 
@@ -109,10 +109,10 @@ def test_load_errors_name_the_file_and_the_problem(tmp_path):
         SailorResults.load(str(tmp_path / "partial.json"))
 
 
-def test_final_thetas_reads_the_last_iteration(tmp_path):
+def test_transfer_reads_a_runs_last_thetas(tmp_path):
     results = _results()
     results.theta_history = [*results.theta_history, [[0.5] + [0.0] * 6 + [-1.0]] * 2]
     results.write(str(tmp_path))
-    thetas, judge = final_thetas(str(tmp_path))
+    thetas, judge = _load("experiments/transfer_dqn.py").load_sailor_thetas(str(tmp_path))
     assert thetas.shape == (2, 8) and judge == "outcome"
     np.testing.assert_array_equal(thetas[:, 0], [0.5, 0.5])

@@ -20,10 +20,10 @@ import subprocess
 import pytest
 from test_experiments import _load
 
-from sailor_jax import report
 from sailor_jax.logging import open_text, stored_path
 from sailor_jax.run import run_dir
 from sailor_jax.run.results import SailorResults
+from sailor_lab import report
 from sailor_lab.variants import load_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -23,8 +23,8 @@ import judge_cost  # noqa: E402
 import phases  # noqa: E402
 import throughput  # noqa: E402
 
-from sailor_jax import report  # noqa: E402
 from sailor_jax.logging import json_line  # noqa: E402
+from sailor_lab import report  # noqa: E402
 
 PARTS = ("env", "ppo", "reference", "judge", "main_llm", "main_expert")
 TRUNKS = ("afterstates_64", "default")

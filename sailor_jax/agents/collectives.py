@@ -1,4 +1,4 @@
-"""Batch statistics of an env batch that may be split over devices (`env_sharding`).
+"""Batch statistics of an env batch that may be split over devices (`sailor_lab.env_sharding`).
 
 Device code. Each function reduces all elements of a local array `x`; when `axis_name` names
 a mesh axis of an enclosing `jax.shard_map`, it also reduces over the shards of every device on

@@ -83,33 +83,19 @@ def make_policy_evaluate(apply_fn: Callable[[Any, jax.Array, jax.Array], jax.Arr
                                      greedy))
 
 
-def make_act_evaluate(act: Callable, num_episodes: int, max_len: int = 50_000,
-                      env_fns: EnvFns = GAME_2048):
-    """Build the compiled `evaluate(key) -> EpisodeStats` for any policy `act`.
-
-    The protocol of `make_policy_evaluate` for a policy that is not a network (e.g. the
-    expert, `expert.expert_act`): `act(key, board [E, 16], legal_action_mask [E, 4]) ->
-    (action [E] int32, extra)`, as `policy.policy_step` takes it. Static: all arguments.
-
-    Raises:
-      ValueError: `num_episodes` or `max_len` not positive.
-    """
-    if num_episodes <= 0 or max_len <= 0:
-        raise ValueError(f"num_episodes and max_len must be positive, got {num_episodes}, "
-                         f"{max_len}")
-    return jax.jit(functools.partial(_play_out, env_fns, act, num_episodes, max_len))
-
-
 def _evaluate(fns: EnvFns, apply_fn: Callable, num_episodes: int, max_len: int, greedy: bool,
               params, key: jax.Array) -> EpisodeStats:
     """Play `num_episodes` games to the end or `max_len` moves; see `make_policy_evaluate`."""
     act = functools.partial(logits_policy, apply_fn, params, greedy)
-    return _play_out(fns, act, num_episodes, max_len, key)
+    return play_out(fns, act, num_episodes, max_len, key)
 
 
-def _play_out(fns: EnvFns, act: Callable, num_episodes: int, max_len: int, key: jax.Array
-              ) -> EpisodeStats:
-    """Play `num_episodes` games with `act` to the end or `max_len` moves."""
+def play_out(fns: EnvFns, act: Callable, num_episodes: int, max_len: int, key: jax.Array
+             ) -> EpisodeStats:
+    """`EpisodeStats` (`[E]`) of `E = num_episodes` games played with `act` to the end or
+    `max_len` moves; jit it with all but `key` bound. `act(key, board [E, 16],
+    legal_action_mask [E, 4]) -> (action [E] int32, extra)`, as `policy.policy_step` takes it:
+    a network's (`make_policy_evaluate`) or another policy's (the expert, `expert_act`)."""
     key_reset, key_play = jax.random.split(key)
     state = jax.vmap(fns.reset)(jax.random.split(key_reset, num_episodes))
     zeros = jnp.zeros((num_episodes,), jnp.int32)

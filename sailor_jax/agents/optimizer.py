@@ -1,8 +1,8 @@
 """The PPO optimiser: Adam after global-norm gradient clipping, and its learning-rate schedule.
 
-Shared by the single-device PPO (`agents.ppo`) and the env-sharded one (`scale.env_sharding`),
-so both step with the same schedule. References: Kingma & Ba 2015 (Adam); Andrychowicz et al.
-2021 ("What Matters in On-Policy RL", linear learning-rate decay).
+Shared by `agents.ppo` and its env-sharded form (`sailor_lab.env_sharding`), so both step
+with the same schedule. References: Kingma & Ba 2015 (Adam); Andrychowicz et al. 2021
+("What Matters in On-Policy RL", linear learning-rate decay).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ own per-move means. On equal-length windows a sum and a mean order alike.
 Held-out acceptance. An update fitted to the pairs of a few games always fits them better:
 accepting on those same pairs lets the update re-draw theta from noise (the random-judge
 control). `split_group` holds out part of the iteration's trajectories; the update is fitted
-on the rest, and `heldout_test` accepts the candidate only when it orders the held-out pairs
+on the rest, and `pairs_test` accepts the candidate only when it orders the held-out pairs
 (every pair the judge orders among them) better than the current theta by a sign-test margin:
 with `g` pairs it newly gets right and `l` it newly gets wrong, accept iff
 `g - l >= max(1, z * sqrt(g + l))`. Under a judge with no information `g` and `l` are
@@ -25,17 +25,14 @@ Survival guard. The per-move level of `R_theta` (its mean per move, the terminal
 left out) decides how much the agent wants to live: below zero every move costs and the agent
 learns to end the game; near zero it barely cares. Features such as smoothness and
 monotonicity are near 0.9 and 0.55 on every move, so small weights on them act as that
-constant, and comparisons of equal-length windows cannot see it. In the repair table's
-random-judge runs every seed whose level an accepted step took below zero collapsed (final scores
-228-2,307 against ~11,000 kept fixed), and seeds whose level a step cut from +0.16 to
-+0.015..+0.045 stalled near half their fixed twin. `survival_check` therefore lets an update
-raise the level but never lower it: in 2048 points are made only while the game goes on, so
-this project sets the level by that rule, not by the judge.
+constant, and comparisons of equal-length windows cannot see it (docs/history.md: the seeds
+whose level a random judge's step lowered collapsed or stalled). `survival_check` therefore
+lets an update raise the level but never lower it: in 2048 points are made only while the
+game goes on, so this project sets the level by that rule, not by the judge.
 With a floor (`AlignmentConfig.survival_floor`) an update may also lower a level that lies
 above the floor, down to the floor: a start that pays too much per move (a heuristic weighted
 1.0 on every move) can then be moved by the judge, while a level at or below the floor keeps
-the rule above. The recommended update's floor is 0.5: it repairs a start paying 1.0 per
-move in `smoothness` and `merges_available`, and is level with no floor elsewhere.
+the rule above.
 """
 
 from __future__ import annotations
@@ -44,7 +41,7 @@ import dataclasses
 
 import numpy as np
 
-from sailor_jax.alignment.preferences import _judged_pairs, _theta_sign
+from sailor_jax.alignment.preferences import _theta_sign
 from sailor_jax.config.judge import COMPARISONS
 from sailor_jax.game.features import TERMINAL_FEATURES
 from sailor_jax.types import Ranking
@@ -117,7 +114,7 @@ def subset_ranking(ranking: Ranking, index: np.ndarray) -> Ranking:
 
 @dataclasses.dataclass(frozen=True)
 class HeldoutResult:
-    """Outcome of `heldout_test` (host-only)."""
+    """Outcome of `pairs_test` (host-only)."""
 
     accepted: bool
     gained: float
@@ -131,33 +128,21 @@ class HeldoutResult:
     message: str
 
 
-def heldout_test(theta, candidate, phi_heldout, ranking: Ranking, z: float = 1.0
-                 ) -> HeldoutResult:
-    """Accept `candidate` only if it orders the held-out trajectories better than `theta`.
+def pairs_test(theta, candidate, phi, win, lose, z: float = 1.0) -> HeldoutResult:
+    """Accept `candidate` only if it orders the held-out pairs better than `theta`. Host-only.
 
-    Host-only. Pairs are every pair the judge orders among the held-out trajectories
-    (`pairs_test` decides). Accept iff `g - l >= max(1, z * sqrt(g + l))` (module docstring);
-    an unchanged theta is not accepted.
+    Accept iff `g - l >= max(1, z * sqrt(g + l))` (module docstring); an unchanged theta is not
+    accepted. A tie of `R_theta` (`preferences.TIE_TOL`) counts half a pair.
 
     Args:
       theta, candidate: `float[F]` current and proposed weights.
-      phi_heldout: `float[H, F]` comparison features of the held-out trajectories.
-      ranking: the judge's ranking of those `H` trajectories (`subset_ranking`).
+      phi: `float[N, F]` comparison features of the held-out trajectories.
+      win, lose: `int[P]` rows of `phi`: the judge prefers `win[p]` over `lose[p]`
+        (`preferences.judged_pairs` of the `subset_ranking`).
       z: sign-test margin (>= 0).
 
     Raises:
       ValueError: `z` negative or not finite.
-    """
-    win, lose = _judged_pairs(ranking)
-    return pairs_test(theta, candidate, phi_heldout, win, lose, z)
-
-
-def pairs_test(theta, candidate, phi, win, lose, z: float = 1.0) -> HeldoutResult:
-    """`heldout_test` on given held-out pairs: `win[p]` is the judge's preferred item of pair
-    p over `lose[p]` (`int[P]` rows of `phi float[N, F]`).
-
-    A tie of `R_theta` (`preferences.TIE_TOL`) counts half a pair (as
-    `preferences.pair_agreement`). Raises as `heldout_test`.
     """
     if not (np.isfinite(z) and z >= 0):
         raise ValueError(f"held-out z must be finite and >= 0, got {z}")

@@ -24,7 +24,6 @@ import scipy.stats
 from sailor_jax.config import PreferenceConfig
 from sailor_jax.types import Preferences, Ranking
 
-WEIGHTINGS = ("none", "confidence", "discrepancy")
 SOURCE_PAIRWISE, SOURCE_PAIRWISE_REVERSED, SOURCE_SCORES, SOURCE_NONE = 0, 1, 2, 3
 """Codes returned by `judge_probability`: where the probability of a pair came from."""
 TIE_TOL = 1e-6
@@ -45,7 +44,7 @@ def _as_returns(r_theta, ranking: Ranking) -> np.ndarray:
     return r
 
 
-def _judged_pairs(ranking: Ranking) -> tuple[np.ndarray, np.ndarray]:
+def judged_pairs(ranking: Ranking) -> tuple[np.ndarray, np.ndarray]:
     """All pairs the judge orders (no score tie) as (winner, loser) `int64[Q]` arrays."""
     a, b = np.triu_indices(len(ranking.order), k=1)
     rank = ranking.rank
@@ -158,7 +157,7 @@ def build_preferences(
       ValueError: `r_theta` has the wrong shape or a non-finite entry.
     """
     r = _as_returns(r_theta, ranking)
-    win, lose = _judged_pairs(ranking)
+    win, lose = judged_pairs(ranking)
     keep, num_discordant = select_pairs(r, win, lose, rng, cfg)
     i, j = win[keep].astype(np.int32), lose[keep].astype(np.int32)
     return Preferences(
@@ -234,7 +233,7 @@ def pair_agreement(r_theta, ranking: Ranking) -> float:
       ValueError: `r_theta` has the wrong shape or a non-finite entry.
     """
     r = _as_returns(r_theta, ranking)
-    win, lose = _judged_pairs(ranking)
+    win, lose = judged_pairs(ranking)
     if len(win) == 0:
         return float("nan")
     sign = _theta_sign(r, win, lose)

@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from sailor_jax.alignment.preferences import judged_pairs
 from sailor_jax.alignment.suggestion import Suggestion, parse_suggestion
 from sailor_jax.alignment.updates import UpdateResult, update_theta
 from sailor_jax.config import AlignmentConfig, LLMRankerConfig, RefineConfig
@@ -97,16 +98,7 @@ def one_sided_box(theta, suggestion: Suggestion, spec: RewardSpec, cfg: RefineCo
 
 def all_judged_pairs(ranking: Ranking) -> Preferences:
     """Every pair the judge orders, winner first, weight 1 (the agreement to keep)."""
-    m = len(ranking.order)
-    a, b = np.triu_indices(m, k=1)
-    rank = ranking.rank
-    keep = np.ones(a.shape, bool)
-    if ranking.scores is not None:
-        scores = np.asarray(ranking.scores, np.float64)
-        keep = scores[a] != scores[b]
-    a, b = a[keep], b[keep]
-    a_wins = rank[a] < rank[b]
-    win, lose = np.where(a_wins, a, b), np.where(a_wins, b, a)
+    win, lose = judged_pairs(ranking)
     return Preferences(i=win.astype(np.int32), j=lose.astype(np.int32),
                        w=np.ones(win.shape, np.float32), discordant=np.zeros(win.shape, bool))
 
@@ -144,7 +136,7 @@ def refine_theta(theta, Phi, ranking: Ranking, suggestion: Suggestion, spec: Rew
 
 @runtime_checkable
 class Advisor(Protocol):
-    """Answers "which single weight should change?": `LLMAdvisor`, `ScriptedAdvisor` (tests)."""
+    """Answers "which single weight should change?" (`LLMAdvisor`)."""
 
     def suggest(self, spec: RewardSpec, thetas: Sequence, stats: Sequence[dict],
                 context: dict | None = None) -> list[tuple[Suggestion | None, dict]]:
@@ -203,27 +195,6 @@ class LLMAdvisor:
     def suggest(self, spec: RewardSpec, thetas: Sequence, stats: Sequence[dict],
                 context: dict | None = None) -> list[tuple[Suggestion | None, dict]]:
         """See `Advisor.suggest`; the answers come from the LM (logged)."""
-        return advise(self.generate, self._sink, spec, thetas, stats, context)
-
-
-class ScriptedAdvisor:
-    """An `Advisor` that answers with the fixed `answers` in turn, cycling (tests); parsing and
-    logging (`log_path`, `records`) as `LLMAdvisor`."""
-
-    def __init__(self, answers: Sequence[str], log_path: str | None = None) -> None:
-        self._answers, self._next = list(answers), 0
-        self._sink = JsonlSink(log_path, keep=None)
-        self.records = self._sink.records
-
-    def generate(self, prompts: Sequence[str]) -> list[str]:
-        """The next `len(prompts)` scripted answers."""
-        out = [self._answers[(self._next + k) % len(self._answers)] for k in range(len(prompts))]
-        self._next += len(prompts)
-        return out
-
-    def suggest(self, spec: RewardSpec, thetas: Sequence, stats: Sequence[dict],
-                context: dict | None = None) -> list[tuple[Suggestion | None, dict]]:
-        """See `Advisor.suggest`; the answers are the scripted texts (logged)."""
         return advise(self.generate, self._sink, spec, thetas, stats, context)
 
 

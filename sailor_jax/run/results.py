@@ -2,10 +2,9 @@
 
 Host-only. The one place that knows the schema of a SAILOR `results.json` and of the loop
 state saved in each checkpoint: `SailorResults.to_json` writes it, `SailorResults.load` reads
-and validates it (`experiments/` read results only through here; `trained.final_thetas` reads
-the final thetas through `read_json`). Every record converts with
-`to_json()` (plain JSON values; NaN becomes null through `logging.to_jsonable`) and
-`from_json(d)`.
+and validates it (`experiments/` read results only through here, or through `read_json`).
+Every record converts with `to_json()` (plain JSON values; NaN becomes null through
+`logging.to_jsonable`) and `from_json(d)`.
 """
 
 from __future__ import annotations

@@ -16,8 +16,7 @@ import numpy as np
 
 from sailor_jax.alignment import heldout, refinement
 from sailor_jax.alignment.parallel import update_many
-from sailor_jax.alignment.preferences import _judged_pairs as judged_window_pairs
-from sailor_jax.alignment.preferences import build_preferences, kendall_tau
+from sailor_jax.alignment.preferences import build_preferences, judged_pairs, kendall_tau
 from sailor_jax.config import SailorConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run.results import LoopState, SeedUpdate
@@ -110,7 +109,7 @@ def _window_fit(theta: np.ndarray, batch: Any, s: int, ranking: Ranking, compari
     if cfg.alignment.heldout > 0:
         fit, out = heldout.split_group(len(phi_all), cfg.alignment.heldout, rng)
         phi_sum, fit_ranking = phi_all[fit], heldout.subset_ranking(ranking, fit)
-        test = (phi_all[out], *judged_window_pairs(heldout.subset_ranking(ranking, out)))
+        test = (phi_all[out], *judged_pairs(heldout.subset_ranking(ranking, out)))
     prefs = build_preferences(phi_sum @ theta, fit_ranking, rng, cfg.preferences)
     return phi_sum, prefs, lambda th: kendall_tau(phi_sum @ th, fit_ranking), test
 

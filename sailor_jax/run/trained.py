@@ -1,5 +1,4 @@
-"""A trained agent read back from a finished run folder, its greedy games, and a SAILOR run's
-final thetas (`final_thetas`). Host-only.
+"""A trained agent read back from a finished run folder, and its greedy games. Host-only.
 
 `load_agent` reads the folder of a finished `experiments/train_ppo.py` run (a `TrainConfig`
 in `config.json`) or `experiments/sailor.py` run (a `SailorConfig`; also one variant folder
@@ -26,10 +25,8 @@ from sailor_jax.agents import ppo
 from sailor_jax.agents.rollout import make_collect
 from sailor_jax.config import NetworkConfig, SailorConfig, TrainConfig
 from sailor_jax.errors import MissingFileError, UserError
-from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run import run_dir
 from sailor_jax.run.checkpoint import Checkpointer, restore_failure
-from sailor_jax.run.results import read_json
 from sailor_jax.scale import sharding
 from sailor_jax.types import TrajectoryBatch
 
@@ -209,45 +206,3 @@ def game_frames(batch: TrajectoryBatch, game: int) -> tuple[np.ndarray, np.ndarr
     boards = np.asarray(batch.boards[game, :length + 1], np.int32)
     gains = np.asarray(batch.score_gains[game, :length], np.float64)
     return boards, np.concatenate([[0.0], np.cumsum(gains)])
-
-
-def final_thetas(path: str, spec: RewardSpec | None = None) -> tuple[np.ndarray, str]:
-    """The final per-seed thetas and the judge kind of a SAILOR run. Host-only.
-
-    Args:
-      path: `results.json` of `experiments/sailor.py`, or the folder holding it. Uses
-        `theta_history[-1]` (`[S][F]`, in the order of `feature_names` when present).
-      spec: the reward specification thetas are validated against and reordered to
-        (default `RewardSpec()`).
-
-    Returns:
-      `(thetas float32[S, F] in spec order, judge)`; judge is `ranker.kind` or "-".
-
-    Raises:
-      MissingFileError: no results.json at `path`.
-      UserError: not JSON, no usable `theta_history`, unknown feature names, or a theta of the
-        wrong length or out of bounds (the message names the file and the seed).
-    """
-    spec = spec or RewardSpec()
-    file, results = read_json(path)
-    history = results.get("theta_history")
-    if not isinstance(history, list) or not history or not isinstance(history[-1], list) \
-            or not history[-1]:
-        raise UserError(f"{file} has no 'theta_history' (a non-empty [iterations][seeds][F] "
-                        "list); is it a SAILOR results.json?")
-    names = list(results.get("feature_names") or spec.names)
-    if sorted(names) != sorted(spec.names):
-        raise UserError(f"{file}: feature_names {names} do not match {list(spec.names)}")
-    order = [names.index(n) for n in spec.names]
-    thetas = []
-    for s, theta in enumerate(history[-1]):
-        if not isinstance(theta, list) or len(theta) != len(names):
-            raise UserError(f"{file}: final theta of seed {s} must be a list of {len(names)} "
-                            f"numbers ({names}), got {theta!r}")
-        try:
-            thetas.append(spec.validate([theta[k] for k in order]))
-        except (ValueError, TypeError) as err:
-            raise UserError(f"{file}: final theta of seed {s}: {err}") from err
-    ranker = results.get("ranker")
-    judge = str(ranker.get("kind", "-")) if isinstance(ranker, dict) else "-"
-    return np.stack(thetas), judge

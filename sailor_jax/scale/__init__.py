@@ -1,5 +1,5 @@
-"""Layer 4, scale: seed rows over devices and processes (`sharding`), one seed's envs
-over devices (`env_sharding`).
+"""Layer 4, scale: seed rows over devices and processes (`sharding`), and whether a run fits
+in memory (`memory`).
 
-Imports `agents`, `game`, `config` and the foundation modules.
+Imports only the foundation modules.
 """

@@ -13,8 +13,9 @@ import gzip
 import json
 import os
 
-from sailor_jax import report
 from sailor_jax.run.repair_table import worst_ratio
+
+from sailor_lab import report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TABLES = {"root seed 0": ".", "root seed 1": "seed1", "root seed 2": "seed2"}

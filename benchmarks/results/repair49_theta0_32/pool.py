@@ -14,8 +14,9 @@ import gzip
 import json
 import os
 
-from sailor_jax import report
 from sailor_jax.run.repair_table import worst_ratio
+
+from sailor_lab import report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VALUE = ("repair49_cpu", "repair49_seed1_cpu", "repair49_theta0_seed2_cpu",

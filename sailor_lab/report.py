@@ -9,15 +9,18 @@ sample standard deviation (ddof=1). With one seed the interval is undefined (NaN
 from __future__ import annotations
 
 import csv
+import gzip
+import json
 import math
 import os
 import platform
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import scipy.stats
 
-from sailor_jax.logging import open_text
+from sailor_jax.logging import open_text, to_jsonable
 
 TILES: tuple[int, ...] = (512, 1024, 2048, 4096)
 METRICS: tuple[str, ...] = ("score", *(f"tile_{t}" for t in TILES), "win_rate")
@@ -205,6 +208,14 @@ def write_tables(rows: Sequence[dict], out_dir: str, stem: str,
     with open(md_path, "w", encoding="utf-8") as f:
         f.write(markdown_table(rows, confidence))
     return csv_path, md_path
+
+
+def write_json_gz(path: str, obj: Any) -> None:
+    """Write `obj` (`to_jsonable` first) as indented JSON, gzip level 9 without a timestamp,
+    as the raw results under `benchmarks/results/` are kept (`gzip -9 -n`). Host-only."""
+    raw = json.dumps(to_jsonable(obj), indent=1).encode()
+    with open(path, "wb") as f:
+        f.write(gzip.compress(raw, compresslevel=9, mtime=0))
 
 
 def machine() -> dict[str, str]:
