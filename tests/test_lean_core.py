@@ -1,10 +1,9 @@
 """The lean core stays lean: caps on the package's size, its config fields and the CLIs'
 flags, and no history (issue or round numbers, dates) in the code.
 
-The caps: config fields at most 110, the main job's `--help` at most 80 flags and the
-comparison's at most 60 (the lean core's targets); the package's lines at today's count (its
-target, 11,000 lines, is not reached yet). A change that grows one past its cap says so here,
-where the reviewer sees it.
+The caps are the lean core's targets: config fields at most 110, the main job's `--help` at
+most 80 flags and the comparison's at most 60, the package at most 11,000 lines. A change that
+grows one past its cap says so here, where the reviewer sees it.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_FIELDS_CAP = 110
 SAILOR_FLAGS_CAP = 80
 COMPARE_FLAGS_CAP = 60
-PACKAGE_LINES_CAP = 11_550
+PACKAGE_LINES_CAP = 11_000
 HISTORY = re.compile(r"\b[Ii]ssue[ -]?\d+|\b[Rr]ound \d+|\b20\d\d-\d\d-\d\d")
 """An issue or round number, or a date: history, which belongs in docs/history.md and git."""
 FLAG = re.compile(r"^[│ ]*\s(--[a-z0-9][\w.-]*)", re.M)
