@@ -11,7 +11,7 @@ at its deadline keeps the rows it finished:
 - `ppo`: the PPO segment (`ppo_train_seeds`): 8 vmapped seeds x {256, 2048, 16384} envs
   per seed, the (64, 64) trunk (`afterstates_64`) and the (256, 256) default; env steps/s summed
   over seeds, XLA's memory need, and the FLOPs per env step from XLA's cost analysis
-  (`throughput.flops_per_env_step`), so each row reads as TFLOP/s and a fraction of the card's
+  (`throughput.cost_per_env_step`), so each row reads as TFLOP/s and a fraction of the card's
   peak (`PEAK_TFLOPS`).
 - `reference`: recipe `v0` (PureJaxRL's PPO function: two 2x256 tanh towers on the one-hot
   board, 128 steps, 4 epochs x 4 minibatches, written as PureJaxRL writes it).

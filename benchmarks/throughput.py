@@ -90,7 +90,10 @@ def _timed(fn, *args, repeats: int):
     return compile_s, times
 
 
-def _env_fn(n: int, steps: int, with_features: bool):
+def env_fn(n: int, steps: int, with_features: bool):
+    """`run(state, key) -> (state, key, reward sum)`: `steps` uniformly random legal moves of
+    `n` games (`[n]` state, auto-reset), plus `phi` and the reward with `with_features`; a pure
+    function to jit."""
     theta = jnp.asarray(RewardSpec().theta0)
 
     def body(carry, _):
@@ -113,7 +116,7 @@ def _env_fn(n: int, steps: int, with_features: bool):
 
 def bench_env(name: str, n: int, args: Args) -> dict:
     state = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), n))
-    fn = _env_fn(n, args.env_steps, name == "env_features")
+    fn = env_fn(n, args.env_steps, name == "env_features")
     compile_s, times = _timed(fn, state, jax.random.PRNGKey(1), repeats=args.repeats)
     return {"num_envs": n, "devices": 1, "compile_s": compile_s,
             "sps": n * args.env_steps / sorted(times)[len(times) // 2]}
@@ -160,46 +163,61 @@ def bench_ppo(n: int, args: Args, num_seeds: int | None = None, name: str = "def
             "segment_s": sorted(times)[len(times) // 2]}
 
 
-def _xla_flops(cfg) -> float:
-    """XLA's FLOP count (`compiled.cost_analysis()`) of one compiled segment of `cfg`, one seed."""
+def xla_cost(compiled) -> dict[str, float]:
+    """XLA's `flops` and `bytes` accessed of a compiled program (`compiled.cost_analysis()`,
+    keys "flops" and "bytes accessed"; a list of one dict in older JAX). Loop bodies are
+    counted as XLA counts them: see `cost_per_env_step`."""
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost  # a list of one dict in older JAX
+    return {"flops": float(cost["flops"]), "bytes": float(cost["bytes accessed"])}
+
+
+def _segment_cost(cfg) -> dict[str, float]:
+    """`xla_cost` of one compiled segment of `cfg`, one seed."""
     init, segment = make_train(cfg)
     runner = init(jax.random.PRNGKey(0))
-    cost = segment.lower(runner, jnp.asarray(RewardSpec().theta0)).compile().cost_analysis()
-    cost = cost[0] if isinstance(cost, list) else cost  # a list of one dict in older JAX
-    return float(cost["flops"])
+    return xla_cost(segment.lower(runner, jnp.asarray(RewardSpec().theta0)).compile())
 
 
-def flops_per_env_step(name: str, n: int, loops_counted_once: bool | None = None) -> dict:
-    """FLOPs of PPO training per env step of recipe `name`, from XLA's counts of two or three
-    compiled segments of `n` envs. Host-only; compiles those programs.
+def cost_per_env_step(cfg, loops_counted_once: bool | None = None,
+                      cost: dict[str, float] | None = None) -> dict:
+    """XLA's FLOPs and bytes accessed of PPO training per env step of `cfg` (a sized
+    `PPOConfig` as `make_train` takes it), from XLA's counts of two or three compiled
+    segments. Host-only; compiles those programs.
 
     XLA's cost analysis may count a loop body once whatever its trip count (it did on XLA:CPU
-    with jax 0.10: one segment of 1, 2 or 4 updates counted alike). The segments with 1 and 2
-    updates tell which: if the count doubles, loops were multiplied out and one update's count
-    over its `n * num_steps` env steps is the answer. Else every scan (updates, rollout steps,
+    with jax 0.10: one segment of 1, 2 or 4 updates counted alike). The segments with U and
+    2U updates tell which: if the count doubles, loops were multiplied out and the count over
+    the segment's `U n T` env steps is the answer. Else every scan (updates, rollout steps,
     epochs, minibatches) was counted once: the count is `a n + b n T / M` (one rollout step of
     `n` envs, one minibatch of `n T / M` samples), and a second count with `2 M` minibatches
-    solves for `a` and `b`; one env step costs `a + E b` (E epochs over every sample).
-    `loops_counted_once` (what an earlier call on the same backend returned) skips the first
-    check.
+    solves for `a` and `b`; one env step costs `a + E b` (E epochs over every sample). FLOPs
+    and bytes are solved alike. `loops_counted_once` (what an earlier call on the same backend
+    returned) skips the first check; `cost` (`xla_cost` of `cfg`'s own compiled segment, when
+    the caller has it) saves compiling it again.
 
     Returns:
-      `{"flops_per_env_step", "loops_counted_once", "xla_flops_segment"}`.
+      `{"flops_per_env_step", "bytes_per_env_step", "loops_counted_once",
+      "xla_flops_segment", "xla_bytes_segment"}`.
     """
-    cfg = dataclasses.replace(recipe(name), num_envs=n, updates_per_segment=1).over_run(4)
-    t, m, e = cfg.num_steps, cfg.num_minibatches, cfg.update_epochs
-    one = _xla_flops(cfg)
+    n, t, m, e = cfg.num_envs, cfg.num_steps, cfg.num_minibatches, cfg.update_epochs
+    one = cost or _segment_cost(cfg)
     if loops_counted_once is None:
-        two = _xla_flops(dataclasses.replace(cfg, updates_per_segment=2).over_run(4))
-        loops_counted_once = two < 1.5 * one
-    if not loops_counted_once:
-        return {"flops_per_env_step": one / (n * t), "loops_counted_once": False,
-                "xla_flops_segment": one}
-    halves = _xla_flops(dataclasses.replace(cfg, num_minibatches=2 * m))
-    b = 2 * (one - halves) * m / (n * t)
-    a = (one - b * n * t / m) / n
-    return {"flops_per_env_step": a + e * b, "loops_counted_once": True,
-            "xla_flops_segment": one}
+        two = _segment_cost(dataclasses.replace(cfg,
+                                                updates_per_segment=2 * cfg.updates_per_segment))
+        loops_counted_once = two["flops"] < 1.5 * one["flops"]
+    if loops_counted_once:
+        halves = _segment_cost(dataclasses.replace(cfg, num_minibatches=2 * m))
+    per_step = {}
+    for key in ("flops", "bytes"):
+        if loops_counted_once:
+            b = 2 * (one[key] - halves[key]) * m / (n * t)
+            per_step[key] = (one[key] - b * n * t / m) / n + e * b
+        else:
+            per_step[key] = one[key] / (cfg.updates_per_segment * n * t)
+    return {"flops_per_env_step": per_step["flops"], "bytes_per_env_step": per_step["bytes"],
+            "loops_counted_once": loops_counted_once, "xla_flops_segment": one["flops"],
+            "xla_bytes_segment": one["bytes"]}
 
 
 def main(args: Args) -> None:

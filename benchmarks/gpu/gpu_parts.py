@@ -23,6 +23,7 @@ import judge_cost  # noqa: E402
 import phases  # noqa: E402
 import throughput  # noqa: E402
 
+from sailor_jax.config.recipes import recipe  # noqa: E402
 from sailor_jax.logging import json_line  # noqa: E402
 from sailor_lab import report  # noqa: E402
 
@@ -90,10 +91,13 @@ def _ppo_rows(sizes: Sizes, recipes: tuple[str, ...], envs: tuple[int, ...],
 
 
 def part_ppo(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
-    """FLOPs per env step of each trunk, then the PPO segment's rows (in `Sizes.ppo_envs` order)."""
+    """FLOPs and bytes accessed per env step of each trunk, then the PPO segment's rows (in
+    `Sizes.ppo_envs` order)."""
     once = None
     for name in sizes.trunks:
-        flops = throughput.flops_per_env_step(name, sizes.flops_envs, once)
+        cfg = dataclasses.replace(recipe(name), num_envs=sizes.flops_envs,
+                                  updates_per_segment=1).over_run(4)
+        flops = throughput.cost_per_env_step(cfg, once)
         once = flops["loops_counted_once"]
         emit({"benchmark": "flops", "recipe": name, "num_envs": sizes.flops_envs, **flops})
     _ppo_rows(sizes, sizes.trunks, sizes.ppo_envs, emit)

@@ -1,0 +1,81 @@
+"""`benchmarks/census.py`: the HLO reader puts each op in the loop it runs in, with the loop's
+trip count; at toy sizes the census gives every arm finite positive costs and integer op
+counts in every PPO loop region, times every arm and the env, and the first layer's stopped
+gradient takes scatters and bytes out of the minibatch and nothing out of the rollout."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import pytest
+from test_experiments import _load
+
+REGIONS = {"segment", "update", "rollout_step", "gae_step", "epoch", "minibatch"}
+
+
+def test_loop_tree_puts_ops_in_their_loops():
+    census = _load("benchmarks/census.py")
+
+    def f(x, idx):
+        def inner(c, _):
+            return c.at[idx].add(c[:4]), None
+
+        def outer(c, _):
+            c, _ = jax.lax.scan(inner, c, length=3)
+            return jnp.sort(c) * 2, None
+        return jax.lax.scan(outer, x, length=5)[0]
+
+    root = census.loop_tree(jax.jit(f).lower(jnp.zeros(8), jnp.arange(4)).compile().as_text())
+    (outer,) = root.children
+    (inner,) = outer.children
+    assert (root.trip, outer.trip, inner.trip) == (1, 5, 3)
+    assert root.top["while"] == 1 and outer.top["while"] == 1
+    assert outer.top["sort"] + outer.fused["sort"] == 1
+    assert inner.top["scatter"] + inner.fused["scatter"] == 1
+    assert "scatter" not in outer.top and "scatter" not in outer.fused
+
+
+def test_census_at_toy_sizes(tmp_path, capsys):
+    census = _load("benchmarks/census.py")
+    census.main(census.parse_args(census.Args, [
+        "--json", "--out", str(tmp_path), "--arms", "afterstates_64:first_layer_grad_stopped",
+        "--num-envs", "16", "--num-steps", "8", "--update-epochs", "2",
+        "--num-minibatches", "4", "--updates", "2", "--repeats", "1"]))
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    with gzip.open(tmp_path / "census.jsonl.gz", "rt") as f:
+        assert [json.loads(line) for line in f] == rows
+    assert "| afterstates_64:first_layer_grad_stopped |" in (tmp_path / "census.md").read_text()
+    full, stopped, env_row = rows
+    assert [r["arm"] for r in rows] == ["afterstates_64", "afterstates_64:first_layer_grad_stopped",
+                                        "env_features"]
+    for row in (full, stopped):
+        assert row["loops_counted_once"] is full["loops_counted_once"]
+        for key in ("flops_per_env_step", "bytes_per_env_step", "sps", "segment_s"):
+            assert math.isfinite(row[key]) and row[key] > 0, (row["arm"], key)
+        assert set(row["ops"]) == REGIONS
+        for region in row["ops"].values():
+            assert region["runs_per_env_step"] > 0
+            for key in ("static", "static_fused", "run", "run_fused"):
+                assert all(isinstance(c, int) and c > 0 for c in region[key].values())
+        assert row["cpu"] and row["jax"] == jax.__version__
+    assert full["time_vs_base"] == 1.0 and stopped["time_vs_base"] > 0
+    assert env_row["sps"] > 0 and 0 < env_row["share_of"]["afterstates_64"]
+
+    def scatters(row, region):
+        ops = row["ops"][region]
+        return ops["static"].get("scatter", 0) + ops["static_fused"].get("scatter", 0)
+
+    assert scatters(stopped, "minibatch") < scatters(full, "minibatch")
+    assert stopped["bytes_per_env_step"] < full["bytes_per_env_step"]
+    assert stopped["ops"]["rollout_step"] == full["ops"]["rollout_step"]
+
+
+def test_unknown_arm_is_refused():
+    census = _load("benchmarks/census.py")
+    with pytest.raises(census.UserError, match="afterstates_64:nothing") as refused:
+        census.run(census.Args(arms=("afterstates_64:nothing",)))
+    assert "afterstates_64:one_hot" in str(refused.value)
