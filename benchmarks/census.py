@@ -113,7 +113,7 @@ KINDS = ("fusion", "dot", "gather", "scatter", "sort", "while", "conditional", "
 
 _COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
 _INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(.*)$")
-_OPCODE = re.compile(r"\s*([a-z][\w\-]*)\(")
+_OPCODE = re.compile(r"\s([a-z][a-z0-9\-]*)\(")
 _CALLEE = re.compile(r"\b(calls|body|condition|to_apply|true_computation|false_computation)"
                      r"=%?([\w.\-]+)")
 _CALLEES = re.compile(r"\b(?:branch_computations|called_computations)=\{([^}]*)\}")
@@ -124,13 +124,7 @@ _METADATA = re.compile(r",\s*metadata=\{[^}]*\}")
 def _instruction(rhs: str) -> tuple[str, list[str], int | None]:
     """`(opcode, called computations, known trip count)` of `TYPE opcode(operands), attrs`;
     a reduction's `to_apply` (a scalar combiner) is not a called computation."""
-    end = rhs.index(" ") if not rhs.startswith("(") else 0
-    depth = 0
-    for end in range(end, len(rhs)):  # a tuple type: skip to its closing parenthesis
-        depth += (rhs[end] == "(") - (rhs[end] == ")")
-        if depth == 0:
-            break
-    match = _OPCODE.match(rhs, end + 1)
+    match = _OPCODE.search(rhs)  # the first `opcode(` after a space: types hold none
     opcode, attrs = match.group(1), _METADATA.sub("", rhs[match.end():])
     callees = [name for kind, name in _CALLEE.findall(attrs)
                if kind != "to_apply" or opcode == "call"]
@@ -210,7 +204,7 @@ def _label(root: Loop, cfg) -> dict[str, tuple[Loop, float]]:
                               e * m)
     steps = sorted((c for c in parent.children if c.trip == t and c not in epochs),
                    key=Loop.size, reverse=True)
-    for name, loop in zip(("rollout_step", "gae_step"), steps):
+    for name, loop in zip(("rollout_step", "gae_step"), steps, strict=False):
         found[name] = (loop, t)
     return found
 
@@ -240,7 +234,7 @@ def regions(root: Loop, cfg) -> dict[str, dict]:
         counts = _fold(loop, loops)
         out[name] = {"runs_per_env_step": runs / (cfg.num_envs * cfg.num_steps),
                      **{key: dict(sorted(c.items())) for key, c in
-                        zip(("static", "static_fused", "run", "run_fused"), counts)}}
+                        zip(("static", "static_fused", "run", "run_fused"), counts, strict=True)}}
     return out
 
 
@@ -394,16 +388,20 @@ def tables(rows: list[dict]) -> str:
     """The census as markdown: cost and time per arm, ops per env step, ops per region."""
     arms = [r for r in rows if r["arm"] != "env_features"]
     env_row = next((r for r in rows if r["arm"] == "env_features"), None)
-    out = ["| arm | MFLOP / env step | MB accessed / env step | bytes / FLOP | env steps/s "
-           "| time vs recipe |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    out = ["| arm | MFLOP / env step | MB accessed / env step | bytes / FLOP | rollout share "
+           "of FLOPs, bytes | env steps/s | time vs recipe |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in arms:
         sps = f"{r['sps']:,.0f} | {r['time_vs_base']:.2f}" if "sps" in r else "| "
+        share = (f"{r['rollout_flops_per_env_step'] / r['flops_per_env_step']:.2f}, "
+                 f"{r['rollout_bytes_per_env_step'] / r['bytes_per_env_step']:.2f}"
+                 if r["loops_counted_once"] else "")
         out.append(f"| {r['arm']} | {r['flops_per_env_step'] / 1e6:.3f} | "
                    f"{r['bytes_per_env_step'] / 1e6:.3f} | "
-                   f"{r['bytes_per_env_step'] / r['flops_per_env_step']:.2f} | {sps} |")
+                   f"{r['bytes_per_env_step'] / r['flops_per_env_step']:.2f} | {share} | {sps} |")
     if env_row:
         shares = ", ".join(f"{k} {v:.2f}" for k, v in env_row["share_of"].items())
-        out.append(f"| env + features alone (share of: {shares}) | | | | "
+        out.append(f"| env + features alone (share of: {shares}) | | | | | "
                    f"{env_row['sps']:,.0f} | |")
     kinds = ("scatter", "gather", "sort", "while", "dot", "fusion", "custom-call")
     out += ["", "Ops one env step runs (trip-weighted static counts, summed over regions):", "",

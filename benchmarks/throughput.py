@@ -198,7 +198,10 @@ def cost_per_env_step(cfg, loops_counted_once: bool | None = None,
 
     Returns:
       `{"flops_per_env_step", "bytes_per_env_step", "loops_counted_once",
-      "xla_flops_segment", "xla_bytes_segment"}`.
+      "xla_flops_segment", "xla_bytes_segment", "rollout_flops_per_env_step",
+      "rollout_bytes_per_env_step"}`: the rollout's part is `a` (which also holds the other
+      loop bodies, GAE's, the epoch's shuffle, the update's, once each), None when loops were
+      multiplied out.
     """
     n, t, m, e = cfg.num_envs, cfg.num_steps, cfg.num_minibatches, cfg.update_epochs
     one = cost or _segment_cost(cfg)
@@ -208,16 +211,18 @@ def cost_per_env_step(cfg, loops_counted_once: bool | None = None,
         loops_counted_once = two["flops"] < 1.5 * one["flops"]
     if loops_counted_once:
         halves = _segment_cost(dataclasses.replace(cfg, num_minibatches=2 * m))
-    per_step = {}
+    out = {"loops_counted_once": loops_counted_once}
     for key in ("flops", "bytes"):
+        out[f"xla_{key}_segment"] = one[key]
         if loops_counted_once:
             b = 2 * (one[key] - halves[key]) * m / (n * t)
-            per_step[key] = (one[key] - b * n * t / m) / n + e * b
+            rollout = (one[key] - b * n * t / m) / n
+            out[f"{key}_per_env_step"] = rollout + e * b
+            out[f"rollout_{key}_per_env_step"] = rollout
         else:
-            per_step[key] = one[key] / (cfg.updates_per_segment * n * t)
-    return {"flops_per_env_step": per_step["flops"], "bytes_per_env_step": per_step["bytes"],
-            "loops_counted_once": loops_counted_once, "xla_flops_segment": one["flops"],
-            "xla_bytes_segment": one["bytes"]}
+            out[f"{key}_per_env_step"] = one[key] / (cfg.updates_per_segment * n * t)
+            out[f"rollout_{key}_per_env_step"] = None
+    return out
 
 
 def main(args: Args) -> None:
