@@ -15,6 +15,9 @@ the same sizes (`--num-envs` x `--num-steps`, `--update-epochs` x `--num-minibat
   nested loop of known trip count counts that many times, both branches of a conditional
   count); times `runs` (region runs per env step) they say how many ops one env step issues.
   A static count is not a profile: it says what the program is made of, not what it spends.
+- **profile** (`--profile DIR`): one more call of each arm traced by `jax.profiler`, its top
+  ops by self time (`trace_summary.top_ops`): what the call spent, where the census says only
+  what the program holds.
 - **time**: the segment's env steps/s, every arm's compiled segment called in turn
   (`--repeats` rounds, medians), and its time over its recipe's unchanged arm (median of the
   per-round ratios); the env + features alone (`throughput.env_fn`, uniformly random moves) for
@@ -42,6 +45,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import throughput  # noqa: E402
+import trace_summary  # noqa: E402
 
 from sailor_jax.agents import ppo  # noqa: E402
 from sailor_jax.cli import parse_args  # noqa: E402
@@ -103,6 +107,9 @@ class Args:
     """Print one JSON object per arm (else the tables)."""
     out: str = ""
     """Folder for census.jsonl.gz and census.md (none: print only)."""
+    profile: str = ""
+    """Folder for one `jax.profiler` trace per arm (a call after the timed rounds); each
+    arm's row gains the traced call's top ops by self time (`trace_summary`). None: no trace."""
 
 
 TRIVIAL = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast"})
@@ -321,7 +328,8 @@ def _env_arm(args: Args) -> tuple:
 
 def time_arms(programs: dict[str, tuple], repeats: int) -> dict[str, list[float]]:
     """Seconds per call of each program, the programs called in turn once per round after a
-    warm-up round; PPO segments are fed their own runner state back (it is donated)."""
+    warm-up round; PPO segments are fed their own runner state back (it is donated), and
+    `programs` ends holding each segment's newest state."""
     state = {name: list(p[1:]) for name, p in programs.items()}
     times: dict[str, list[float]] = {name: [] for name in programs}
     for r in range(repeats + 1):
@@ -333,6 +341,7 @@ def time_arms(programs: dict[str, tuple], repeats: int) -> dict[str, list[float]
                 times[name].append(time.perf_counter() - t0)
             if name != "env_features":
                 state[name][0] = out[0]
+    programs.update({name: (p[0], *state[name]) for name, p in programs.items()})
     return times
 
 
@@ -368,6 +377,11 @@ def run(args: Args) -> list[dict]:
         return rows
     programs["env_features"] = _env_arm(args)
     times = time_arms(programs, args.repeats)
+    if args.profile:
+        for row in rows:
+            compiled, *state = programs[row["arm"]]
+            row["profile"] = trace_summary.profile_call(
+                lambda c=compiled, s=state: c(*s), os.path.join(args.profile, row["arm"]))
     return [*rows, _add_times(rows, times, args.num_envs * args.num_steps * args.updates)]
 
 
@@ -403,6 +417,14 @@ def tables(rows: list[dict]) -> str:
         shares = ", ".join(f"{k} {v:.2f}" for k, v in env_row["share_of"].items())
         out.append(f"| env + features alone (share of: {shares}) | | | | | "
                    f"{env_row['sps']:,.0f} | |")
+    profiled = [r for r in arms if "profile" in r]
+    if profiled:
+        out += ["", "Top ops of one traced call by self time (share of the ops' time):", "",
+                "| arm | traced call (s) | top ops |", "| --- | ---: | --- |"]
+        for r in profiled:
+            p = r["profile"]
+            top = "; ".join(f"`{name[:40]}` {share:.2f}" for name, _, share in p["top_ops"][:6])
+            out.append(f"| {r['arm']} | {p['traced_s']:.3f} | {top} |")
     kinds = ("scatter", "gather", "sort", "while", "dot", "fusion", "custom-call")
     out += ["", "Ops one env step runs (trip-weighted static counts, summed over regions):", "",
             "| arm | ops | " + " | ".join(kinds) + " |", "| --- |" + " ---: |" * (len(kinds) + 1)]

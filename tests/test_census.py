@@ -44,7 +44,8 @@ def test_census_at_toy_sizes(tmp_path, capsys):
     census.main(census.parse_args(census.Args, [
         "--json", "--out", str(tmp_path), "--arms", "afterstates_64:first_layer_grad_stopped",
         "--num-envs", "16", "--num-steps", "8", "--update-epochs", "2",
-        "--num-minibatches", "4", "--updates", "2", "--repeats", "1"]))
+        "--num-minibatches", "4", "--updates", "2", "--repeats", "1",
+        "--profile", str(tmp_path / "trace")]))
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     with gzip.open(tmp_path / "census.jsonl.gz", "rt") as f:
         assert [json.loads(line) for line in f] == rows
@@ -65,6 +66,10 @@ def test_census_at_toy_sizes(tmp_path, capsys):
             for key in ("static", "static_fused", "run", "run_fused"):
                 assert all(isinstance(c, int) and c > 0 for c in region[key].values())
         assert row["cpu"] and row["jax"] == jax.__version__
+        profile = row["profile"]  # one traced call: the CPU's ops run on the runtime's threads
+        assert profile["where"] == "host threads" and profile["traced_s"] > 0
+        assert profile["op_time_s"] > 0 and profile["top_ops"]
+        assert all(0 < share <= 1 and seconds > 0 for _, seconds, share in profile["top_ops"])
     assert full["time_vs_base"] == 1.0 and stopped["time_vs_base"] > 0
     assert env_row["sps"] > 0 and 0 < env_row["share_of"]["afterstates_64"]
 
@@ -75,6 +80,26 @@ def test_census_at_toy_sizes(tmp_path, capsys):
     assert scatters(stopped, "minibatch") < scatters(full, "minibatch")
     assert stopped["bytes_per_env_step"] < full["bytes_per_env_step"]
     assert stopped["ops"]["rollout_step"] == full["ops"]["rollout_step"]
+
+
+def test_top_ops_count_self_time_on_the_device(tmp_path):
+    """A hand-made trace: a device thread whose `while` holds two kernels, a host thread."""
+    trace_summary = _load("benchmarks/trace_summary.py")
+    meta = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/device:GPU:0"}},
+            {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "/host:CPU"}}]
+    spans = [{"ph": "X", "pid": 1, "tid": 7, "name": "while", "ts": 0, "dur": 100},
+             {"ph": "X", "pid": 1, "tid": 7, "name": "gemm", "ts": 10, "dur": 50},
+             {"ph": "X", "pid": 1, "tid": 7, "name": "scatter", "ts": 70, "dur": 20},
+             {"ph": "X", "pid": 1, "tid": 8, "name": "gemm", "ts": 0, "dur": 30},
+             {"ph": "X", "pid": 2, "tid": 9, "name": "host_work", "ts": 0, "dur": 999}]
+    path = tmp_path / "perfetto_trace.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": meta + spans}, f)
+    out = trace_summary.top_ops(str(path))
+    assert out["where"] == "device" and out["op_time_s"] == pytest.approx(130e-6)
+    assert [(n, round(s * 1e6), round(sh, 3)) for n, s, sh in out["top_ops"]] == [
+        ("gemm", 80, round(80 / 130, 3)), ("while", 30, round(30 / 130, 3)),
+        ("scatter", 20, round(20 / 130, 3))]
 
 
 def test_unknown_arm_is_refused():
