@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from sailor_jax.agents import board_layers, networks
 from sailor_jax.agents.networks import MASKED_LOGIT, make_network, masked_log_prob_entropy
 from sailor_jax.config import NetworkConfig
 from sailor_jax.game.env import NUM_TILE_CLASSES
@@ -94,6 +97,23 @@ def test_embedding_first_layer_equals_the_one_hot_matmul(head):
     used[(np.arange(16) * NUM_TILE_CLASSES + np.asarray(boards)).ravel()] = True
     assert np.all(np.asarray(grads_b[first]["kernel"])[~used] == 0)
     assert np.any(np.asarray(grads_b[first]["kernel"])[used] != 0)
+
+
+@pytest.mark.parametrize("backend, one_hot", [("cpu", False), ("gpu", True), ("tpu", True)])
+def test_embedding_is_a_gather_on_the_cpu_and_the_one_hot_matmul_elsewhere(
+        monkeypatch, backend, one_hot):
+    assert board_layers.reads_one_hot("one_hot", backend)
+    assert board_layers.reads_one_hot("embedding", backend) == one_hot
+    monkeypatch.setattr(networks, "reads_one_hot",
+                        lambda first_layer: board_layers.reads_one_hot(first_layer, backend))
+    init, apply = make_network(dataclasses.replace(NET, first_layer="embedding"))
+    _, apply_one_hot = make_network(dataclasses.replace(NET, first_layer="one_hot"))
+    params = jax.tree.map(lambda x: x + 0.01, init(jax.random.PRNGKey(9)))
+    jaxpr = str(jax.make_jaxpr(apply)(params, BOARDS, MASK))
+    assert ("gather" in jaxpr) != one_hot
+    for a, b in zip(apply(params, BOARDS, MASK), apply_one_hot(params, BOARDS, MASK),
+                    strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("first_layer", ["conv", "lines", "ntuple"])

@@ -16,7 +16,7 @@ import numpy as np
 from flax import nnx
 
 from sailor_jax.agents import symmetry
-from sailor_jax.agents.board_layers import embed
+from sailor_jax.agents.board_layers import embed, reads_one_hot
 from sailor_jax.config import NetworkConfig
 from sailor_jax.game.env import NUM_ACTIONS, NUM_TILE_CLASSES, obs_one_hot
 from sailor_jax.game.expert import afterstates
@@ -50,7 +50,8 @@ class Towers(nnx.Module):
     """MLP towers over the board, one per output head (or one shared trunk, `cfg.trunk`).
 
     The first layer reads the board as `cfg.first_layer` says: a matmul on the one-hot
-    encoding, or the same function as an embedding gather-and-sum (`board_layers.embed`).
+    encoding, or the same function as an embedding gather-and-sum (`board_layers.embed`) on
+    the CPU and the matmul elsewhere (`board_layers.reads_one_hot`).
 
     Layers are named attributes so that the parameters are a plain nested dict with string
     keys (friendly to optax and orbax): separate towers `actor_0`, ..., `critic_0`, ... (or
@@ -80,7 +81,7 @@ class Towers(nnx.Module):
     def __call__(self, board: jax.Array) -> tuple[jax.Array, ...]:
         """`[..., 16]` integer exponents -> one raw `[..., out]` output per head."""
         act = _ACTIVATIONS[self.activation]
-        x = obs_one_hot(board) if self.first_layer == "one_hot" else None
+        x = obs_one_hot(board) if reads_one_hot(self.first_layer) else None
         features = {}
         for tower in self.towers:
             first = getattr(self, f"{tower}_0")

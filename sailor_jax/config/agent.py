@@ -26,7 +26,8 @@ class NetworkConfig:
     """Hidden activation: tanh, relu or gelu."""
     first_layer: Literal["one_hot", "embedding"] = "embedding"
     """How the first layer reads the board: a matmul on the `16 x 18` one-hot encoding, or the
-    same function as a gather of 16 rows of its kernel and a sum (no one-hot, no matmul)."""
+    same function as a gather of 16 rows of its kernel and a sum (no one-hot, no matmul) on the
+    CPU, computed as the one-hot matmul on accelerators (`board_layers.reads_one_hot`)."""
     symmetry: Literal["none", "canonical"] = "none"
     """none: the network reads the board as it is; canonical: it reads the board turned and
     mirrored into a canonical orientation (one of the 8 symmetries of the square, the
