@@ -4,7 +4,10 @@
     python benchmarks/census.py --json --arms afterstates_64 afterstates_64:first_layer_grad_stopped
 
 For each arm (`ARMS`: a recipe of `sailor_jax.config.recipes`, alone or with one change: a
-network field, the first layer's gradient stopped, or the minibatch shuffle left out), all at
+network field, the first layer's gradient stopped, the minibatch shuffle left out, or the
+embedding first layer computed as the gather on every backend (`:gather`: the program
+accelerators ran before `board_layers.reads_one_hot` chose the matmul for them; on a CPU the
+recipe's own program)), all at
 the same sizes (`--num-envs` x `--num-steps`, `--update-epochs` x `--num-minibatches`):
 
 - **cost**: XLA's FLOPs and bytes accessed per env step (`throughput.cost_per_env_step`).
@@ -45,15 +48,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import throughput  # noqa: E402
-import trace_summary  # noqa: E402
 
-from sailor_jax.agents import ppo  # noqa: E402
+from sailor_jax.agents import networks, ppo  # noqa: E402
 from sailor_jax.cli import parse_args  # noqa: E402
 from sailor_jax.config.recipes import recipe  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.game import env  # noqa: E402
 from sailor_jax.game.reward import RewardSpec  # noqa: E402
 from sailor_jax.logging import json_line  # noqa: E402
+from sailor_lab import trace_summary  # noqa: E402
 from sailor_lab.report import machine  # noqa: E402
 
 
@@ -65,6 +68,7 @@ class Arm:
     network: tuple[tuple[str, str], ...] = ()  # NetworkConfig fields replaced
     first_layer_grad: bool = True  # False: stop_gradient on the first layer's kernel
     shuffle: bool = True  # False: minibatches in rollout order (no permutation)
+    gather: bool = False  # True: the embedding first layer as the gather on every backend
 
 
 ARMS: dict[str, Arm] = {
@@ -79,6 +83,8 @@ ARMS: dict[str, Arm] = {
     "default:first_layer_grad_stopped": Arm("default", first_layer_grad=False),
     "default:one_hot": Arm("default", (("first_layer", "one_hot"),)),
     "default:symmetry_none": Arm("default", (("symmetry", "none"),)),
+    "afterstates_64:gather": Arm("afterstates_64", gather=True),
+    "default:gather": Arm("default", gather=True),
 }
 """Arm name -> arm; an arm's base is the arm named by its recipe."""
 
@@ -274,6 +280,11 @@ def _in_order(cfg, batch, key):
     return jax.tree.map(lambda x: x.reshape((cfg.num_minibatches, -1) + x.shape[1:]), batch)
 
 
+def _gather_only(first_layer: str, backend: str | None = None) -> bool:
+    """`board_layers.reads_one_hot` as the CPU answers it, on every backend."""
+    return first_layer == "one_hot"
+
+
 @contextlib.contextmanager
 def arm_changes(arm: Arm):
     """Patch `sailor_jax.agents.ppo` for `arm` (this process only) while its segment is
@@ -284,6 +295,8 @@ def arm_changes(arm: Arm):
                 ppo, "make_network", _first_layer_frozen(ppo.make_network)))
         if not arm.shuffle:
             stack.enter_context(mock.patch.object(ppo, "shuffle", _in_order))
+        if arm.gather:
+            stack.enter_context(mock.patch.object(networks, "reads_one_hot", _gather_only))
         yield
 
 
@@ -309,6 +322,7 @@ def census_arm(name: str, args: Args, once: bool | None) -> tuple[dict, tuple]:
     net = cfg.network
     row = {"arm": name, "recipe": arm.recipe, "base": arm.recipe,
            "first_layer_grad": arm.first_layer_grad, "shuffle": arm.shuffle,
+           "gather": arm.gather,
            "hidden_sizes": list(net.hidden_sizes), "first_layer": net.first_layer,
            "symmetry": net.symmetry, "actions": net.actions, "trunk": net.trunk,
            "num_envs": cfg.num_envs, "num_steps": cfg.num_steps,

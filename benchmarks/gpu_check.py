@@ -15,6 +15,9 @@ at its deadline keeps the rows it finished:
   peak (`PEAK_TFLOPS`).
 - `reference`: recipe `v0` (PureJaxRL's PPO function: two 2x256 tanh towers on the one-hot
   board, 128 steps, 4 epochs x 4 minibatches, written as PureJaxRL writes it).
+- `census`: `benchmarks/census.py` at 16,384 envs, each trunk as it runs now and with the
+  embedding first layer as the gather it ran as before (`:gather`), each arm's call traced by
+  `jax.profiler` and summarised to its top ops (`trace_summary`).
 - `judge`: a model of Qwen2.5-1.5B-Instruct's configuration with random weights and a
   tokenizer trained here (`sailor_lab.random_model`: the machine has no model hub; the timing is
   real, the verdicts are not), bf16, saved and loaded through the judge's real path; pointwise
@@ -23,7 +26,7 @@ at its deadline keeps the rows it finished:
   that model, and by the expert; per-phase seconds and the host's share (`phases.phase_table`).
 
 Writes `OUT/<part>.json` (status, deadline, wall-clock, rows; every row names the device) and
-`OUT/summary.md` / `OUT/summary.json`: 8 files, what the device tool brings back. Models and run
+`OUT/summary.md` / `OUT/summary.json`: 9 files, what the device tool brings back. Models and run
 folders go to `--work` (default: a temporary folder). `--tiny` runs every part at toy sizes
 (the test suite runs it on the CPU, so the script is known to work before device time is spent).
 """
@@ -48,10 +51,12 @@ from sailor_jax.cli import parse_args  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.logging import json_line  # noqa: E402
 
-DEADLINES = {"env": 30, "ppo": 200, "reference": 45, "judge": 60, "main_llm": 120,
-             "main_expert": 90}
-"""Seconds per part on one H100 (545 in all), set from the first H100 run: its 4
-iterations of the `gpu` preset need about 70 s with the expert, PureJaxRL's compile over 30 s."""
+DEADLINES = {"env": 30, "ppo": 200, "reference": 45, "census": 150, "judge": 60,
+             "main_llm": 120, "main_expert": 90}
+"""Seconds per part on one H100 (695 in all), set from the first H100 run: its 4
+iterations of the `gpu` preset need about 70 s with the expert, PureJaxRL's compile over 30 s;
+the census (never run on a GPU) is given 150 s. The device tool runs at most 600 s a command:
+run the parts in two calls (`benchmarks/gpu/check.sh`'s header)."""
 TINY_DEADLINE = 600
 """Seconds per part with `--tiny` (generous: CI machines differ 3-5x in speed)."""
 

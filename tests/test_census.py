@@ -84,7 +84,7 @@ def test_census_at_toy_sizes(tmp_path, capsys):
 
 def test_top_ops_count_self_time_on_the_device(tmp_path):
     """A hand-made trace: a device thread whose `while` holds two kernels, a host thread."""
-    trace_summary = _load("benchmarks/trace_summary.py")
+    from sailor_lab import trace_summary
     meta = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/device:GPU:0"}},
             {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "/host:CPU"}}]
     spans = [{"ph": "X", "pid": 1, "tid": 7, "name": "while", "ts": 0, "dur": 100},
@@ -100,6 +100,23 @@ def test_top_ops_count_self_time_on_the_device(tmp_path):
     assert [(n, round(s * 1e6), round(sh, 3)) for n, s, sh in out["top_ops"]] == [
         ("gemm", 80, round(80 / 130, 3)), ("while", 30, round(30 / 130, 3)),
         ("scatter", 20, round(20 / 130, 3))]
+
+
+def test_the_gather_arm_runs_the_recipes_program_on_the_cpu_and_the_gather_elsewhere(monkeypatch):
+    census = _load("benchmarks/census.py")
+    from sailor_jax.agents import board_layers
+    args = census.Args(num_envs=8, num_steps=4, update_epochs=1, num_minibatches=2, updates=1)
+    texts = {}
+    for backend in ("cpu", "gpu"):  # the backend reads_one_hot is asked about
+        monkeypatch.setattr(board_layers.jax, "default_backend", lambda b=backend: b)
+        for name in ("afterstates_64", "afterstates_64:gather"):
+            arm = census.ARMS[name]
+            with census.arm_changes(arm):
+                compiled, *_ = census.compile_arm(arm, census.arm_config(arm, args))
+            texts[backend, name] = compiled.as_text().count(" gather(")
+    assert texts["cpu", "afterstates_64"] == texts["cpu", "afterstates_64:gather"] > 0
+    assert texts["gpu", "afterstates_64:gather"] == texts["cpu", "afterstates_64"]
+    assert texts["gpu", "afterstates_64"] < texts["gpu", "afterstates_64:gather"]
 
 
 def test_unknown_arm_is_refused():

@@ -1,8 +1,12 @@
 #!/bin/bash
-# Issue 46's prepared GPU check on the device tool's machine (one H100 or H200): every part of
-# `benchmarks/gpu_check.py` (env + features, the PPO segment, PureJaxRL's function beside it, the
-# 1.5B-sized judge, the gpu preset for 4 iterations), each stopped at its deadline, about 8
-# minutes in all. Its 8 files (a JSON per part, summary.md, summary.json) land in $OUT.
+# The prepared GPU check on the device tool's machine (one H100 or H200): the parts of
+# `benchmarks/gpu_check.py` (env + features, the PPO segment, PureJaxRL's function beside it,
+# the census of the segment with a profile of each arm, the 1.5B-sized judge, the gpu preset for
+# 4 iterations), each stopped at its deadline, about 12 minutes in all. The device tool runs a
+# command for at most 600 s, so run it as two calls, each writing its parts' JSON files,
+# summary.md and summary.json to $OUT:
+#   bash benchmarks/gpu/check.sh --parts census env ppo reference    # about 7 minutes
+#   bash benchmarks/gpu/check.sh --parts judge main_llm main_expert  # about 5 minutes
 #
 # The machine's image lacks pgx, tyro, scikit-optimize and a few more: carry them as Python
 # 3.12 wheels in .whl/ (git-ignored, 3.2 MB), downloaded here with
@@ -11,11 +15,10 @@
 #     svgwrite==1.4.3 tyro==1.0.17 docstring-parser==0.18.0 typeguard==4.6.1 \
 #     scikit-optimize==0.10.2 pyaml==26.7.0 cma==4.5.0 tensorboardX==2.6.5 \
 #     orbax-checkpoint==0.12.8 optax==0.2.8 chex==0.1.92
-# then call the device tool with carry [".whl"], timeout_s 590 and the command
-#   bash benchmarks/gpu/check.sh
+# then call the device tool with carry [".whl"], timeout_s 590 and each command above.
 # Extra arguments go to gpu_check.py (e.g. `--parts ppo main_llm --deadlines 240 120`).
 # Rehearsed on the 2-core CPU with the wheels carried and the project's venv as python3
-# (2026-11-26): `OUT=/tmp/out bash benchmarks/gpu/check.sh --tiny` wrote its 8 files in 2 min 54 s.
+# (2026-11-26): `OUT=/tmp/out bash benchmarks/gpu/check.sh --tiny` wrote its files in 2 min 54 s (then 8 parts).
 set -u
 source "$(dirname "$0")/setup.sh" || exit $?
 python3 benchmarks/gpu_check.py --out $OUT --work $G "$@"

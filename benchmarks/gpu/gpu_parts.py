@@ -19,6 +19,7 @@ BENCHMARKS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO = os.path.dirname(BENCHMARKS)
 sys.path.insert(0, BENCHMARKS)
 
+import census  # noqa: E402
 import judge_cost  # noqa: E402
 import phases  # noqa: E402
 import throughput  # noqa: E402
@@ -27,7 +28,7 @@ from sailor_jax.config.recipes import recipe  # noqa: E402
 from sailor_jax.logging import json_line  # noqa: E402
 from sailor_lab import report  # noqa: E402
 
-PARTS = ("env", "ppo", "reference", "judge", "main_llm", "main_expert")
+PARTS = ("env", "ppo", "reference", "census", "judge", "main_llm", "main_expert")
 TRUNKS = ("afterstates_64", "default")
 """The (64, 64) afterstate trunk (`SMALL_NETWORK`) and `PPOConfig()`'s (256, 256) one."""
 
@@ -51,13 +52,17 @@ class Sizes:
     pool_epsilons: tuple[float, ...]  # players of the windows' pool (epsilon-greedy experts)
     pool_games: int  # games per player of that pool
     main_args: tuple[str, ...]  # after `experiments/sailor.py --preset gpu`
+    census_arms: tuple[str, ...]  # `census.ARMS` profiled: each trunk as now and as before
+    census_envs: int  # envs of every census arm's segment (one seed)
 
 
 FULL = Sizes(env_batches=tuple(2**k for k in (22, 20, 18, 16, 14, 12)),
              env_steps_per_call=2**26, trunks=TRUNKS, ppo_envs=(256, 2048, 16384),
              ppo_seeds=(8,), ppo_updates=2, repeats=2, flops_envs=256, reference_envs=(4096,),
              judge_size="qwen2.5-1.5b", judge_batches=(8, 16, 32, 64), judge_groups=16,
-             pool_epsilons=(1.0, 0.3), pool_games=64, main_args=("--sailor.iterations", "4"))
+             pool_epsilons=(1.0, 0.3), pool_games=64, main_args=("--sailor.iterations", "4"),
+             census_arms=("afterstates_64", "afterstates_64:gather", "default",
+                          "default:gather"), census_envs=16384)
 TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], ppo_envs=(8,),
              ppo_seeds=(2,), ppo_updates=1, repeats=1, flops_envs=8, reference_envs=(8,),
              judge_size="tiny", judge_batches=(2, 4), judge_groups=2, pool_epsilons=(1.0,),
@@ -67,7 +72,8 @@ TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], p
                         "--sailor.ppo.num-steps", "8", "--sailor.ppo.network.hidden-sizes", "16",
                         "--sailor.eval.episodes", "2", "--sailor.eval.max-len", "300",
                         "--sailor.max-len", "300", "--sailor.ranker.llm.batch-size", "4",
-                        "--sailor.reference-games", "0"))
+                        "--sailor.reference-games", "0"),
+             census_arms=("afterstates_64", "afterstates_64:gather"), census_envs=8)
 WINDOW = 100
 """Moves per judged window: the `gpu` preset's (`SailorConfig().window`)."""
 
@@ -106,6 +112,17 @@ def part_ppo(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
 def part_reference(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
     """PureJaxRL's PPO function (recipe `v0`)."""
     _ppo_rows(sizes, ("v0",), sizes.reference_envs, emit)
+
+
+def part_census(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
+    """`benchmarks/census.py` on this device: XLA's FLOPs and bytes per env step, ops by loop
+    region, times, and one `jax.profiler` trace per arm summarised to its top ops; each trunk
+    as it runs now (the embedding as the one-hot matmul off the CPU) and as it ran before
+    (`:gather`)."""
+    args = census.Args(arms=sizes.census_arms, num_envs=sizes.census_envs,
+                       repeats=sizes.repeats + 1, profile=os.path.join(work, "census_trace"))
+    for row in census.run(args):
+        emit({"benchmark": "census", **row})
 
 
 def part_judge(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
@@ -189,5 +206,5 @@ def run_part(name: str, tiny: bool, work: str, deadline_s: float | None = None) 
     elif name == "main_expert":
         _main_job(sizes, emit, work, ["--sailor.ranker.kind", "expert"], name, stop_at)
     else:
-        {"env": part_env, "ppo": part_ppo, "reference": part_reference,
+        {"env": part_env, "ppo": part_ppo, "reference": part_reference, "census": part_census,
          "judge": part_judge}[name](sizes, emit, work)

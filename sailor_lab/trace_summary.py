@@ -1,4 +1,5 @@
-"""What a `jax.profiler` trace spent its time on: the top ops by self time. Host-only.
+"""What a `jax.profiler` trace spent its time on: the top ops by self time. Host-only; the
+census benchmark's (`benchmarks/census.py --profile`).
 
 `profile_call(fn, folder)` traces one call of a compiled function (`jax.profiler.trace` with
 a Perfetto trace, readable without TensorBoard's profile plugin) and `top_ops(path)` reads
