@@ -73,6 +73,7 @@ class Arm:
 
 ARMS: dict[str, Arm] = {
     "v0": Arm("v0"),
+    "v0:embedding": Arm("v0", (("first_layer", "embedding"),)),  # v0's function, our layer
     "afterstates_64": Arm("afterstates_64"),
     "afterstates_64:first_layer_grad_stopped": Arm("afterstates_64", first_layer_grad=False),
     "afterstates_64:one_hot": Arm("afterstates_64", (("first_layer", "one_hot"),)),
