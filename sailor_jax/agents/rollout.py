@@ -25,7 +25,8 @@ def make_collect(net: NetworkConfig, num: int, max_len: int = 2000, env_fns: Env
     """Build the compiled `collect(params, key) -> TrajectoryBatch`.
 
     Plays `num` games from reset with actions sampled from the policy (illegal moves masked)
-    for at most `max_len` moves each; games still running then are flagged `truncated`.
+    for at most `max_len` moves each, stopping when every game has ended; games still running
+    at `max_len` are flagged `truncated`.
     `greedy=True` plays the argmax of the legal logits instead (`policy.logits_policy`, the
     action `evaluation.make_evaluate` plays: with the same key, the same games). Static: `net`,
     `num`, `max_len`, `env_fns` (the environment; its states need a `terminated` field),
@@ -60,32 +61,38 @@ def make_act_collect(act, num: int, max_len: int = 2000, env_fns: EnvFns = GAME_
 
 def _collect(fns: EnvFns, apply, num: int, max_len: int, greedy: bool, params, key: jax.Array
              ) -> TrajectoryBatch:
-    """Play `num` games for `max_len` moves (finished games idle); see `make_collect`."""
+    """Play `num` games with the policy of `params`; see `make_collect`."""
     act = functools.partial(logits_policy, functools.partial(actor_logits, apply), params,
                             greedy)
     return _collect_act(fns, act, num, max_len, key)
 
 
 def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> TrajectoryBatch:
-    """Play `num` games with `act` for `max_len` moves; see `make_act_collect`."""
-
-    def step(carry, _):
-        state, key = carry
-        running = ~state.terminated
-        key, move, _ = policy_step(fns, act, state, key, auto_reset=False)
-        res = move.result
-        feats = fns.phi(res.board, res.next_board, res.score_gain, res.terminated)
-        out = (move.board.astype(jnp.int8),
-               jnp.where(running, move.action, -1).astype(jnp.int8),
-               jnp.where(running, res.score_gain, 0.0),
-               jnp.where(running[:, None], feats, 0.0), running)
-        return (move.env_state, key), out
-
+    """Play `num` games with `act` until all ended (at most `max_len` moves); see
+    `make_act_collect`. Steps after the last game ended are the padding that playing on idle
+    would give (final board, action -1, gain 0, features 0), so the batch is the same as from
+    `max_len` moves of finished games left idle, which `fns.play` must leave as they are."""
     key_reset, key_play = jax.random.split(key)
     state = jax.vmap(fns.reset)(jax.random.split(key_reset, num))
-    (state, _), (boards, actions, gains, feats, running) = jax.lax.scan(
-        step, (state, key_play), length=max_len)
+    pad = (0, -1, 0.0, 0.0, False)
+    buffers = jax.tree.map(lambda out, fill: jnp.full((max_len,) + out.shape, fill, out.dtype),
+                           jax.eval_shape(functools.partial(_move, fns, act), state, key_play)[2], pad)
+
+    def unfinished(carry):
+        t, state, _, _ = carry
+        return (t < max_len) & jnp.any(~state.terminated)
+
+    def body(carry):
+        t, state, key, buffers = carry
+        state, key, out = _move(fns, act, state, key)
+        buffers = jax.tree.map(lambda buf, x: jax.lax.dynamic_update_index_in_dim(buf, x, t, 0),
+                               buffers, out)
+        return t + 1, state, key, buffers
+
+    played, state, _, (boards, actions, gains, feats, running) = jax.lax.while_loop(
+        unfinished, body, (jnp.int32(0), state, key_play, buffers))
     final = jax.vmap(fns.board)(state).astype(jnp.int8)
+    boards = jnp.where(jnp.arange(max_len)[:, None, None] < played, boards, final)
     boards = jnp.concatenate([jnp.swapaxes(boards, 0, 1), final[:, None]], axis=1)
     return TrajectoryBatch(
         boards=boards,
@@ -97,6 +104,19 @@ def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> Tr
         max_tile=(2 ** jnp.max(final.astype(jnp.int32), axis=-1)).astype(jnp.int32),
         Phi=jnp.sum(feats, axis=0),
     )
+
+
+def _move(fns: EnvFns, act, state, key: jax.Array):
+    """One move of every game: `(state, key, (board [num, 16] int8, action [num] int8 (-1 once
+    ended), gain [num], features [num, F] (0 once ended), running [num] bool))`."""
+    running = ~state.terminated
+    key, move, _ = policy_step(fns, act, state, key, auto_reset=False)
+    res = move.result
+    feats = fns.phi(res.board, res.next_board, res.score_gain, res.terminated)
+    return move.env_state, key, (move.board.astype(jnp.int8),
+                                 jnp.where(running, move.action, -1).astype(jnp.int8),
+                                 jnp.where(running, res.score_gain, 0.0),
+                                 jnp.where(running[:, None], feats, 0.0), running)
 
 
 def cut_windows(batch: TrajectoryBatch, key: jax.Array, window: int,
