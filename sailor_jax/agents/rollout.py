@@ -67,30 +67,37 @@ def _collect(fns: EnvFns, apply, num: int, max_len: int, greedy: bool, params, k
     return _collect_act(fns, act, num, max_len, key)
 
 
+CHUNK = 32
+"""Moves played between two tests of whether every game of a collect call has ended."""
+
+
 def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> TrajectoryBatch:
     """Play `num` games with `act` until all ended (at most `max_len` moves); see
-    `make_act_collect`. Steps after the last game ended are the padding that playing on idle
-    would give (final board, action -1, gain 0, features 0), so the batch is the same as from
-    `max_len` moves of finished games left idle, which `fns.play` must leave as they are."""
+    `make_act_collect`. The moves are played `CHUNK` at a time; those after the last game
+    ended are the padding that playing on idle gives (final board, action -1, gain 0, features
+    0), so the batch is the one `max_len` moves of finished games left idle would give
+    (`fns.play` must leave a finished game as it is)."""
     key_reset, key_play = jax.random.split(key)
     state = jax.vmap(fns.reset)(jax.random.split(key_reset, num))
-    pad = (0, -1, 0.0, 0.0, False)
-    buffers = jax.tree.map(lambda out, fill: jnp.full((max_len,) + out.shape, fill, out.dtype),
-                           jax.eval_shape(functools.partial(_move, fns, act), state, key_play)[2], pad)
+    move = functools.partial(_move, fns, act, max_len)
+    size = -(-max_len // CHUNK) * CHUNK
+    buffers = jax.tree.map(lambda out, fill: jnp.full((size,) + out.shape, fill, out.dtype),
+                           jax.eval_shape(move, (state, key_play), 0)[1], (0, -1, 0.0, 0.0, False))
 
     def unfinished(carry):
         t, state, _, _ = carry
         return (t < max_len) & jnp.any(~state.terminated)
 
-    def body(carry):
+    def chunk(carry):
         t, state, key, buffers = carry
-        state, key, out = _move(fns, act, state, key)
-        buffers = jax.tree.map(lambda buf, x: jax.lax.dynamic_update_index_in_dim(buf, x, t, 0),
+        (state, key), out = jax.lax.scan(move, (state, key), t + jnp.arange(CHUNK))
+        buffers = jax.tree.map(lambda buf, x: jax.lax.dynamic_update_slice_in_dim(buf, x, t, 0),
                                buffers, out)
-        return t + 1, state, key, buffers
+        return t + CHUNK, state, key, buffers
 
-    played, state, _, (boards, actions, gains, feats, running) = jax.lax.while_loop(
-        unfinished, body, (jnp.int32(0), state, key_play, buffers))
+    played, state, _, buffers = jax.lax.while_loop(
+        unfinished, chunk, (jnp.int32(0), state, key_play, buffers))
+    boards, actions, gains, feats, running = (buf[:max_len] for buf in buffers)
     final = jax.vmap(fns.board)(state).astype(jnp.int8)
     boards = jnp.where(jnp.arange(max_len)[:, None, None] < played, boards, final)
     boards = jnp.concatenate([jnp.swapaxes(boards, 0, 1), final[:, None]], axis=1)
@@ -106,17 +113,20 @@ def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> Tr
     )
 
 
-def _move(fns: EnvFns, act, state, key: jax.Array):
-    """One move of every game: `(state, key, (board [num, 16] int8, action [num] int8 (-1 once
-    ended), gain [num], features [num, F] (0 once ended), running [num] bool))`."""
+def _move(fns: EnvFns, act, max_len: int, carry, t: jax.Array):
+    """Move `t` of every game (none from `max_len` on): `((state, key), (board [num, 16] int8,
+    action [num] int8 (-1 once ended), gain [num], features [num, F] (0 once ended), running
+    [num] bool))`."""
+    state, key = carry
     running = ~state.terminated
     key, move, _ = policy_step(fns, act, state, key, auto_reset=False)
     res = move.result
     feats = fns.phi(res.board, res.next_board, res.score_gain, res.terminated)
-    return move.env_state, key, (move.board.astype(jnp.int8),
-                                 jnp.where(running, move.action, -1).astype(jnp.int8),
-                                 jnp.where(running, res.score_gain, 0.0),
-                                 jnp.where(running[:, None], feats, 0.0), running)
+    state = jax.tree.map(lambda new, old: jnp.where(t < max_len, new, old), move.env_state, state)
+    return (state, key), (move.board.astype(jnp.int8),
+                          jnp.where(running, move.action, -1).astype(jnp.int8),
+                          jnp.where(running, res.score_gain, 0.0),
+                          jnp.where(running[:, None], feats, 0.0), running)
 
 
 def cut_windows(batch: TrajectoryBatch, key: jax.Array, window: int,
