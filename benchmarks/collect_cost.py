@@ -1,33 +1,33 @@
 """What the SAILOR iteration's `collect` does: moves played, and seconds per call, per arm.
 
     python benchmarks/collect_cost.py --out benchmarks/results/collect_cpu
-    python benchmarks/collect_cost.py --before f3878c5 --train-segments 0 3 --rounds 5
+    python benchmarks/collect_cost.py --arms f3878c5 f3878c5:400 now --train-segments 0 3
 
 The collector is `run.loop._collector` of the `gpu` preset (`--preset`), vmapped over its
-`num_seeds` rows as `run.loop.run` compiles it, built twice: with `agents.rollout` as it is
-(arm `now`) and with the module of git revision `--before` (arm `before`; default: the last
-revision whose collection played a fixed `max_len`-step scan). Params: PPO's initial params of
+`num_seeds` rows as `run.loop.run` compiles it, once per arm (`--arms`): `now` is
+`agents.rollout` as it is, `REV` the module of git revision REV (f3878c5: the last one whose
+collection played a fixed `max_len`-move scan), `REV:N` that module with `max_len` N. The first
+arm is the one the others are compared with. Params: PPO's initial params of
 the rows, then after each count of `--train-segments` segments of the preset's PPO (theta0)
 trained on them; each is collected with the keys of iteration 0, 1, ... as `collect_batch`
 draws them.
 
 Per params: the moves in which any agent or reference game of the call was still running (the
-longest game, whole games before the window is cut), the mean game lengths, whether both arms
-return the same batch bit for bit, and the seconds per compiled warm call of each arm, called in
-turn `--rounds` times (medians; the ratio is the median of the per-round ratios).
+longest of the last arm's whole games), the mean game lengths, whether each arm
+returns the first arm's batch bit for bit (windowed, and whole games), and the seconds per
+compiled warm call of each arm, called in turn `--rounds` times (medians; the first arm's time
+over each arm's, the median of the per-round ratios).
 
 Rows: one JSON object per params (`--out DIR` writes `collect.jsonl.gz`; stdout always).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import gzip
 import importlib.util
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -37,7 +37,9 @@ import jax
 import numpy as np
 
 from sailor_jax.agents import ppo, rollout
+from sailor_jax.cli import parse_args
 from sailor_jax.run import loop, runner
+from sailor_lab.report import machine
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "experiments"))
 import sailor as sailor_cli  # noqa: E402
@@ -53,13 +55,12 @@ def _module_at(rev: str):
     return module
 
 
-def _cpu() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines()
-                    if line.startswith("Model name"))
-    except (OSError, StopIteration):
-        return platform.processor()
+def _same(a, b) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+
+def _same_len(a, b) -> bool:
+    return a.boards.shape == b.boards.shape
 
 
 def _lengths(batch, cfg) -> dict:
@@ -73,24 +74,35 @@ def _lengths(batch, cfg) -> dict:
             "reference_truncated": int(np.asarray(batch.truncated)[:, n:].sum())}
 
 
-def main(argv=None) -> list[dict]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", default="gpu", choices=sorted(sailor_cli.PRESETS))
-    parser.add_argument("--before", default="f3878c5", help="git revision of the `before` arm")
-    parser.add_argument("--train-segments", type=int, nargs="+", default=[0, 3],
-                        help="PPO segments trained before each measurement (cumulative)")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", default=None)
-    args = parser.parse_args(argv)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Args:
+    """Moves played and seconds per call of the SAILOR collector, per arm."""
+
+    preset: str = "gpu"
+    """The `experiments/sailor.py` preset whose collector to build."""
+    arms: tuple[str, ...] = ("f3878c5", "now")
+    """`now`, a git revision REV or REV:MAX_LEN per arm; the first is the base."""
+    train_segments: tuple[int, ...] = (0, 3)
+    """PPO segments trained before each measurement (cumulative counts)."""
+    rounds: int = 5
+    """Calls of each arm, in turn."""
+    out: str | None = None
+    """Folder for `collect.jsonl.gz`."""
+
+
+def main(args: Args) -> list[dict]:
+    """Measure each params of `args.train_segments`; print and return one row per params."""
     cfg = sailor_cli.PRESETS[args.preset]
-    whole_cfg = dataclasses.replace(cfg, window=0)
-    arms = {"before": _module_at(args.before), "now": rollout}
     fns = {}
-    for name, module in arms.items():
+    for arm in args.arms:
+        rev, _, length = arm.partition(":")
+        module = rollout if rev == "now" else _module_at(rev)
+        arm_cfg = dataclasses.replace(cfg, max_len=int(length)) if length else cfg
         with mock.patch.multiple(loop, make_collect=module.make_collect,
                                  make_act_collect=module.make_act_collect):
-            fns[name] = (jax.jit(jax.vmap(loop._collector(cfg))),
-                         jax.jit(jax.vmap(loop._collector(whole_cfg))))
+            fns[arm] = (jax.jit(jax.vmap(loop._collector(arm_cfg))),
+                        jax.jit(jax.vmap(loop._collector(dataclasses.replace(arm_cfg,
+                                                                             window=0)))))
     init, segment = ppo.make_train(cfg.run_ppo, num_seeds=cfg.num_seeds)
     key_init, key_collect, _ = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
     state = init(key_init)
@@ -103,12 +115,12 @@ def main(argv=None) -> list[dict]:
         params = runner.rows(state.params, 0, cfg.num_seeds)
         keys = [np.asarray(jax.random.split(jax.random.fold_in(key_collect, t), cfg.num_seeds))
                 for t in range(args.rounds)]
+        base = args.arms[0]
         out = {name: jax.device_get(f[0](params, keys[0])) for name, f in fns.items()}
         whole = {name: jax.device_get(f[1](params, keys[0])) for name, f in fns.items()}
-        same = all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(out["before"]),
-                                                         jax.tree.leaves(out["now"])))
-        same_whole = all(np.array_equal(a, b) for a, b in zip(
-            jax.tree.leaves(whole["before"]), jax.tree.leaves(whole["now"])))
+        same = {name: _same(out[base], out[name]) for name in fns}
+        same_whole = {name: _same(whole[base], whole[name]) for name in fns
+                      if _same_len(whole[base], whole[name])}
         seconds = {name: [] for name in fns}
         games = []
         for t in range(args.rounds):
@@ -116,18 +128,19 @@ def main(argv=None) -> list[dict]:
                 t0 = time.perf_counter()
                 jax.block_until_ready(f[0](params, keys[t]))
                 seconds[name].append(time.perf_counter() - t0)
-            games.append(_lengths(jax.device_get(fns["now"][1](params, keys[t])), cfg))
-        ratios = [b / n for b, n in zip(seconds["before"], seconds["now"])]
+            games.append(_lengths(jax.device_get(fns[args.arms[-1]][1](params, keys[t])), cfg))
+        ratios = {name: float(np.median([b / n for b, n in zip(seconds[base], seconds[name])]))
+                  for name in fns}
         row = {"preset": args.preset, "segments_trained": target,
                "env_steps_per_seed": target * cfg.ppo.steps_per_segment,
                "rows": cfg.num_seeds, "agent_games": cfg.trajectories - cfg.reference_games,
                "reference_games": cfg.reference_games, "max_len": cfg.max_len,
-               "window": cfg.window, "before": args.before, "identical": same,
+               "window": cfg.window, "arms": args.arms, "identical": same,
                "identical_whole_games": same_whole, "games": games,
                "seconds": seconds,
                "median_s": {k: float(np.median(v)) for k, v in seconds.items()},
-               "before_over_now": float(np.median(ratios)), "cpu": _cpu(),
-               "backend": jax.default_backend(), "jax": jax.__version__}
+               "base_over_arm": ratios,
+               **machine()}
         print(json.dumps(row), flush=True)
         rows.append(row)
     if args.out:
@@ -138,4 +151,4 @@ def main(argv=None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main()
+    main(parse_args(Args, sys.argv[1:]))
