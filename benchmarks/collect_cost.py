@@ -16,7 +16,8 @@ Per params: the moves in which any agent or reference game of the call was still
 longest of the last arm's whole games), the mean game lengths, whether each arm
 returns the first arm's batch bit for bit (windowed, and whole games), and the seconds per
 compiled warm call of each arm, called in turn `--rounds` times (medians; the first arm's time
-over each arm's, the median of the per-round ratios).
+over each arm's, the median of the per-round ratios), and the seconds to lower and compile
+each arm, measured once at the first params (every row repeats them).
 
 Rows: one JSON object per params (`--out DIR` writes `collect.jsonl.gz`; stdout always).
 """
@@ -107,7 +108,7 @@ def main(args: Args) -> list[dict]:
     key_init, key_collect, _ = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
     state = init(key_init)
     theta = np.tile(np.asarray(cfg.reward_spec().theta0, np.float32), (cfg.num_seeds, 1))
-    rows, trained = [], 0
+    rows, trained, compile_s = [], 0, None
     for target in args.train_segments:
         for _ in range(target - trained):
             state, _ = segment(state, theta)
@@ -116,6 +117,12 @@ def main(args: Args) -> list[dict]:
         keys = [np.asarray(jax.random.split(jax.random.fold_in(key_collect, t), cfg.num_seeds))
                 for t in range(args.rounds)]
         base = args.arms[0]
+        compile_s = {} if compile_s is None else compile_s  # once: JAX caches it in-process
+        for name, f in fns.items():
+            if name not in compile_s:
+                t0 = time.perf_counter()
+                f[0].lower(params, keys[0]).compile()
+                compile_s[name] = time.perf_counter() - t0
         out = {name: jax.device_get(f[0](params, keys[0])) for name, f in fns.items()}
         whole = {name: jax.device_get(f[1](params, keys[0])) for name, f in fns.items()}
         same = {name: _same(out[base], out[name]) for name in fns}
@@ -139,7 +146,7 @@ def main(args: Args) -> list[dict]:
                "identical_whole_games": same_whole, "games": games,
                "seconds": seconds,
                "median_s": {k: float(np.median(v)) for k, v in seconds.items()},
-               "base_over_arm": ratios,
+               "base_over_arm": ratios, "compile_s": compile_s,
                **machine()}
         print(json.dumps(row), flush=True)
         rows.append(row)
