@@ -57,7 +57,8 @@ def _module_at(rev: str):
 
 
 def _same(a, b) -> bool:
-    return all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+    pairs = zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    return all(np.array_equal(x, y) for x, y in pairs)
 
 
 def _same_len(a, b) -> bool:
@@ -136,7 +137,7 @@ def main(args: Args) -> list[dict]:
                 jax.block_until_ready(f[0](params, keys[t]))
                 seconds[name].append(time.perf_counter() - t0)
             games.append(_lengths(jax.device_get(fns[args.arms[-1]][1](params, keys[t])), cfg))
-        ratios = {name: float(np.median([b / n for b, n in zip(seconds[base], seconds[name])]))
+        ratios = {name: float(np.median(np.divide(seconds[base], seconds[name])))
                   for name in fns}
         row = {"preset": args.preset, "segments_trained": target,
                "env_steps_per_seed": target * cfg.ppo.steps_per_segment,

@@ -25,8 +25,7 @@ def make_collect(net: NetworkConfig, num: int, max_len: int = 2000, env_fns: Env
     """Build the compiled `collect(params, key) -> TrajectoryBatch`.
 
     Plays `num` games from reset with actions sampled from the policy (illegal moves masked)
-    for at most `max_len` moves each, stopping when every game has ended; games still running
-    at `max_len` are flagged `truncated`.
+    until all ended, at most `max_len` moves each (games still running are flagged `truncated`).
     `greedy=True` plays the argmax of the legal logits instead (`policy.logits_policy`, the
     action `evaluation.make_evaluate` plays: with the same key, the same games). Static: `net`,
     `num`, `max_len`, `env_fns` (the environment; its states need a `terminated` field),
@@ -72,21 +71,18 @@ CHUNK = 32
 
 
 def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> TrajectoryBatch:
-    """Play `num` games with `act` until all ended (at most `max_len` moves); see
-    `make_act_collect`. The moves are played `CHUNK` at a time; those after the last game
-    ended are the padding that playing on idle gives (final board, action -1, gain 0, features
-    0), so the batch is the one `max_len` moves of finished games left idle would give
-    (`fns.play` must leave a finished game as it is)."""
+    """Play `num` games with `act`, `CHUNK` moves at a time until all ended (at most `max_len`),
+    padded as `max_len` moves of finished games left idle would pad them (`fns.play` leaves a
+    finished game as it is); see `make_act_collect`."""
     key_reset, key_play = jax.random.split(key)
     state = jax.vmap(fns.reset)(jax.random.split(key_reset, num))
     move = functools.partial(_move, fns, act, max_len)
-    size = -(-max_len // CHUNK) * CHUNK
+    size, pad = -(-max_len // CHUNK) * CHUNK, (0, -1, 0.0, 0.0, False)
     buffers = jax.tree.map(lambda out, fill: jnp.full((size,) + out.shape, fill, out.dtype),
-                           jax.eval_shape(move, (state, key_play), 0)[1], (0, -1, 0.0, 0.0, False))
+                           jax.eval_shape(move, (state, key_play), 0)[1], pad)
 
     def unfinished(carry):
-        t, state, _, _ = carry
-        return (t < max_len) & jnp.any(~state.terminated)
+        return (carry[0] < max_len) & jnp.any(~carry[1].terminated)
 
     def chunk(carry):
         t, state, key, buffers = carry
@@ -100,23 +96,17 @@ def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> Tr
     boards, actions, gains, feats, running = (buf[:max_len] for buf in buffers)
     final = jax.vmap(fns.board)(state).astype(jnp.int8)
     boards = jnp.where(jnp.arange(max_len)[:, None, None] < played, boards, final)
-    boards = jnp.concatenate([jnp.swapaxes(boards, 0, 1), final[:, None]], axis=1)
     return TrajectoryBatch(
-        boards=boards,
-        actions=jnp.swapaxes(actions, 0, 1),
-        score_gains=jnp.swapaxes(gains, 0, 1),
-        lengths=jnp.sum(running, axis=0).astype(jnp.int32),
-        truncated=~state.terminated,
-        score=jnp.sum(gains, axis=0),
-        max_tile=(2 ** jnp.max(final.astype(jnp.int32), axis=-1)).astype(jnp.int32),
-        Phi=jnp.sum(feats, axis=0),
-    )
+        boards=jnp.concatenate([jnp.swapaxes(boards, 0, 1), final[:, None]], axis=1),
+        actions=jnp.swapaxes(actions, 0, 1), score_gains=jnp.swapaxes(gains, 0, 1),
+        lengths=jnp.sum(running, axis=0).astype(jnp.int32), truncated=~state.terminated,
+        score=jnp.sum(gains, axis=0), Phi=jnp.sum(feats, axis=0),
+        max_tile=(2 ** jnp.max(final.astype(jnp.int32), axis=-1)).astype(jnp.int32))
 
 
 def _move(fns: EnvFns, act, max_len: int, carry, t: jax.Array):
     """Move `t` of every game (none from `max_len` on): `((state, key), (board [num, 16] int8,
-    action [num] int8 (-1 once ended), gain [num], features [num, F] (0 once ended), running
-    [num] bool))`."""
+    action [num] int8, gain [num], features [num, F], running [num] bool))`, padded once ended."""
     state, key = carry
     running = ~state.terminated
     key, move, _ = policy_step(fns, act, state, key, auto_reset=False)
