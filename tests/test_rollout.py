@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -12,10 +13,12 @@ from reference.numpy_features import phi_reference
 
 from sailor_jax.agents import rollout
 from sailor_jax.agents.networks import make_network
+from sailor_jax.agents.policy import actor_logits, logits_policy, policy_step
 from sailor_jax.config import NetworkConfig
-from sailor_jax.game.env import EnvFns, StepResult
+from sailor_jax.game.env import GAME_2048, EnvFns, StepResult
 from sailor_jax.game.expert import expert_act
 from sailor_jax.game.features import NUM_FEATURES, phi
+from sailor_jax.types import TrajectoryBatch
 
 NET = NetworkConfig(hidden_sizes=(8,))
 PARAMS = make_network(NET)[0](jax.random.PRNGKey(0))
@@ -140,3 +143,59 @@ def test_windows_are_contiguous_slices_with_reference_feature_sums():
         np.testing.assert_allclose(window.Phi[m], want, rtol=1e-4, atol=1e-3)
     with pytest.raises(ValueError, match="window must be positive"):
         rollout.cut_windows(full, jax.random.key(0), 0)
+
+
+def _scan_collect_act(fns, act, num, max_len, key):
+    """The reference: every one of `max_len` moves played by a fixed-length scan, finished
+    games left idle (an independent copy of the collection the stopping loop must equal)."""
+
+    def step(carry, _):
+        state, key = carry
+        running = ~state.terminated
+        key, move, _ = policy_step(fns, act, state, key, auto_reset=False)
+        res = move.result
+        feats = fns.phi(res.board, res.next_board, res.score_gain, res.terminated)
+        out = (move.board.astype(jnp.int8),
+               jnp.where(running, move.action, -1).astype(jnp.int8),
+               jnp.where(running, res.score_gain, 0.0),
+               jnp.where(running[:, None], feats, 0.0), running)
+        return (move.env_state, key), out
+
+    key_reset, key_play = jax.random.split(key)
+    state = jax.vmap(fns.reset)(jax.random.split(key_reset, num))
+    (state, _), (boards, actions, gains, feats, running) = jax.lax.scan(
+        step, (state, key_play), length=max_len)
+    final = jax.vmap(fns.board)(state).astype(jnp.int8)
+    boards = jnp.concatenate([jnp.swapaxes(boards, 0, 1), final[:, None]], axis=1)
+    return TrajectoryBatch(
+        boards=boards, actions=jnp.swapaxes(actions, 0, 1),
+        score_gains=jnp.swapaxes(gains, 0, 1),
+        lengths=jnp.sum(running, axis=0).astype(jnp.int32), truncated=~state.terminated,
+        score=jnp.sum(gains, axis=0),
+        max_tile=(2 ** jnp.max(final.astype(jnp.int32), axis=-1)).astype(jnp.int32),
+        Phi=jnp.sum(feats, axis=0))
+
+
+AGENT_ACT = functools.partial(logits_policy, functools.partial(
+    actor_logits, make_network(NET)[1]), PARAMS, False)
+
+
+@pytest.mark.parametrize("act, num, max_len, fns", [
+    (AGENT_ACT, 5, 400, GAME_2048),  # the untrained agent's games all end long before 400
+    (AGENT_ACT, 5, 30, GAME_2048),  # every game truncated
+    (expert_act(1, 0.1), 3, 150, GAME_2048),  # the expert: some games truncated, seeds differ
+    (AGENT_ACT, 2, 10, LADDER),  # every game ends after 3 moves
+])
+def test_collect_stops_when_all_games_ended_with_the_batch_of_the_full_scan(act, num, max_len,
+                                                                             fns):
+    keys = jax.random.split(jax.random.PRNGKey(7), 4)
+    new = functools.partial(rollout._collect_act, fns, act, num, max_len)
+    old = functools.partial(_scan_collect_act, fns, act, num, max_len)
+    for got, want in [(jax.jit(jax.vmap(new))(keys), jax.jit(jax.vmap(old))(keys)),
+                      (rollout.make_act_collect(act, num, max_len, fns)(keys[1]),
+                       jax.jit(old)(keys[1]))]:
+        got, want = jax.device_get((got, want))
+        for field in TrajectoryBatch.__dataclass_fields__:
+            a, b = getattr(got, field), getattr(want, field)
+            assert a.dtype == b.dtype and a.shape == b.shape, field
+            np.testing.assert_array_equal(a, b, err_msg=field)

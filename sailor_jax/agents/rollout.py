@@ -25,7 +25,7 @@ def make_collect(net: NetworkConfig, num: int, max_len: int = 2000, env_fns: Env
     """Build the compiled `collect(params, key) -> TrajectoryBatch`.
 
     Plays `num` games from reset with actions sampled from the policy (illegal moves masked)
-    for at most `max_len` moves each; games still running then are flagged `truncated`.
+    until all ended, at most `max_len` moves each (games still running are flagged `truncated`).
     `greedy=True` plays the argmax of the legal logits instead (`policy.logits_policy`, the
     action `evaluation.make_evaluate` plays: with the same key, the same games). Static: `net`,
     `num`, `max_len`, `env_fns` (the environment; its states need a `terminated` field),
@@ -60,43 +60,63 @@ def make_act_collect(act, num: int, max_len: int = 2000, env_fns: EnvFns = GAME_
 
 def _collect(fns: EnvFns, apply, num: int, max_len: int, greedy: bool, params, key: jax.Array
              ) -> TrajectoryBatch:
-    """Play `num` games for `max_len` moves (finished games idle); see `make_collect`."""
+    """Play `num` games with the policy of `params`; see `make_collect`."""
     act = functools.partial(logits_policy, functools.partial(actor_logits, apply), params,
                             greedy)
     return _collect_act(fns, act, num, max_len, key)
 
 
+CHUNK = 32
+"""Moves played between two tests of whether every game of a collect call has ended."""
+
+
 def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> TrajectoryBatch:
-    """Play `num` games with `act` for `max_len` moves; see `make_act_collect`."""
-
-    def step(carry, _):
-        state, key = carry
-        running = ~state.terminated
-        key, move, _ = policy_step(fns, act, state, key, auto_reset=False)
-        res = move.result
-        feats = fns.phi(res.board, res.next_board, res.score_gain, res.terminated)
-        out = (move.board.astype(jnp.int8),
-               jnp.where(running, move.action, -1).astype(jnp.int8),
-               jnp.where(running, res.score_gain, 0.0),
-               jnp.where(running[:, None], feats, 0.0), running)
-        return (move.env_state, key), out
-
+    """Play `num` games with `act`, `CHUNK` moves at a time until all ended (at most `max_len`),
+    padded as `max_len` moves of finished games left idle would pad them (`fns.play` leaves a
+    finished game as it is); see `make_act_collect`."""
     key_reset, key_play = jax.random.split(key)
     state = jax.vmap(fns.reset)(jax.random.split(key_reset, num))
-    (state, _), (boards, actions, gains, feats, running) = jax.lax.scan(
-        step, (state, key_play), length=max_len)
+    move = functools.partial(_move, fns, act, max_len)
+    size, pad = -(-max_len // CHUNK) * CHUNK, (0, -1, 0.0, 0.0, False)
+    buffers = jax.tree.map(lambda out, fill: jnp.full((size,) + out.shape, fill, out.dtype),
+                           jax.eval_shape(move, (state, key_play), 0)[1], pad)
+
+    def unfinished(carry):
+        return (carry[0] < max_len) & jnp.any(~carry[1].terminated)
+
+    def chunk(carry):
+        t, state, key, buffers = carry
+        (state, key), out = jax.lax.scan(move, (state, key), t + jnp.arange(CHUNK))
+        buffers = jax.tree.map(lambda buf, x: jax.lax.dynamic_update_slice_in_dim(buf, x, t, 0),
+                               buffers, out)
+        return t + CHUNK, state, key, buffers
+
+    played, state, _, buffers = jax.lax.while_loop(
+        unfinished, chunk, (jnp.int32(0), state, key_play, buffers))
+    boards, actions, gains, feats, running = (buf[:max_len] for buf in buffers)
     final = jax.vmap(fns.board)(state).astype(jnp.int8)
-    boards = jnp.concatenate([jnp.swapaxes(boards, 0, 1), final[:, None]], axis=1)
+    boards = jnp.where(jnp.arange(max_len)[:, None, None] < played, boards, final)
     return TrajectoryBatch(
-        boards=boards,
-        actions=jnp.swapaxes(actions, 0, 1),
-        score_gains=jnp.swapaxes(gains, 0, 1),
-        lengths=jnp.sum(running, axis=0).astype(jnp.int32),
-        truncated=~state.terminated,
-        score=jnp.sum(gains, axis=0),
-        max_tile=(2 ** jnp.max(final.astype(jnp.int32), axis=-1)).astype(jnp.int32),
-        Phi=jnp.sum(feats, axis=0),
-    )
+        boards=jnp.concatenate([jnp.swapaxes(boards, 0, 1), final[:, None]], axis=1),
+        actions=jnp.swapaxes(actions, 0, 1), score_gains=jnp.swapaxes(gains, 0, 1),
+        lengths=jnp.sum(running, axis=0).astype(jnp.int32), truncated=~state.terminated,
+        score=jnp.sum(gains, axis=0), Phi=jnp.sum(feats, axis=0),
+        max_tile=(2 ** jnp.max(final.astype(jnp.int32), axis=-1)).astype(jnp.int32))
+
+
+def _move(fns: EnvFns, act, max_len: int, carry, t: jax.Array):
+    """Move `t` of every game (none from `max_len` on): `((state, key), (board [num, 16] int8,
+    action [num] int8, gain [num], features [num, F], running [num] bool))`, padded once ended."""
+    state, key = carry
+    running = ~state.terminated
+    key, move, _ = policy_step(fns, act, state, key, auto_reset=False)
+    res = move.result
+    feats = fns.phi(res.board, res.next_board, res.score_gain, res.terminated)
+    state = jax.tree.map(lambda new, old: jnp.where(t < max_len, new, old), move.env_state, state)
+    return (state, key), (move.board.astype(jnp.int8),
+                          jnp.where(running, move.action, -1).astype(jnp.int8),
+                          jnp.where(running, res.score_gain, 0.0),
+                          jnp.where(running[:, None], feats, 0.0), running)
 
 
 def cut_windows(batch: TrajectoryBatch, key: jax.Array, window: int,
