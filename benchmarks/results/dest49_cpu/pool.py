@@ -1,5 +1,5 @@
 """The destinations kept fixed against theta0 kept fixed, seed by seed, pooled over the root
-seeds run (from the committed `repair.json.gz` tables). Issue 49, 2026-11-28.
+seeds run (from the committed `repair.json.gz` tables).
 
     cd benchmarks/results/dest49_cpu && python pool.py > pooled.md
 

@@ -1,6 +1,6 @@
 """Pool theta0's per-seed scores over the four root seeds (32 paired seeds) from the committed
 `repair.json.gz` tables (the run folders of root seeds 0 and 1 are gone; the tables hold each
-arm's per-seed final greedy scores). Issue 49, 2026-11-28.
+arm's per-seed final greedy scores).
 
     cd benchmarks/results/repair49_theta0_32 && python pool.py > pooled.md
 
