@@ -11,6 +11,7 @@
         --llm.gguf-file qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --llm.dtype bfloat16 \
         --groups 32 --json                                         # the offline 1.5B judge
     python benchmarks/judge_quality.py --setting sailor --json               # SAILOR's groups
+    python benchmarks/judge_quality.py --setting strong --judge llm --json   # strong play
 
 Run it with your judge model before a long SAILOR run: a judge that cannot tell the
 expert from a random player (`skill_order_accuracy` near 0.5) has nothing to teach theta.
@@ -21,6 +22,13 @@ epsilon 1 = uniformly random legal moves), cut at `--max-len` moves; `--groups` 
 `--m` trajectories drawn from it (seeded). Every judge sees the same groups. The expert judge
 and the pool's players share the expert (at the same depth, it is the positive control by
 construction); `--pool-depth 1` draws the pool from a different, weaker expert.
+
+`--setting strong`: the strong-play pool (`sailor_lab.strong_pool`: PPO agents close in skill
+near the top, `--strong.players`), judged as whole games and as SAILOR's windows; the truth is
+each player's skill (its mean score over games of its own), and the final score (the window's
+points for windows) and the expert's verdict are measured beside the judge as references. One
+JSON line with `views`: per view, each judge's metrics and its accuracy per pair of players.
+The pool is cached under `~/.cache/sailor_jax/strong_pool` (training its agents takes minutes).
 
 Prints one JSON line (`--json`): `judge`, `skill_order_accuracy`, `skill_pairs`,
 `agreement_expert`, `agreement_outcome`, `kendall_tau`, `failed_groups`, `seconds_per_group`,
@@ -50,7 +58,7 @@ from sailor_jax.game.reward import RewardSpec
 from sailor_jax.judges import ExpertRanker, LLMRanker, OutcomeRanker
 from sailor_jax.judges.factory import check_ranker, judge_name, make_ranker
 from sailor_jax.logging import to_jsonable
-from sailor_lab import judge_eval, policy_groups, report
+from sailor_lab import judge_eval, policy_groups, report, strong_pool
 from sailor_lab.identifiability import feature_spread
 from sailor_lab.judge_curve import load_curve, predict, prediction_line
 
@@ -83,11 +91,16 @@ class Args:
     """The graded-skill pool and group draw (`--epsilons`, `--m`, `--groups`, ...)."""
     json: bool = False
     """Print the result as one JSON line on stdout (the summary and tables go to stderr)."""
-    setting: Literal["graded", "sailor"] = "graded"
+    setting: Literal["graded", "sailor", "strong"] = "graded"
     """graded: the graded-skill pool above (one judge, `--judge`). sailor: SAILOR's own
     setting, groups of `--m` whole games of one policy each, every judge of `--judges`:
     rank correlation of each judge's verdict with game length and final score per policy,
-    and which theta entries the groups' Phi sums can identify (whole games vs windows)."""
+    and which theta entries the groups' Phi sums can identify (whole games vs windows).
+    strong: the strong-play pool (`--strong.*`), whole games and windows, the judge beside
+    the final score and the expert."""
+    strong: strong_pool.StrongPoolArgs = strong_pool.StrongPoolArgs()
+    """strong: the players, pool sizes, group draw and seed (1 = development, 2 =
+    confirmation)."""
     policies: tuple[str, ...] = ("eps0.1", "eps0.3", "eps0.6", "ppo_init", "ppo_300k")
     """sailor: the policies (`policy_groups.policy_collect`: eps<e> experts at `--pool-depth`,
     ppo_init, ppo_<steps> trained on theta0)."""
@@ -201,6 +214,51 @@ def run_sailor(args: Args) -> dict:
             "pool_depth": args.pool.pool_depth, "seed": args.pool.seed, **report.machine()}
 
 
+def run_strong(args: Args) -> dict:
+    """The strong-play pool: per view (whole games, windows), the judge's metrics beside the
+    final score's and the expert's, and each judge's accuracy per pair of players."""
+    cfg, judge = make_judge(args)
+    t0 = time.perf_counter()
+    pool = strong_pool.build_strong_pool(args.strong)
+    play_s = time.perf_counter() - t0
+    references = {"outcome": OutcomeRanker(), "expert": ExpertRanker(depth=args.expert_depth)}
+    views = {}
+    for view in strong_pool.VIEWS:
+        groups, index, truth = strong_pool.draw_groups(pool, args.strong, view)
+        rows = {}
+        for name, ranker in ((_label(cfg), judge), *references.items()):
+            t0 = time.perf_counter()
+            rankings = ranker.rank_groups(groups)
+            seconds = time.perf_counter() - t0
+            metrics = judge_eval.judge_metrics(rankings, truth, {})
+            rows[name] = {k: v for k, v in metrics.items() if k != "kendall_tau_per_group"} | {
+                "seconds_per_group": seconds / len(groups),
+                "pairs_by_player": strong_pool.pair_table(rankings, index, pool)}
+        views[view] = rows
+    record = {"setting": "strong", "judge": _label(cfg), "kind": args.judge, "views": views,
+              "skill": {p: {"skill": float(s), "skill_sem": float(e)}
+                          for p, s, e in zip(pool.players, pool.skill, pool.skill_sem,
+                                             strict=True)},
+              "play_s": play_s, **args.strong.record(), **report.machine()}
+    if cfg.kind == "llm":
+        record |= {"mode": args.llm.mode, "model": args.llm.model}
+    return record
+
+
+def print_strong(record: dict, file=sys.stdout) -> None:
+    """The strong setting's tables as markdown, to `file`."""
+    print("| player | skill (mean score) |\n|---|---:|", file=file)
+    for p, v in record["skill"].items():
+        print(f"| {p} | {v['skill']:.0f} +- {v['skill_sem']:.0f} |", file=file)
+    print("\n| view | judge | skill-order accuracy [95%] | Kendall tau |\n|---|---|---:|---:|",
+          file=file)
+    for view, rows in record["views"].items():
+        for name, r in rows.items():
+            lo, hi = r["skill_order_accuracy_ci"]
+            print(f"| {view} | {name} | {r['skill_order_accuracy']:.3f} [{lo:.3f}, {hi:.3f}] | "
+                  f"{r['kendall_tau']:+.2f} |", file=file)
+
+
 def print_sailor(record: dict, file=sys.stdout) -> None:
     """The sailor setting's tables as markdown, to `file`."""
     print("| policy | moves | score | truncated |\n|---|---:|---:|---:|", file=file)
@@ -229,9 +287,9 @@ def print_sailor(record: dict, file=sys.stdout) -> None:
 def main(args: Args) -> dict:
     """Run and print a summary (to stderr with --json, then the JSON line). Host-only."""
     out = sys.stderr if args.json else sys.stdout
-    if args.setting == "sailor":
-        record = run_sailor(args)
-        print_sailor(record, out)
+    if args.setting in ("sailor", "strong"):
+        record = (run_sailor if args.setting == "sailor" else run_strong)(args)
+        (print_sailor if args.setting == "sailor" else print_strong)(record, out)
         if args.json:
             print(json.dumps(to_jsonable(record)), flush=True)  # NaN -> null
         return record

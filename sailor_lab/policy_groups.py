@@ -85,15 +85,17 @@ def _steps(text: str) -> int:
         raise UserError(f"bad PPO step count {text!r}", "use e.g. ppo_300k or ppo_1m") from None
 
 
-def train_ppo_params(cfg: PPOConfig, steps: int, seed: int = 0):
-    """Params of PPO (`cfg`) trained on theta0 for >= `steps` env steps.
+def train_ppo_params(cfg: PPOConfig, steps: int, seed: int = 0,
+                     theta: Sequence[float] | None = None):
+    """Params of PPO (`cfg`) trained on `theta` (None: theta0) for >= `steps` env steps.
 
     Host-only (runs compiled segments of `cfg.updates_per_segment` updates).
     """
     segments = -(-steps // cfg.steps_per_segment)
     init, segment = make_train(cfg.over_run(segments * cfg.updates_per_segment))
     state = init(jax.random.key(seed))
-    theta = jax.numpy.asarray(RewardSpec().theta0, jax.numpy.float32)
+    theta = jax.numpy.asarray(RewardSpec().theta0 if theta is None else theta,
+                              jax.numpy.float32)
     for _ in range(segments):
         state, _ = segment(state, theta)
     return state.params
