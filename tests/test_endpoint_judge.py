@@ -88,9 +88,10 @@ def test_endpoint_scores_equal_in_process_scores(serve, tiny_backend, tiny_llm_d
     ranker = _ranker(url, mode=mode)
     remote = ranker.rank_groups(GROUPS)
     for a, b in zip(local, remote, strict=True):
-        np.testing.assert_array_equal(a.order, b.order)
         np.testing.assert_allclose(a.scores, b.scores, atol=1e-4)
         np.testing.assert_allclose(a.pairwise_prob, b.pairwise_prob, atol=1e-4)
+        # the same order, up to strengths within the tolerance (near-ties may swap)
+        np.testing.assert_allclose(a.scores[b.order], np.sort(a.scores)[::-1], atol=1e-4)
     assert _events(ranker, "endpoint") == [{"event": "endpoint", "endpoint": url,
                                             "model": tiny_llm_dir, "api": "completions",
                                             "logprobs": True}]

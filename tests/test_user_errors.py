@@ -261,6 +261,12 @@ CASES = {
                           r"\(use folder names of at most 255 bytes\)"),
     "train_ppo out name too long": ("train_ppo", ["--out", "x" * 300 + "/run"],
                                     r"File name too long.*at most 255 bytes"),
+    # Issue 74: nothing listening at the judge's endpoint, checked at start-up.
+    "dead endpoint": ("sailor", ["--sailor.ranker.llm.endpoint", "http://127.0.0.1:9/v1",
+                                 "--out", "o"],
+                      r"^error: judge endpoint http://127\.0\.0\.1:9/v1 failed after \d+ retries: "
+                      r"APIConnectionError.*\(start the server or correct the URL, then "
+                      r"rerun\)$"),
 }
 
 

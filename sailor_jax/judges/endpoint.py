@@ -45,8 +45,7 @@ from sailor_jax.judges.hf_backend import LLMBackend
 from sailor_jax.judges.parsing import parse_label
 from sailor_jax.judges.transport import EndpointError, TokenBudgetError, TokenUsage
 
-__all__ = ["EndpointBackend", "EndpointError", "TokenBudgetError", "TokenUsage",
-           "check_endpoint"]
+__all__ = ["EndpointBackend", "EndpointError", "TokenBudgetError", "TokenUsage", "check_endpoint"]
 
 CHARS_PER_TOKEN = 1.6
 """Token estimate of the chat API (no tokenizer), on the safe side: digits tokenise densely
@@ -100,8 +99,12 @@ def check_endpoint(config: LLMRankerConfig) -> None:
         or does not list `config.model` (the listed names are given).
     """
     backend = EndpointBackend.__new__(EndpointBackend)
+    backend.model_name = config.model
     backend._connect(config)
-    names = [m.id for m in backend._models()]
+    try:  # at start-up nothing is written yet: the fix is the server, then the same command
+        names = [m.id for m in backend._models()]
+    except EndpointError as err:
+        raise EndpointError(err.what, "start the server or correct the URL, then rerun") from None
     if config.model is not None and names and config.model not in names:
         shown = ", ".join(names[:8]) + (" ..." if len(names) > 8 else "")
         raise EndpointError(f"--sailor.ranker.llm.model {config.model}: {config.endpoint} "
@@ -279,10 +282,9 @@ class EndpointBackend:
     def _first_choice(self, response: Any) -> Any:
         choices = getattr(response, "choices", None)
         if not choices:
-            raise EndpointError(f"judge endpoint {self.url} answered without choices "
-                                f"({self._redact(str(response)[:200])})",
-                                "check that it is an OpenAI-compatible server; continue with "
-                                "--resume")
+            raise EndpointError(f"judge endpoint {self.url} answered without choices ("
+                                f"{self._redact(str(response)[:200])})", "check that it is an "
+                                "OpenAI-compatible server; continue with --resume")
         return choices[0]
 
     def _call(self, request: Callable[[], Any]) -> Any:
@@ -291,10 +293,9 @@ class EndpointBackend:
         try:
             return request()
         except (openai.APIError, ValueError) as err:  # ValueError: a body that is not JSON
-            what = type(err).__name__
             raise EndpointError(
                 f"judge endpoint {self.url} failed after {MAX_RETRIES} retries: "
-                f"{what}: {self._redact(str(err))[:300]}",
+                f"{type(err).__name__}: {self._redact(str(err))[:300]}",
                 f"check the server and that it serves {self.model_name!r}; continue with "
                 "--resume") from None
 
