@@ -49,7 +49,7 @@ def main():
         for combo in itertools.combinations(designs, size):
             cells = []
             for case in cases:
-                if any((d, *case) not in by for d in combo):
+                if any(len(by.get((d, *case), ())) != len(truth[case]) for d in combo):
                     cells.append("   -  ")
                     continue
                 rankings = []
