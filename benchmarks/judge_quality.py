@@ -11,7 +11,7 @@
         --llm.gguf-file qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --llm.dtype bfloat16 \
         --groups 32 --json                                         # the offline 1.5B judge
     python benchmarks/judge_quality.py --setting sailor --json               # SAILOR's groups
-    python benchmarks/judge_quality.py --setting strong --judge llm --json   # strong play
+    python benchmarks/judge_quality.py --setting strong --judge llm --llm.mode pointwise --json
 
 Run it with your judge model before a long SAILOR run: a judge that cannot tell the
 expert from a random player (`skill_order_accuracy` near 0.5) has nothing to teach theta.

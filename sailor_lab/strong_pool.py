@@ -50,6 +50,7 @@ DEFAULT_PLAYERS = ("ppo_1m:ones", "ppo_1m", "ppo_500k", "ppo_250k")
 """Four PPO agents of the `cpu` preset's budget and below: two rewards at ~1M env steps (the
 decision SAILOR faces), and theta0 at a half and a quarter of it."""
 VIEWS = ("games", "windows")
+"""How the pool's games are judged: whole, or as one window each."""
 CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "sailor_jax", "strong_pool")
 
 
@@ -104,8 +105,7 @@ class StrongPool:
 
     `games` holds `P = players x games_per_player` whole games, `windows` one window of each;
     `player[P]` the index of each item's player in `players`; `skill[len(players)]` each
-    player's mean final score over its skill games, `skill_rank[P]` each item's player's rank
-    by skill (0 = the best; equal means share a rank).
+    player's mean final score over its skill games and `skill_sem` its standard error.
     """
 
     games: TrajectoryBatch
@@ -117,12 +117,14 @@ class StrongPool:
 
     @property
     def skill_rank(self) -> np.ndarray:
+        """`int64[P]`: each item's player's rank by skill (0 = the best)."""
         order = np.argsort(-self.skill, kind="stable")
         rank = np.empty(len(self.skill), np.int64)
         rank[order] = np.arange(len(self.skill))
         return rank[self.player]
 
     def view(self, name: Literal["games", "windows"]) -> TrajectoryBatch:
+        """The whole games or the windows (host `TrajectoryBatch` of `P` items)."""
         return self.games if name == "games" else self.windows
 
 
