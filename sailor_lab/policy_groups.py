@@ -23,6 +23,7 @@ from sailor_jax.errors import UserError
 from sailor_jax.game.expert import expert_act
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.types import Ranking, TrajectoryBatch
+from sailor_lab.starts import STARTS
 
 DEFAULT_EPSILONS = (0.0, 0.1, 0.3, 0.6, 1.0)
 
@@ -45,33 +46,59 @@ class PolicyGroups:
                 for idx in self.groups]
 
 
+def parse_policy(policy: str, depth: int = 2) -> tuple[str, dict]:
+    """What a policy name names: `("expert", {"epsilon", "depth"})` for `eps<e>[@<depth>]`
+    (`depth` when the name gives none), `("init", {})` for `ppo_init`, `("ppo", {"steps",
+    "start"})` for `ppo_<n>[:<start>]` (start: a name of `sailor_lab.starts.STARTS`, theta0
+    when none). Host-only.
+
+    Raises:
+      UserError: an unknown or malformed name, epsilon outside [0, 1], depth < 1, an unknown
+        start.
+    """
+    if policy.startswith("eps"):
+        eps, _, given = policy[3:].partition("@")
+        try:
+            epsilon, depth = float(eps), int(given or depth)
+        except ValueError:
+            raise UserError(f"bad policy name {policy!r}", "use eps<epsilon>[@<depth>], e.g. "
+                            "eps0.3 or eps0.1@1") from None
+        if not 0 <= epsilon <= 1 or depth < 1:
+            raise UserError(f"policy {policy!r}: need 0 <= epsilon <= 1 and depth >= 1")
+        return "expert", {"epsilon": epsilon, "depth": depth}
+    if policy == "ppo_init":
+        return "init", {}
+    if not policy.startswith("ppo_"):
+        raise UserError(f"unknown policy {policy!r}", "use eps<epsilon>[@<depth>], ppo_init or "
+                        "ppo_<steps>[:<start>] (e.g. ppo_300k, ppo_1m:ones)")
+    steps, _, start = policy[4:].partition(":")
+    start = start or "theta0"
+    if start not in STARTS:
+        raise UserError(f"policy {policy!r}: unknown start {start!r}",
+                        f"use one of {', '.join(STARTS)}")
+    return "ppo", {"steps": _steps(steps), "start": start}
+
+
 def policy_collect(policy: str, num: int, max_len: int, depth: int = 2, seed: int = 0):
     """A compiled `collect(key) -> TrajectoryBatch` of `num` games of a named policy.
 
-    Host-only factory. Names: `eps<e>` (the depth-`depth` expert, random legal move with
-    probability e, e.g. `eps0.3`), `ppo_init` (a freshly initialised PPO actor-critic, default
-    network, near-uniform over legal moves), `ppo_<n>` with `n` like `300k` (the default PPO
-    recipe trained on theta0 for about `n` env steps from seed `seed`, 256 envs; see
-    `train_ppo_params`).
+    Host-only factory. Names (`parse_policy`): `eps<e>` (the depth-`depth` expert, random legal
+    move with probability e, e.g. `eps0.3`; `eps<e>@<d>` at depth d), `ppo_init` (a freshly
+    initialised PPO actor-critic, default network, near-uniform over legal moves), `ppo_<n>`
+    with `n` like `300k` (the default PPO recipe trained on theta0 for about `n` env steps from
+    seed `seed`, 256 envs; see `train_ppo_params`), `ppo_<n>:<start>` (trained on that start).
 
     Raises:
-      UserError: an unknown policy name.
+      UserError: as `parse_policy`.
     """
-    if policy.startswith("eps"):
-        try:
-            epsilon = float(policy[3:])
-        except ValueError:
-            raise UserError(f"bad policy name {policy!r}", "use eps<epsilon>, e.g. eps0.3") \
-                from None
-        return make_act_collect(expert_act(depth, epsilon), num, max_len)
-    if not policy.startswith("ppo_"):
-        raise UserError(f"unknown policy {policy!r}",
-                        "use eps<epsilon>, ppo_init or ppo_<steps> (e.g. ppo_300k)")
+    kind, spec = parse_policy(policy, depth)
+    if kind == "expert":
+        return make_act_collect(expert_act(spec["depth"], spec["epsilon"]), num, max_len)
     cfg = PPOConfig(network=SMALL_NETWORK, num_envs=256)
-    if policy == "ppo_init":
+    if kind == "init":
         params = make_network(cfg.network)[0](jax.random.fold_in(jax.random.key(seed), 1))
     else:
-        params = train_ppo_params(cfg, _steps(policy[4:]), seed)
+        params = train_ppo_params(cfg, spec["steps"], seed, theta=STARTS[spec["start"]].theta)
     collect = make_collect(cfg.network, num, max_len)
     return lambda key: collect(params, key)
 

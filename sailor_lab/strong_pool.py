@@ -15,10 +15,11 @@ rewards (and optionally epsilon-greedy experts), each of which plays well:
   scored by `judge_eval.judge_metrics` with the players' skill ranks as the truth, plus the
   accuracy per pair of players (`pair_table`).
 
-Player names: `ppo_<steps>` (the default PPO recipe with the (64, 64) trunk, 256 envs, trained on
-theta0 for about `<steps>` env steps, e.g. `ppo_1m`), `ppo_<steps>:<start>` (trained on a named
-start of `sailor_lab.starts.STARTS`, e.g. `ppo_1m:ones`), `eps<e>` / `eps<e>@<depth>` (the
-expectimax expert at depth 2 / `<depth>` taking a random legal move with probability e).
+Players are named as `policy_groups.parse_policy` reads them: `ppo_<steps>` (the default PPO
+recipe with the (64, 64) trunk, 256 envs, trained on theta0 for about `<steps>` env steps, e.g.
+`ppo_1m`), `ppo_<steps>:<start>` (trained on a named start of `sailor_lab.starts.STARTS`, e.g.
+`ppo_1m:ones`), `eps<e>` / `eps<e>@<depth>` (the expectimax expert at depth 2 / `<depth>` taking
+a random legal move with probability e).
 
 The played pool is cached (`cache_dir`, a `.npz` per setting) and regenerated deterministically
 from `seed` when absent (seed for seed on one CPU type). Seed 1 is the development pool, seed 2
@@ -37,14 +38,11 @@ from typing import Literal
 import jax
 import numpy as np
 
-from sailor_jax.agents.rollout import cut_windows, make_act_collect, make_collect
-from sailor_jax.config import SMALL_NETWORK, PPOConfig
+from sailor_jax.agents.rollout import cut_windows
 from sailor_jax.errors import UserError
-from sailor_jax.game.expert import expert_act
 from sailor_jax.types import Ranking, TrajectoryBatch
 from sailor_lab import judge_eval
-from sailor_lab.policy_groups import _steps, train_ppo_params
-from sailor_lab.starts import STARTS
+from sailor_lab.policy_groups import parse_policy, policy_collect
 
 DEFAULT_PLAYERS = ("ppo_1m:ones", "ppo_1m", "ppo_500k", "ppo_250k")
 """Four PPO agents of the `cpu` preset's budget and below: two rewards at ~1M env steps (the
@@ -90,7 +88,7 @@ class StrongPoolArgs:
         if not 2 <= self.m <= size:
             raise UserError(f"--m must be in [2, pool size {size}], got {self.m}")
         for p in self.players:
-            parse_player(p)
+            parse_policy(p)
 
     def record(self) -> dict:
         """The settings as a benchmark record's fields."""
@@ -126,47 +124,6 @@ class StrongPool:
     def view(self, name: Literal["games", "windows"]) -> TrajectoryBatch:
         """The whole games or the windows (host `TrajectoryBatch` of `P` items)."""
         return self.games if name == "games" else self.windows
-
-
-def parse_player(name: str) -> tuple[str, dict]:
-    """`("ppo", {"steps", "start"})` or `("expert", {"epsilon", "depth"})` of a player name.
-
-    Raises:
-      UserError: a name of neither form, or an unknown start.
-    """
-    if name.startswith("ppo_"):
-        steps, _, start = name[4:].partition(":")
-        start = start or "theta0"
-        if start not in STARTS:
-            raise UserError(f"player {name!r}: unknown start {start!r}",
-                            f"use one of {', '.join(STARTS)}")
-        return "ppo", {"steps": _steps(steps), "start": start}
-    if name.startswith("eps"):
-        eps, _, depth = name[3:].partition("@")
-        try:
-            epsilon, depth = float(eps), int(depth or 2)
-        except ValueError:
-            raise UserError(f"bad player name {name!r}", "use eps<e> or eps<e>@<depth>, "
-                            "e.g. eps0.1@1") from None
-        if not 0 <= epsilon <= 1 or depth < 1:
-            raise UserError(f"player {name!r}: need 0 <= epsilon <= 1 and depth >= 1")
-        return "expert", {"epsilon": epsilon, "depth": depth}
-    raise UserError(f"unknown player {name!r}",
-                    "use ppo_<steps>[:<start>] (e.g. ppo_1m:ones) or eps<e>[@<depth>]")
-
-
-def player_collect(name: str, num: int, max_len: int, seed: int):
-    """A compiled `collect(key) -> TrajectoryBatch` of `num` games of player `name`.
-
-    PPO players are trained here first (minutes on a CPU at ~1M env steps), from `seed`.
-    """
-    kind, spec = parse_player(name)
-    if kind == "expert":
-        return make_act_collect(expert_act(spec["depth"], spec["epsilon"]), num, max_len)
-    cfg = PPOConfig(network=SMALL_NETWORK, num_envs=256)
-    params = train_ppo_params(cfg, spec["steps"], seed, theta=STARTS[spec["start"]].theta)
-    collect = make_collect(cfg.network, num, max_len)
-    return lambda key: collect(params, key)
 
 
 def _cache_path(args: StrongPoolArgs) -> str | None:
@@ -211,8 +168,8 @@ def build_strong_pool(args: StrongPoolArgs) -> StrongPool:
     root = jax.random.key(args.seed)
     parts, skill, sem = [], [], []
     for k, name in enumerate(args.players):
-        collect = player_collect(name, args.skill_games + args.games_per_player, args.max_len,
-                                 args.seed)
+        collect = policy_collect(name, args.skill_games + args.games_per_player, args.max_len,
+                                 seed=args.seed)
         batch = jax.device_get(collect(jax.random.fold_in(root, k)))
         scores = np.asarray(batch.score[: args.skill_games], np.float64)
         skill.append(scores.mean())

@@ -11,7 +11,7 @@ from test_experiments import _load
 from sailor_jax.errors import UserError
 from sailor_jax.judges import OutcomeRanker
 from sailor_jax.types import Ranking
-from sailor_lab import judge_eval, strong_pool
+from sailor_lab import judge_eval, policy_groups, strong_pool
 from sailor_lab.strong_pool import StrongPoolArgs
 
 # Experts only (no PPO training): the depth-1 expert against random play, tiny games.
@@ -26,15 +26,18 @@ def tiny(tmp_path_factory):
 
 
 def test_players_parse_and_bad_names_are_refused():
-    assert strong_pool.parse_player("ppo_1m:ones") == ("ppo", {"steps": 1_000_000,
-                                                                "start": "ones"})
-    assert strong_pool.parse_player("ppo_250k") == ("ppo", {"steps": 250_000, "start": "theta0"})
-    assert strong_pool.parse_player("eps0.1@1") == ("expert", {"epsilon": 0.1, "depth": 1})
-    assert strong_pool.parse_player("eps0.3") == ("expert", {"epsilon": 0.3, "depth": 2})
-    for bad, match in (("greedy", "unknown player"), ("ppo_1m:nope", "unknown start"),
-                       ("epsx", "bad player name"), ("eps2", "need 0 <= epsilon")):
+    parse = policy_groups.parse_policy
+    assert parse("ppo_1m:ones") == ("ppo", {"steps": 1_000_000, "start": "ones"})
+    assert parse("ppo_250k") == ("ppo", {"steps": 250_000, "start": "theta0"})
+    assert parse("eps0.1@1") == ("expert", {"epsilon": 0.1, "depth": 1})
+    assert parse("eps0.3") == ("expert", {"epsilon": 0.3, "depth": 2})
+    assert parse("eps0.3", depth=1) == ("expert", {"epsilon": 0.3, "depth": 1})
+    for bad, match in (("greedy", "unknown policy"), ("ppo_1m:nope", "unknown start"),
+                       ("epsx", "bad policy name"), ("eps2", "need 0 <= epsilon")):
         with pytest.raises(UserError, match=match):
-            strong_pool.parse_player(bad)
+            parse(bad)
+        with pytest.raises(UserError, match=match):  # refused before anything is played
+            StrongPoolArgs(players=("ppo_1m", bad))
     with pytest.raises(UserError, match="--players: need at least two distinct"):
         StrongPoolArgs(players=("ppo_1m", "ppo_1m"))
     with pytest.raises(UserError, match="--m must be in"):
@@ -94,7 +97,7 @@ def test_pair_table_counts_cross_player_pairs(tiny):
 
 
 def test_a_ppo_player_is_trained_on_its_start():
-    collect = strong_pool.player_collect("ppo_1k:ones", 2, 5, seed=0)
+    collect = policy_groups.policy_collect("ppo_1k:ones", 2, 5, seed=0)
     batch = collect(__import__("jax").random.key(0))
     assert batch.boards.shape == (2, 6, 16)
 
