@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -168,34 +169,6 @@ def test_429_then_200_is_retried(serve, monkeypatch):
     assert len(seen) > 2
 
 
-@pytest.mark.parametrize("fault", ["hang", "not_json", "server_error"])
-def test_faults_raise_one_clear_error(serve, fault, monkeypatch):
-    server, url = serve()
-    _transport(monkeypatch, retries=1, timeout_s=0.5)
-    monkeypatch.setattr(endpoint, "CONCURRENCY", 2)
-    ranker = _ranker(url, mode="pointwise")
-
-    def broken(handler):
-        if fault == "hang":
-            time.sleep(2.0)
-            return True
-        if fault == "server_error":
-            handler.send_json(503, {"error": {"message": "overloaded"}})
-            return True
-        data = b"{this is not json"
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
-        return True
-
-    server.hook = broken
-    with pytest.raises(EndpointError, match=f"judge endpoint {url} failed") as err:
-        ranker.rank_groups(GROUPS[:1])
-    assert "--resume" in str(err.value) and "\n" not in str(err.value)
-
-
 def test_token_budget_stops_before_it_is_passed(serve):
     _, url = serve()
     ranker = _ranker(url, mode="pointwise", max_tokens_per_run=10_000)
@@ -237,7 +210,7 @@ def test_model_must_be_served(serve):
 
 def test_unreachable_endpoint(monkeypatch):
     _transport(monkeypatch, retries=0, timeout_s=1.0)
-    with pytest.raises(EndpointError, match="http://127.0.0.1:9/v1 failed"):
+    with pytest.raises(EndpointError, match="http://127.0.0.1:9/v1 cannot be reached"):
         _ranker("http://127.0.0.1:9/v1")
 
 
@@ -320,7 +293,8 @@ def test_sailor_run_survives_a_dead_server(serve, tmp_path):
     server.hook = die_after_iteration_0
     died = _sailor(out, url)
     assert died.returncode == 2, died.stderr
-    assert f"error: judge endpoint {url} failed" in died.stderr.strip().splitlines()[-1]
+    assert f"error: judge endpoint {url} cannot be reached" in \
+        died.stderr.strip().splitlines()[-1]
     assert _iterations_logged(out) == [0] and not os.path.exists(os.path.join(out, "results.json"))
     with open(os.path.join(out, "llm.jsonl"), encoding="utf-8") as f:
         spent = sum(r["prompt_tokens"] + 1 for r in map(json.loads, f)
@@ -357,3 +331,107 @@ def test_judge_quality_measures_the_served_model(serve, tiny_llm_dir, capsys):
     assert remote["tokens"] > 0 and remote["logprobs"] is True
     for key in ("skill_order_accuracy", "kendall_tau", "prompts", "failed_groups"):
         assert remote[key] == pytest.approx(local[key], abs=1e-6), key
+
+
+def _status(code: int, **headers: str):
+    """A hook answering every request with HTTP `code` (an OpenAI-style error body)."""
+    def answer(handler):
+        data = json.dumps({"error": {"message": f"status {code}"}}).encode()
+        handler.send_response(code)
+        for name, value in headers.items():
+            handler.send_header(name, value)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+        return True
+    return answer
+
+
+def _not_json(handler):
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", "17")
+    handler.end_headers()
+    handler.wfile.write(b"{this is not json")
+    return True
+
+
+START_FAULTS = {
+    "wrong path (404)": (_status(404), r"answered 404 \(no such path or model\): NotFoundError"
+                         r".*\(give the URL of its OpenAI API .*, then rerun\)$"),
+    "bad key (401)": (_status(401), r"refused the API key \(401\).*\(set OPENAI_API_KEY to a "
+                      r"key it accepts, then rerun\)$"),
+    "rate limit (429)": (_status(429, **{"retry-after-ms": "10"}),
+                         r"kept rate-limiting \(429\) after 1 retries.*\(wait for the rate "
+                         r"limit to reset or raise it, then rerun\)$"),
+    "server error (500)": (_status(500), r"answered server errors \(500\) after 1 retries.*"
+                           r"\(read the server's log, then rerun\)$"),
+    "not JSON": (_not_json, r"answered a body that is not the OpenAI API's JSON.*\(check that "
+                 r"the URL is an OpenAI-compatible server, then rerun\)$"),
+    "timeout": (lambda handler: time.sleep(1.5) or True,
+                r"timed out \(0.5 s a request\) after 1 retries.*\(check that the server is "
+                r"not stuck or overloaded, then rerun\)$"),
+    "model not served": (None, r"--sailor.ranker.llm.model other: .* serves .*\(name one of "
+                         r"them\)$"),
+}
+"""A fault of the server at start-up -> (the hook that makes it, the error line's pattern)."""
+
+
+@pytest.mark.parametrize("fault", list(START_FAULTS))
+def test_every_fault_at_start_up_is_one_error_line(fault, serve, tmp_path, monkeypatch, capsys):
+    """`experiments/sailor.py` against a misbehaving server: one `error:` line saying what and
+    how to fix it, exit 2, nothing written (the start-up check, before any compile)."""
+    from test_experiments import _load
+
+    from sailor_jax import errors
+
+    server, url = serve()
+    server.hook, match = START_FAULTS[fault]
+    _transport(monkeypatch, retries=1, timeout_s=0.5)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(errors.DEBUG_ENV, raising=False)
+    model = ["--sailor.ranker.llm.model", "other"] if fault == "model not served" else []
+    with pytest.raises(SystemExit) as exit_:
+        errors.report_user_errors(_load("experiments/sailor.py").main, [
+            "--sailor.ranker.llm.endpoint", url, *model, "--out", "run"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert re.search(match, err), err
+    assert not (tmp_path / "run").exists()
+
+
+def _no_choices(handler):
+    handler.send_json(200, {"id": "x", "object": "text_completion", "created": 0,
+                            "model": "m", "choices": []})
+    return True
+
+
+MID_RUN_FAULTS = {
+    "wrong path (404)": (_status(404), "answered 404"),
+    "bad key (401)": (_status(401), r"refused the API key \(401\)"),
+    "rate limit (429)": (_status(429, **{"retry-after-ms": "10"}), r"kept rate-limiting"),
+    "server error (500)": (_status(500), r"answered server errors \(500\)"),
+    "not JSON": (_not_json, "answered a body that is not"),
+    "no choices": (_no_choices, "answered without choices"),
+    "timeout": (lambda handler: time.sleep(1.5) or True, "timed out"),
+}
+"""A fault of the server while judging -> (the hook that makes it, what the error says)."""
+
+
+
+@pytest.mark.parametrize("fault", list(MID_RUN_FAULTS))
+def test_every_fault_while_judging_is_one_error_line(serve, fault, monkeypatch):
+    """Judging against a server that misbehaves: one line naming the endpoint, what it did
+    and `--resume` (the main job prints it as its `error:` line, exit 2, after the last
+    checkpoint; `test_sailor_run_survives_a_dead_server` resumes one)."""
+    server, url = serve()
+    _transport(monkeypatch, retries=1, timeout_s=0.5 if fault == "timeout" else 30.0)
+    monkeypatch.setattr(endpoint, "CONCURRENCY", 2)
+    ranker = _ranker(url, mode="pointwise")
+    hook, said = MID_RUN_FAULTS[fault]
+    server.hook = lambda handler: handler.command == "POST" and hook(handler)
+    with pytest.raises(EndpointError) as err:
+        ranker.rank_groups(GROUPS[:1])
+    message = str(err.value)
+    assert re.search(f"judge endpoint {url} {said}", message), message
+    assert "\n" not in message and message.endswith("; then continue with --resume)")

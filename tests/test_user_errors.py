@@ -264,7 +264,8 @@ CASES = {
     # Issue 74: nothing listening at the judge's endpoint, checked at start-up.
     "dead endpoint": ("sailor", ["--sailor.ranker.llm.endpoint", "http://127.0.0.1:9/v1",
                                  "--out", "o"],
-                      r"^error: judge endpoint http://127\.0\.0\.1:9/v1 failed after \d+ retries: "
+                      r"^error: judge endpoint http://127\.0\.0\.1:9/v1 cannot be reached after "
+                      r"\d+ retries: "
                       r"APIConnectionError.*\(start the server or correct the URL, then "
                       r"rerun\)$"),
 }

@@ -101,14 +101,42 @@ def check_endpoint(config: LLMRankerConfig) -> None:
     backend = EndpointBackend.__new__(EndpointBackend)
     backend.model_name = config.model
     backend._connect(config)
-    try:  # at start-up nothing is written yet: the fix is the server, then the same command
+    try:  # at start-up nothing is written yet: the fix, then the same command
         names = [m.id for m in backend._models()]
     except EndpointError as err:
-        raise EndpointError(err.what, "start the server or correct the URL, then rerun") from None
+        raise EndpointError(err.what, err.fix.replace("; then continue with --resume",
+                                                      ", then rerun")) from None
     if config.model is not None and names and config.model not in names:
         shown = ", ".join(names[:8]) + (" ..." if len(names) > 8 else "")
         raise EndpointError(f"--sailor.ranker.llm.model {config.model}: {config.endpoint} "
                             f"serves {shown}", "name one of them")
+
+
+def _fault(err: Exception, model: str | None) -> tuple[str, str]:
+    """What an `openai` client error means and how to fix it: `(what, fix)`."""
+    import openai
+
+    status, tries = getattr(err, "status_code", None), f"after {MAX_RETRIES} retries"
+    for kind, what, fix in (
+            (openai.APITimeoutError, f"timed out ({TIMEOUT_S:g} s a request) {tries}",
+             "check that the server is not stuck or overloaded"),
+            (openai.APIConnectionError, f"cannot be reached {tries}",
+             "start the server or correct the URL"),
+            ((openai.AuthenticationError, openai.PermissionDeniedError),
+             f"refused the API key ({status})", f"set {API_KEY_ENV} to a key it accepts"),
+            (openai.NotFoundError, "answered 404 (no such path or model)",
+             f"give the URL of its OpenAI API (it usually ends in /v1) and a model it serves "
+             f"({model!r} was asked for)"),
+            (openai.RateLimitError, f"kept rate-limiting (429) {tries}",
+             "wait for the rate limit to reset or raise it"),
+            (openai.InternalServerError, f"answered server errors ({status}) {tries}",
+             "read the server's log"),
+            ((ValueError, openai.APIResponseValidationError),
+             "answered a body that is not the OpenAI API's JSON",
+             "check that the URL is an OpenAI-compatible server")):
+        if isinstance(err, kind):
+            return what, fix
+    return f"failed ({status})", "read the server's log"
 
 
 class EndpointBackend:
@@ -284,7 +312,7 @@ class EndpointBackend:
         if not choices:
             raise EndpointError(f"judge endpoint {self.url} answered without choices ("
                                 f"{self._redact(str(response)[:200])})", "check that it is an "
-                                "OpenAI-compatible server; continue with --resume")
+                                "OpenAI-compatible server; then continue with --resume")
         return choices[0]
 
     def _call(self, request: Callable[[], Any]) -> Any:
@@ -293,11 +321,10 @@ class EndpointBackend:
         try:
             return request()
         except (openai.APIError, ValueError) as err:  # ValueError: a body that is not JSON
-            raise EndpointError(
-                f"judge endpoint {self.url} failed after {MAX_RETRIES} retries: "
-                f"{type(err).__name__}: {self._redact(str(err))[:300]}",
-                f"check the server and that it serves {self.model_name!r}; continue with "
-                "--resume") from None
+            what, fix = _fault(err, self.model_name)
+            raise EndpointError(f"judge endpoint {self.url} {what}: {type(err).__name__}: "
+                                f"{self._redact(str(err))[:300]}",
+                                f"{fix}; then continue with --resume") from None
 
     def _map(self, fn: Callable[[str], Any], prompts: Sequence[str]) -> list[Any]:
         if len(prompts) <= 1:
