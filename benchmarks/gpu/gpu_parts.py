@@ -73,7 +73,7 @@ TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], p
                         "--sailor.eval.episodes", "2", "--sailor.eval.max-len", "300",
                         "--sailor.max-len", "300", "--sailor.ranker.llm.batch-size", "4",
                         "--sailor.reference-games", "0"),
-             census_arms=("afterstates_64", "afterstates_64:gather"), census_envs=8)
+             census_arms=("afterstates_64",), census_envs=8)
 WINDOW = 100
 """Moves per judged window: the `gpu` preset's (`SailorConfig().window`)."""
 
