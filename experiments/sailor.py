@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections import Counter
 
 # JAX must not take the GPU memory the LLM needs: set before JAX initialises.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -134,6 +135,27 @@ def shown_iterations(columns: int, fit: int) -> list[int]:
     return sorted({round(k * (columns - 1) / (fit - 1)) for k in range(fit)})
 
 
+OUTCOMES_HELP = ("moved: the judge's update was accepted; held out: refused, it ordered the "
+                 "held-out windows no better than theta did; guard: refused by the survival "
+                 "guard; no gain: it did not lower the fitted pairs' error; no judge: no "
+                 "ranking")
+"""What the `update` row of the theta table says."""
+
+
+def update_outcome(updates: list) -> str:
+    """What one update did to theta (one seed: `moved`, `held out`, `guard`, `no gain` or `no
+    judge`); over several seeds, how many moved (`n/S moved`)."""
+    if len(updates) > 1:
+        return f"{sum(bool(u.accepted) for u in updates)}/{len(updates)} moved"
+    u = updates[0]
+    if u.judge_failed:
+        return "no judge"
+    if u.accepted:
+        return "moved"
+    return "held out" if "held-out rejected" in u.message else \
+        "guard" if "survival guard rejected" in u.message else "no gain"
+
+
 def summary(results: SailorResults, console: Console) -> None:
     """Print the theta history, preference counts, evaluation and wall-clock tables.
 
@@ -157,7 +179,11 @@ def summary(results: SailorResults, console: Console) -> None:
     for key, label in (("num_discordant", "|D_neg|"), ("num_concordant", "|D_pos|")):
         theta.add_row(label, *[str(sum(getattr(u, key) for u in records[t - 1].seeds)) if t
                                else "" for t in shown])
+    theta.add_row("update", *[update_outcome(records[t - 1].seeds) if t else "" for t in shown])
     console.print(theta)
+    outcomes = Counter(update_outcome([u]) for r in records for u in r.seeds)
+    console.print(f"theta updates: {', '.join(f'{n} {k}' for k, n in outcomes.items())} "
+                  f"({OUTCOMES_HELP})")
     ev = Table(title=f"final agents, {results.env_steps_per_seed:,} env steps per seed "
                      f"(greedy policy, native game score)")
     for col in ("agent", "episodes", "score mean", "score std", "max tile mean", "512", "1024",

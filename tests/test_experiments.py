@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from sailor_jax.run.results import SeedUpdate
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -91,6 +93,17 @@ def test_sailor_cli_runs_end_to_end(tmp_path, capsys, monkeypatch):
     assert results["ranker"]["kind"] == "outcome"
     assert len(results["theta_history"]) == 1 + 2 + 1  # theta0, the smoke preset's 2 warm-up
     assert len(results["warmup"]) == 2  # updates, 1 iteration
+    # what each update did to theta, per column and in all, in the words the line explains
+    said = [sailor.update_outcome([SeedUpdate.from_json(u)])
+            for r in results["warmup"] + results["iterations"] for u in r["seeds"]]
+    assert len(said) == 3 and set(said) <= {"moved", "held out", "guard", "no gain", "no judge"}
+    row = next(line for line in printed.splitlines() if line.lstrip("│ ").startswith("update"))
+    assert [w for w in said if w in row] == said
+    assert any(line.startswith("theta updates: ") for line in printed.splitlines())
+    moved = sum(w == "moved" for w in said)
+    history = results["theta_history"]
+    changed = sum(h != n for h, n in zip(history, history[1:], strict=False))
+    assert moved == changed  # "moved" exactly where theta changed
 
 
 def test_train_ppo_cli_runs_and_resumes(tmp_path, capsys, monkeypatch):
