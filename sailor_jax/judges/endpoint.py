@@ -1,32 +1,23 @@
 """The LLM judge's model behind an OpenAI-compatible endpoint (vLLM, SGLang, llama.cpp, a hosted
 API), through the `openai` client library. Host-only.
 
-`EndpointBackend` offers what `LLMRanker` uses of `hf_backend.LLMBackend` (render a prompt,
-count its tokens, find the label tokens, next-token label log-probabilities, greedy generation),
-so the judge's modes, prompts and arithmetic are the same whichever runs the model.
+`EndpointBackend` offers what `LLMRanker` uses of `hf_backend.LLMBackend`, so the judge's
+modes, prompts and arithmetic are the same whichever runs the model.
 
 * **Two APIs.** With the served model's tokenizer on this machine (`LLMRankerConfig.tokenizer`,
-  or `model` when it loads offline), prompts are rendered with its chat template plus the answer
-  prefix and sent to `/v1/completions`: the in-process judge's prompts exactly, so its scores
-  equal the in-process judge's up to float rounding. Without one, the system and user messages
-  go to `/v1/chat/completions` (what hosted chat APIs serve); the answer prefix is dropped (the
-  user message already asks for a single label) and tokens are estimated as
-  `ceil(chars / CHARS_PER_TOKEN)` when fitting trajectories into the prompt budget.
-* **Labels.** A one-token completion asks for the `TOP_LOGPROBS` most likely next tokens; the
-  labels' log-probabilities are read from them (a label outside them counts as probability 0)
-  and `LLMRanker` renormalises over the labels, as in process. A server that returns no
-  log-probabilities is asked again for a short generated answer, the first label in it counts
-  as probability 1 (`parsing.parse_label`), and `protocol()` says so (the judge logs it).
-* **Transport.** Up to `CONCURRENCY` requests in flight (a thread pool), so a group's prompts
-  reach the server's batcher together; the shared prefix (system prompt, instructions) comes
-  first in every prompt, for prefix caching. Retries with exponential backoff on 429, 5xx,
-  timeouts and lost connections are the `openai` client's (`MAX_RETRIES`, `TIMEOUT_S`); after
-  the last, `EndpointError`.
-* **Tokens and the key.** Prompt and completion tokens of every response (`usage`) are added to
-  `usage`; before a batch is sent, `TokenUsage.check` raises `TokenBudgetError` if its estimate
-  would pass `max_tokens_per_run`. The API key is read from the environment variable
-  `OPENAI_API_KEY` (as the `openai` client reads it) and never stored or printed (error
-  messages are redacted).
+  or `model` when it loads offline), the in-process prompts (chat template plus answer prefix)
+  go to `/v1/completions`, so its scores equal the in-process judge's up to float rounding.
+  Without one, the system and user messages go to `/v1/chat/completions` (no answer prefix;
+  tokens estimated as `ceil(chars / CHARS_PER_TOKEN)`).
+* **Labels.** Their log-probabilities are read from the `TOP_LOGPROBS` most likely next tokens
+  (a label outside them counts as probability 0). A server that returns none is asked for a
+  short generated answer whose first label counts as probability 1 (`protocol()` says so).
+* **Transport.** Up to `CONCURRENCY` requests in flight, the shared prefix first in every
+  prompt (prefix caching). The `openai` client retries (`MAX_RETRIES`, `TIMEOUT_S`); then, or
+  on an unreadable answer, one `EndpointError` saying what the server did and what to do.
+* **Tokens and the key.** Reported tokens add to `usage`; `TokenUsage.check` raises
+  `TokenBudgetError` before a batch would pass `max_tokens_per_run`. The key is read from
+  `OPENAI_API_KEY`, never stored or printed (error messages are redacted).
 """
 
 from __future__ import annotations
