@@ -23,7 +23,6 @@ from sailor_jax.logging import open_text, stored_path
 from sailor_jax.run import loop, run_dir
 from sailor_jax.run.results import SailorResults
 from sailor_jax.run.run_dir import config_differences, config_json
-from sailor_lab import selection
 
 _log = logging.getLogger(__name__)
 
@@ -96,8 +95,6 @@ def run_variant(name: str, cfg: SailorConfig, folder: str, console, progress=Non
     resume = os.path.exists(os.path.join(folder, "config.json"))
     console.print(f"variant {name}: {'resuming' if resume else 'starting'}, {cfg.num_seeds} "
                   f"seeds, {cfg.iterations} iterations, judge {judge_label(cfg)}", markup=False)
-    if cfg.candidates > 1:
-        return selection.run(cfg, folder, resume=resume, progress=progress)
     return loop.run(cfg, folder, resume=resume, progress=progress, devices=devices)
 
 

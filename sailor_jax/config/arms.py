@@ -76,25 +76,6 @@ ARMS: Mapping[str, Arm] = MappingProxyType({
                           {"ranker.kind": "outcome"}, control="sailor_random_judge"),
     "sailor_llm": Arm("the recommended SAILOR judged by the LLM the run's config names",
                       {"ranker.kind": "llm"}, control="sailor_random_judge"),
-    "select": Arm("two agents per seed trained side by side, on the current theta and on "
-                  "the recommended update's proposal; the judge keeps the better player's "
-                  "theta and network (twice the env steps)", {"candidates": 2},
-                  control="select_random_judge"),
-    "select_frozen": Arm("its equal-compute control: the same selection of networks with "
-                         "theta frozen", {"tunable": ()}, base="select"),
-    "select_random_judge": Arm("its random-judge control: a random winner, proposals fitted "
-                               "to a random order", _RANDOM, base="select"),
-    "select4": Arm("`select` judging and selecting every 4 segments", {"select_every": 4},
-                   base="select", control="select4_random_judge"),
-    "select4_frozen": Arm("its equal-compute control with theta frozen", {"tunable": ()},
-                          base="select4"),
-    "select4_random_judge": Arm("its random-judge control", _RANDOM, base="select4"),
-    "select4_wide": Arm("`select4` judging 32 windows of each candidate (and 8 reference)",
-                        {"trajectories": 40}, base="select4",
-                        control="select4_wide_random_judge"),
-    "select4_wide_frozen": Arm("its equal-compute control with theta frozen", {"tunable": ()},
-                               base="select4_wide"),
-    "select4_wide_random_judge": Arm("its random-judge control", _RANDOM, base="select4_wide"),
     "paper": Arm("the paper's update (`PAPER`): BO on 8 whole games of the agent, accepted "
                  "when it lowers the fitted pairs' error", PAPER_CHANGES,
                  control="paper_random_judge"),

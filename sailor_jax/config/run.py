@@ -139,12 +139,6 @@ class SailorConfig:
     ablations' fixed-reward variants: same segments, budget and evaluation, no judge)."""
     refine: RefineConfig = RefineConfig()
     """LLM-guided reward refinement when the rankings agree but the score stalls (off)."""
-    candidates: int = 1
-    """Agents trained side by side per seed, one on the current theta and the others on
-    proposed updates; the judge keeps the one whose games it ranks best (its theta and
-    network). Run by `sailor_lab.selection`; 1 = the update alone."""
-    select_every: int = 1
-    """With `candidates` > 1: segments between selections (the last segment selects)."""
     pipeline: bool = False
     """Judge iteration t in a worker thread while segment t+1 trains on the theta before it;
     the judged theta then trains from segment t+2 on (`sailor_jax/run/pipeline.py`)."""
@@ -152,8 +146,7 @@ class SailorConfig:
     """Write TensorBoard event files."""
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "num_seeds", "trajectories", "max_len", "candidates",
-                     "select_every"):
+        for name in ("iterations", "num_seeds", "trajectories", "max_len"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"SailorConfig.{name} must be positive, got {getattr(self, name)}")
         if self.trajectories < 2:
@@ -187,9 +180,8 @@ class SailorConfig:
 
     @property
     def rows(self) -> int:
-        """Vmapped training rows: the S seeds' `candidates`, then with `baseline` S
-        fixed-theta0 rows."""
-        return self.num_seeds * (self.candidates + self.baseline)
+        """Vmapped training rows: the S seeds, then with `baseline` S fixed-theta0 rows."""
+        return self.num_seeds * (2 if self.baseline else 1)
 
     def reward_spec(self) -> RewardSpec:
         """The `RewardSpec` with this run's theta0 and tunable mask."""

@@ -1,8 +1,7 @@
 """The LLM judge's model behind an OpenAI-compatible endpoint (vLLM, SGLang, llama.cpp, a hosted
 API), through the `openai` client library. Host-only.
 
-`EndpointBackend` offers what `LLMRanker` uses of `hf_backend.LLMBackend`, so the judge's
-modes, prompts and arithmetic are the same whichever runs the model.
+`EndpointBackend` offers what `LLMRanker` uses of `hf_backend.LLMBackend`: the same judge.
 
 * **Two APIs.** With the served model's tokenizer on this machine (`LLMRankerConfig.tokenizer`,
   or `model` when it loads offline), the in-process prompts (chat template plus answer prefix)
@@ -15,9 +14,8 @@ modes, prompts and arithmetic are the same whichever runs the model.
 * **Transport.** Up to `CONCURRENCY` requests in flight, the shared prefix first in every
   prompt (prefix caching). The `openai` client retries (`MAX_RETRIES`, `TIMEOUT_S`); then, or
   on an unreadable answer, one `EndpointError` saying what the server did and what to do.
-* **Tokens and the key.** Reported tokens add to `usage`; `TokenUsage.check` raises
-  `TokenBudgetError` before a batch would pass `max_tokens_per_run`. The key is read from
-  `OPENAI_API_KEY`, never stored or printed (error messages are redacted).
+* **Tokens and the key.** Reported tokens add to `usage` (`TokenBudgetError` before a batch
+  would pass `max_tokens_per_run`); the key, from `OPENAI_API_KEY`, is never stored or shown.
 """
 
 from __future__ import annotations
@@ -39,8 +37,7 @@ from sailor_jax.judges.transport import EndpointError, TokenBudgetError, TokenUs
 __all__ = ["EndpointBackend", "EndpointError", "TokenBudgetError", "TokenUsage", "check_endpoint"]
 
 CHARS_PER_TOKEN = 1.6
-"""Token estimate of the chat API (no tokenizer), on the safe side: digits tokenise densely
-(SmolLM2's tokenizer read pairwise prompts at 1.84 characters a token)."""
+"""Characters a token, the chat API's estimate (SmolLM2 read pairwise prompts at 1.84)."""
 GENERATED_LABEL_TOKENS = 8
 """Most tokens of a generated label answer (servers without log-probabilities)."""
 API_KEY_ENV = "OPENAI_API_KEY"
@@ -50,13 +47,11 @@ NO_KEY = "EMPTY"
 TIMEOUT_S = 120.0
 """Seconds before one request times out (then retried)."""
 MAX_RETRIES = 4
-"""Retries of a request after 429, 5xx, a timeout or a lost connection (exponential backoff
-from 0.5 s, the `openai` client's)."""
+"""The `openai` client's retries after 429, 5xx, a timeout or a lost connection (backoff)."""
 CONCURRENCY = 8
 """Most requests in flight at once (a group's prompts reach the server's batcher together)."""
 TOP_LOGPROBS = 20
-"""Next-token log-probabilities asked for per prompt; a label outside them counts as
-probability 0 (vLLM serves at most 20 unless `--max-logprobs`)."""
+"""Next-token log-probabilities asked for per prompt (vLLM's most unless `--max-logprobs`)."""
 _UNKNOWN_CONTEXT = 1 << 20
 
 
@@ -86,8 +81,7 @@ def check_endpoint(config: LLMRankerConfig) -> None:
     `config.model` (any model when None). Host-only; one `/v1/models` request.
 
     Raises:
-      EndpointError: the server does not answer (after the client's retries), lists no model,
-        or does not list `config.model` (the listed names are given).
+      EndpointError: a fault of the server (`_fault`), no model listed, or not `config.model`.
     """
     backend = EndpointBackend.__new__(EndpointBackend)
     backend.model_name = config.model
@@ -105,29 +99,25 @@ def check_endpoint(config: LLMRankerConfig) -> None:
 
 def _fault(err: Exception, model: str | None) -> tuple[str, str]:
     """What an `openai` client error means and how to fix it: `(what, fix)`."""
-    import openai
+    import openai as o
 
-    status, tries = getattr(err, "status_code", None), f"after {MAX_RETRIES} retries"
-    for kind, what, fix in (
-            (openai.APITimeoutError, f"timed out ({TIMEOUT_S:g} s a request) {tries}",
-             "check that the server is not stuck or overloaded"),
-            (openai.APIConnectionError, f"cannot be reached {tries}",
-             "start the server or correct the URL"),
-            ((openai.AuthenticationError, openai.PermissionDeniedError),
-             f"refused the API key ({status})", f"set {API_KEY_ENV} to a key it accepts"),
-            (openai.NotFoundError, "answered 404 (no such path or model)",
-             f"give the URL of its OpenAI API (it usually ends in /v1) and a model it serves "
-             f"({model!r} was asked for)"),
-            (openai.RateLimitError, f"kept rate-limiting (429) {tries}",
-             "wait for the rate limit to reset or raise it"),
-            (openai.InternalServerError, f"answered server errors ({status}) {tries}",
-             "read the server's log"),
-            ((ValueError, openai.APIResponseValidationError),
-             "answered a body that is not the OpenAI API's JSON",
-             "check that the URL is an OpenAI-compatible server")):
-        if isinstance(err, kind):
-            return what, fix
-    return f"failed ({status})", "read the server's log"
+    code, tries = getattr(err, "status_code", None), f"after {MAX_RETRIES} retries"
+    faults = [(o.APITimeoutError, f"timed out ({TIMEOUT_S:g} s a request) {tries}",
+               "check that the server is not stuck or overloaded"),
+              (o.APIConnectionError, f"cannot be reached {tries}",
+               "start the server or correct the URL"),
+              ((o.AuthenticationError, o.PermissionDeniedError), f"refused the API key ({code})",
+               f"set {API_KEY_ENV} to a key it accepts"),
+              (o.NotFoundError, "answered 404 (no such path or model)", "give the URL of its "
+               f"OpenAI API (it usually ends in /v1) and a model it serves ({model!r} asked)"),
+              (o.RateLimitError, f"kept rate-limiting (429) {tries}",
+               "wait for the rate limit to reset or raise it"),
+              (o.InternalServerError, f"answered server errors ({code}) {tries}",
+               "read the server's log"),
+              ((ValueError, o.APIResponseValidationError), "answered a body that is not the "
+               "OpenAI API's JSON", "check that the URL is an OpenAI-compatible server")]
+    return next(((what, fix) for kind, what, fix in faults if isinstance(err, kind)),
+                (f"failed ({code})", "read the server's log"))
 
 
 class EndpointBackend:
@@ -143,17 +133,16 @@ class EndpointBackend:
       usage: tokens reported so far (`TokenUsage`).
 
     Raises:
-      EndpointError: the server cannot be reached or lists no model (when `model` is None).
+      EndpointError: a fault of the server, or no model listed (when `model` is None).
     """
 
     def __init__(self, config: LLMRankerConfig) -> None:
         self._connect(config)
         self.model_name, self.context_length = config.model, _UNKNOWN_CONTEXT
         if config.model is None:
-            listed = self._models()
-            self.model_name = listed[0].id
-            self.context_length = int(getattr(listed[0], "max_model_len", None)
-                                      or _UNKNOWN_CONTEXT)
+            listed = self._models()[0]
+            self.model_name = listed.id
+            self.context_length = int(getattr(listed, "max_model_len", None) or _UNKNOWN_CONTEXT)
         self.tokenizer = _load_tokenizer(config.tokenizer or self.model_name,
                                          None if config.tokenizer else config.gguf_file)
         if self.tokenizer is not None:
@@ -212,15 +201,10 @@ class EndpointBackend:
                             batch_size: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Log-probabilities of the labels as the next token after each prompt.
 
-        Args:
-          prompts: `N` prompts from `render_chat`.
-          token_ids: `K` labels from `label_token_id` (token ids, or label texts).
-          batch_size: ignored (the server batches and caches).
-
-        Returns:
-          `(logp float64[N, K], seconds float64[N])`: `-inf` for a label outside the
-          returned top log-probabilities (or not generated); seconds = each prompt's share of
-          the wall time.
+        `prompts`: `N` from `render_chat`; `token_ids`: `K` labels from `label_token_id`;
+        `batch_size` is ignored (the server batches). Returns `(logp float64[N, K], seconds
+        float64[N])`: `-inf` for a label outside the top log-probabilities (or not generated);
+        seconds: each prompt's share of the wall time.
 
         Raises:
           TokenBudgetError, EndpointError: as the module docstring says.
@@ -239,10 +223,8 @@ class EndpointBackend:
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int, batch_size: int = 1
                  ) -> tuple[list[str], np.ndarray]:
-        """Greedy answers (temperature 0) of at most `max_new_tokens` tokens per prompt.
-
-        Returns:
-          `(texts, seconds float64[N])` as `LLMBackend.generate`.
+        """Greedy answers of at most `max_new_tokens` tokens per prompt: `(texts, seconds
+        float64[N])` as `LLMBackend.generate`.
 
         Raises:
           TokenBudgetError, EndpointError: as the module docstring says.

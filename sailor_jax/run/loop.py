@@ -92,8 +92,6 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
         disk is full or the folder became unwritable (the last checkpoint stays).
       Interrupted: Ctrl-C or SIGTERM while running (continue with `resume=True`).
     """
-    if cfg.candidates > 1:
-        raise ValueError("candidates > 1 runs through sailor_lab.selection.run")
     if resume and run_dir.finished(out_dir):  # nothing to do: read it back at once
         run_dir.check_out_dir(out_dir, cfg, resume)
         return SailorResults.load(out_dir)
