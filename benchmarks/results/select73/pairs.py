@@ -3,8 +3,11 @@
     python benchmarks/results/select73/pairs.py RUN_DIR A:B [A:B ...]
 
 A and B are variant names (`theta0.select`, `theta0.fixed`, ...); prints mean [95% t-CI] of
-A - B over seeds and how many seeds A is higher, from each variant's results.json."""
+A - B over seeds and how many seeds A is higher, from each variant's results.json (a
+comparison's `variants/<name>/results.json`, or this folder's `variants/<name>.results.json.gz`:
+`pairs.py benchmarks/results/select73 theta0.select:theta0.fixed`)."""
 
+import gzip
 import json
 import os
 import sys
@@ -13,7 +16,9 @@ from sailor_lab.report import mean_ci, paired_difference
 
 
 def scores(run: str, name: str) -> list[float]:
-    with open(os.path.join(run, "variants", name, "results.json"), encoding="utf-8") as f:
+    stored = os.path.join(run, "variants", f"{name}.results.json.gz")
+    with (gzip.open(stored, "rt", encoding="utf-8") if os.path.exists(stored) else
+          open(os.path.join(run, "variants", name, "results.json"), encoding="utf-8")) as f:
         return [s["score_mean"] for s in json.load(f)["evaluation"]["per_seed"]]
 
 
