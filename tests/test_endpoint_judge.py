@@ -356,25 +356,36 @@ def _not_json(handler):
     return True
 
 
+def _no_choices(handler):
+    handler.send_json(200, {"id": "x", "object": "text_completion", "created": 0,
+                            "model": "m", "choices": []})
+    return True
+
+
+FAULTS = {"wrong path (404)": _status(404), "bad key (401)": _status(401),
+          "rate limit (429)": _status(429, **{"retry-after-ms": "10"}),
+          "server error (500)": _status(500), "not JSON": _not_json,
+          "no choices": _no_choices, "timeout": lambda handler: time.sleep(1.5) or True,
+          "model not served": None}
+"""A fault of the server -> the hook that makes it (None: the server answers, serving
+another model than the one named)."""
+
 START_FAULTS = {
-    "wrong path (404)": (_status(404), r"answered 404 \(no such path or model\): NotFoundError"
-                         r".*\(give the URL of its OpenAI API .*, then rerun\)$"),
-    "bad key (401)": (_status(401), r"refused the API key \(401\).*\(set OPENAI_API_KEY to a "
-                      r"key it accepts, then rerun\)$"),
-    "rate limit (429)": (_status(429, **{"retry-after-ms": "10"}),
-                         r"kept rate-limiting \(429\) after 1 retries.*\(wait for the rate "
-                         r"limit to reset or raise it, then rerun\)$"),
-    "server error (500)": (_status(500), r"answered server errors \(500\) after 1 retries.*"
-                           r"\(read the server's log, then rerun\)$"),
-    "not JSON": (_not_json, r"answered a body that is not the OpenAI API's JSON.*\(check that "
-                 r"the URL is an OpenAI-compatible server, then rerun\)$"),
-    "timeout": (lambda handler: time.sleep(1.5) or True,
-                r"timed out \(0.5 s a request\) after 1 retries.*\(check that the server is "
-                r"not stuck or overloaded, then rerun\)$"),
-    "model not served": (None, r"--sailor.ranker.llm.model other: .* serves .*\(name one of "
-                         r"them\)$"),
+    "wrong path (404)": r"answered 404 \(no such path or model\): NotFoundError"
+                        r".*\(give the URL of its OpenAI API .*, then rerun\)$",
+    "bad key (401)": r"refused the API key \(401\).*\(set OPENAI_API_KEY to a key it accepts, "
+                     r"then rerun\)$",
+    "rate limit (429)": r"kept rate-limiting \(429\) after 1 retries.*\(wait for the rate "
+                        r"limit to reset or raise it, then rerun\)$",
+    "server error (500)": r"answered server errors \(500\) after 1 retries.*\(read the "
+                          r"server's log, then rerun\)$",
+    "not JSON": r"answered a body that is not the OpenAI API's JSON.*\(check that the URL is "
+                r"an OpenAI-compatible server, then rerun\)$",
+    "timeout": r"timed out \(0.5 s a request\) after 1 retries.*\(check that the server is "
+               r"not stuck or overloaded, then rerun\)$",
+    "model not served": r"--sailor.ranker.llm.model other: .* serves .*\(name one of them\)$",
 }
-"""A fault of the server at start-up -> (the hook that makes it, the error line's pattern)."""
+"""A fault of the server at start-up (`FAULTS`) -> the error line's pattern."""
 
 
 @pytest.mark.parametrize("fault", list(START_FAULTS))
@@ -386,7 +397,7 @@ def test_every_fault_at_start_up_is_one_error_line(fault, serve, tmp_path, monke
     from sailor_jax import errors
 
     server, url = serve()
-    server.hook, match = START_FAULTS[fault]
+    server.hook, match = FAULTS[fault], START_FAULTS[fault]
     _transport(monkeypatch, retries=1, timeout_s=0.5)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(errors.DEBUG_ENV, raising=False)
@@ -400,23 +411,16 @@ def test_every_fault_at_start_up_is_one_error_line(fault, serve, tmp_path, monke
     assert not (tmp_path / "run").exists()
 
 
-def _no_choices(handler):
-    handler.send_json(200, {"id": "x", "object": "text_completion", "created": 0,
-                            "model": "m", "choices": []})
-    return True
-
-
 MID_RUN_FAULTS = {
-    "wrong path (404)": (_status(404), "answered 404"),
-    "bad key (401)": (_status(401), r"refused the API key \(401\)"),
-    "rate limit (429)": (_status(429, **{"retry-after-ms": "10"}), r"kept rate-limiting"),
-    "server error (500)": (_status(500), r"answered server errors \(500\)"),
-    "not JSON": (_not_json, "answered a body that is not"),
-    "no choices": (_no_choices, "answered without choices"),
-    "timeout": (lambda handler: time.sleep(1.5) or True, "timed out"),
+    "wrong path (404)": "answered 404",
+    "bad key (401)": r"refused the API key \(401\)",
+    "rate limit (429)": "kept rate-limiting",
+    "server error (500)": r"answered server errors \(500\)",
+    "not JSON": "answered a body that is not",
+    "no choices": "answered without choices",
+    "timeout": "timed out",
 }
-"""A fault of the server while judging -> (the hook that makes it, what the error says)."""
-
+"""A fault of the server while judging (`FAULTS`) -> what the error says."""
 
 
 @pytest.mark.parametrize("fault", list(MID_RUN_FAULTS))
@@ -428,7 +432,7 @@ def test_every_fault_while_judging_is_one_error_line(serve, fault, monkeypatch):
     _transport(monkeypatch, retries=1, timeout_s=0.5 if fault == "timeout" else 30.0)
     monkeypatch.setattr(endpoint, "CONCURRENCY", 2)
     ranker = _ranker(url, mode="pointwise")
-    hook, said = MID_RUN_FAULTS[fault]
+    hook, said = FAULTS[fault], MID_RUN_FAULTS[fault]
     server.hook = lambda handler: handler.command == "POST" and hook(handler)
     with pytest.raises(EndpointError) as err:
         ranker.rank_groups(GROUPS[:1])

@@ -53,6 +53,8 @@ CONCURRENCY = 8
 TOP_LOGPROBS = 20
 """Next-token log-probabilities asked for per prompt (vLLM's most unless `--max-logprobs`)."""
 _UNKNOWN_CONTEXT = 1 << 20
+RESUME = "; then continue with --resume"
+"""How an endpoint error's fix ends mid-run (at start-up: ", then rerun")."""
 
 
 class ChatPrompt(str):
@@ -86,11 +88,7 @@ def check_endpoint(config: LLMRankerConfig) -> None:
     backend = EndpointBackend.__new__(EndpointBackend)
     backend.model_name = config.model
     backend._connect(config)
-    try:  # at start-up nothing is written yet: the fix, then the same command
-        names = [m.id for m in backend._models()]
-    except EndpointError as err:
-        raise EndpointError(err.what, err.fix.replace("; then continue with --resume",
-                                                      ", then rerun")) from None
+    names = [m.id for m in backend._models(then=", then rerun")]  # nothing written yet
     if config.model is not None and names and config.model not in names:
         shown = ", ".join(names[:8]) + (" ..." if len(names) > 8 else "")
         raise EndpointError(f"--sailor.ranker.llm.model {config.model}: {config.endpoint} "
@@ -161,8 +159,8 @@ class EndpointBackend:
         self.client = openai.OpenAI(api_key=self._key, base_url=config.endpoint,
                                     timeout=TIMEOUT_S, max_retries=MAX_RETRIES)
 
-    def _models(self) -> list[Any]:
-        listed = self._call(lambda: list(self.client.models.list().data))
+    def _models(self, then: str = RESUME) -> list[Any]:
+        listed = self._call(lambda: list(self.client.models.list().data), then)
         if not listed:
             raise EndpointError(f"--sailor.ranker.llm.endpoint {self.url} lists no model",
                                 "name one with --sailor.ranker.llm.model")
@@ -285,10 +283,12 @@ class EndpointBackend:
         if not choices:
             raise EndpointError(f"judge endpoint {self.url} answered without choices ("
                                 f"{self._redact(str(response)[:200])})", "check that it is an "
-                                "OpenAI-compatible server; then continue with --resume")
+                                f"OpenAI-compatible server{RESUME}")
         return choices[0]
 
-    def _call(self, request: Callable[[], Any]) -> Any:
+    def _call(self, request: Callable[[], Any], then: str = RESUME) -> Any:
+        """`request()`; an `openai` error becomes one `EndpointError` (`_fault`), its fix
+        followed by `then`."""
         import openai
 
         try:
@@ -297,7 +297,7 @@ class EndpointBackend:
             what, fix = _fault(err, self.model_name)
             raise EndpointError(f"judge endpoint {self.url} {what}: {type(err).__name__}: "
                                 f"{self._redact(str(err))[:300]}",
-                                f"{fix}; then continue with --resume") from None
+                                f"{fix}{then}") from None
 
     def _map(self, fn: Callable[[str], Any], prompts: Sequence[str]) -> list[Any]:
         if len(prompts) <= 1:
