@@ -287,9 +287,11 @@ def print_sailor(record: dict, file=sys.stdout) -> None:
 def main(args: Args) -> dict:
     """Run and print a summary (to stderr with --json, then the JSON line). Host-only."""
     out = sys.stderr if args.json else sys.stdout
-    if args.setting in ("sailor", "strong"):
-        record = (run_sailor if args.setting == "sailor" else run_strong)(args)
-        (print_sailor if args.setting == "sailor" else print_strong)(record, out)
+    settings = {"sailor": (run_sailor, print_sailor), "strong": (run_strong, print_strong)}
+    if args.setting in settings:
+        run_setting, print_setting = settings[args.setting]
+        record = run_setting(args)
+        print_setting(record, out)
         if args.json:
             print(json.dumps(to_jsonable(record)), flush=True)  # NaN -> null
         return record
