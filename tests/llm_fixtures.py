@@ -135,3 +135,36 @@ def build_tiny_llm(folder: str, seed: int = 0) -> str:
     LlamaForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def write_gguf_tokenizer(folder: str, path: str) -> str:
+    """Write the tokenizer saved in `folder` as a GGUF file at `path` (metadata only, no
+    tensors): what llama.cpp reads a model's tokenizer and chat template from. Returns `path`.
+
+    `transformers` reads it back (`from_pretrained(dir, gguf_file=name)`) as a tokenizer that
+    encodes as the original does (the special tokens marked CONTROL stay whole).
+    """
+    import json
+
+    import gguf
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    vocab = tokenizer.get_vocab()
+    tokens = sorted(vocab, key=vocab.get)
+    merges = json.loads(tokenizer.backend_tokenizer.to_str())["model"]["merges"]
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_types([gguf.TokenType.CONTROL if t in SPECIAL_TOKENS else
+                            gguf.TokenType.NORMAL for t in tokens])
+    writer.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in merges])
+    writer.add_chat_template(tokenizer.chat_template)
+    writer.add_eos_token_id(tokenizer.eos_token_id)
+    writer.add_pad_token_id(tokenizer.pad_token_id)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

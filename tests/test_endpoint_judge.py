@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 import pytest
-from llm_fixtures import random_games
+from llm_fixtures import random_games, write_gguf_tokenizer
 from test_experiments import PAPER_UPDATE, ROOT, TINY_PPO
 from test_fault_injection import _files
 
@@ -101,6 +101,29 @@ def test_endpoint_scores_equal_in_process_scores(serve, tiny_backend, tiny_llm_d
             if r["event"].endswith("_prompt")}  # a repeated prompt is sent once
     assert usage.prompt == sum(sent.values())  # the server's counts
     assert usage.completion == len(sent)  # one token each
+
+
+@pytest.mark.parametrize("via", ["model", "tokenizer", "absent"])
+def test_a_gguf_file_gives_the_in_process_prompts(serve, tiny_backend, tiny_llm_dir, tmp_path,
+                                                  via):
+    """llama.cpp serves a model under its GGUF file's path: the judge reads the tokenizer and
+    chat template from that file and sends the in-process prompts to the completions API (the
+    same scores); `tokenizer` names the file when the server uses another name (Ollama). A
+    path to no file leaves the chat API."""
+    gguf_path = write_gguf_tokenizer(tiny_llm_dir, str(tmp_path / "tiny.gguf"))
+    served = {"model": gguf_path, "tokenizer": "tiny:latest",
+              "absent": str(tmp_path / "absent.gguf")}[via]
+    _, url = serve(name=served)
+    ranker = _ranker(url, mode="pointwise",
+                     **({"tokenizer": gguf_path} if via == "tokenizer" else {}))
+    remote = ranker.rank_groups(GROUPS)
+    assert _events(ranker, "endpoint")[0]["api"] == ("chat" if via == "absent" else
+                                                     "completions")
+    if via != "absent":
+        local = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, mode="pointwise", device="cpu"),
+                          backend=tiny_backend).rank_groups(GROUPS)
+        for a, b in zip(local, remote, strict=True):
+            np.testing.assert_allclose(a.scores, b.scores, atol=1e-4)
 
 
 def test_listwise_generates_the_same_answer(serve, tiny_backend, tiny_llm_dir):

@@ -37,7 +37,7 @@ class LLMRankerConfig:
     llama.cpp, Ollama, a hosted API); None = load `model` in this process (`transformers`).
     See `judges.endpoint`."""
     tokenizer: str | None = None
-    """Endpoint: local folder or cached HF id of the served model's tokenizer. With one
+    """Endpoint: local folder, cached HF id or GGUF file of the served model's tokenizer. With one
     (None: `model`, if it loads offline), prompts are rendered with its chat template and sent
     to `/v1/completions`, the in-process judge's prompts exactly; without, to
     `/v1/chat/completions`."""

@@ -4,7 +4,8 @@ API), through the `openai` client library. Host-only.
 `EndpointBackend` offers what `LLMRanker` uses of `hf_backend.LLMBackend`: the same judge.
 
 * **Two APIs.** With the served model's tokenizer on this machine (`LLMRankerConfig.tokenizer`,
-  or `model` when it loads offline), the in-process prompts (chat template plus answer prefix)
+  or `model` when it loads offline: a folder, a cached HF id, or the path of a GGUF file, the id
+  llama.cpp serves a model under), the in-process prompts (chat template plus answer prefix)
   go to `/v1/completions`, so its scores equal the in-process judge's up to float rounding.
   Without one, the system and user messages go to `/v1/chat/completions` (no answer prefix;
   tokens estimated as `ceil(chars / CHARS_PER_TOKEN)`).
@@ -64,16 +65,21 @@ class ChatPrompt(str):
 
 
 def _load_tokenizer(name: str | None, gguf_file: str | None = None) -> Any:
-    """The HF tokenizer `name` names (from `gguf_file` inside it when given: a GGUF carries its
-    tokenizer), loaded offline, or None (no network is ever used)."""
+    """The HF tokenizer `name` names, loaded offline, or None (no network is ever used).
+
+    `name` is a folder or cached HF id (read from `gguf_file` inside it when given), or the
+    path of a GGUF file (llama.cpp serves a model under the path it was given): a GGUF carries
+    its tokenizer and chat template."""
     if name is None:
         return None
     import transformers
 
+    folder = os.path.expanduser(name)
+    if gguf_file is None and folder.endswith(".gguf") and os.path.isfile(folder):
+        folder, gguf_file = os.path.split(os.path.abspath(folder))
     extra = {"gguf_file": gguf_file} if gguf_file else {}
     try:
-        return transformers.AutoTokenizer.from_pretrained(os.path.expanduser(name),
-                                                          local_files_only=True, **extra)
+        return transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True, **extra)
     except (OSError, ValueError, KeyError):
         return None
 
