@@ -108,9 +108,10 @@ def test_a_gguf_file_gives_the_in_process_prompts(serve, tiny_backend, tiny_llm_
                                                   via):
     """llama.cpp serves a model under its GGUF file's path: the judge reads the tokenizer and
     chat template from that file and sends the in-process prompts to the completions API (the
-    same scores); `tokenizer` names the file when the server uses another name (Ollama). A
-    path to no file leaves the chat API."""
-    gguf_path = write_gguf_tokenizer(tiny_llm_dir, str(tmp_path / "tiny.gguf"))
+    same scores); `tokenizer` names the file when the server uses another name (Ollama, whose
+    files are named `sha256-...`). A path to no file leaves the chat API."""
+    name = "tiny.gguf" if via == "model" else "sha256-0123abcd"
+    gguf_path = write_gguf_tokenizer(tiny_llm_dir, str(tmp_path / name))
     served = {"model": gguf_path, "tokenizer": "tiny:latest",
               "absent": str(tmp_path / "absent.gguf")}[via]
     _, url = serve(name=served)

@@ -68,14 +68,15 @@ def _load_tokenizer(name: str | None, gguf_file: str | None = None) -> Any:
     """The HF tokenizer `name` names, loaded offline, or None (no network is ever used).
 
     `name` is a folder or cached HF id (read from `gguf_file` inside it when given), or the
-    path of a GGUF file (llama.cpp serves a model under the path it was given): a GGUF carries
-    its tokenizer and chat template."""
+    path of a GGUF file (llama.cpp serves a model under the path it was given; Ollama keeps
+    its models as GGUF files named `sha256-...`): a GGUF carries its tokenizer and chat
+    template."""
     if name is None:
         return None
     import transformers
 
     folder = os.path.expanduser(name)
-    if gguf_file is None and folder.endswith(".gguf") and os.path.isfile(folder):
+    if gguf_file is None and os.path.isfile(folder):
         folder, gguf_file = os.path.split(os.path.abspath(folder))
     extra = {"gguf_file": gguf_file} if gguf_file else {}
     try:
