@@ -4,9 +4,8 @@ API), through the `openai` client library. Host-only.
 `EndpointBackend` offers what `LLMRanker` uses of `hf_backend.LLMBackend`: the same judge.
 
 * **Two APIs.** With the served model's tokenizer on this machine (`LLMRankerConfig.tokenizer`,
-  or `model` when it loads offline: a folder, a cached HF id, or the path of a GGUF file, the id
-  llama.cpp serves a model under), the in-process prompts (chat template plus answer prefix)
-  go to `/v1/completions`, so its scores equal the in-process judge's up to float rounding.
+  or `model` when it loads offline; a GGUF file holds one), the in-process prompts (chat
+  template plus answer prefix) go to `/v1/completions`: the in-process judge's scores.
   Without one, the system and user messages go to `/v1/chat/completions` (no answer prefix;
   tokens estimated as `ceil(chars / CHARS_PER_TOKEN)`).
 * **Labels.** Their log-probabilities are read from the `TOP_LOGPROBS` most likely next tokens
@@ -65,12 +64,8 @@ class ChatPrompt(str):
 
 
 def _load_tokenizer(name: str | None, gguf_file: str | None = None) -> Any:
-    """The HF tokenizer `name` names, loaded offline, or None (no network is ever used).
-
-    `name` is a folder or cached HF id (read from `gguf_file` inside it when given), or the
-    path of a GGUF file (llama.cpp serves a model under the path it was given; Ollama keeps
-    its models as GGUF files named `sha256-...`): a GGUF carries its tokenizer and chat
-    template."""
+    """The tokenizer `name` names, loaded offline, or None: a folder or cached HF id (its
+    `gguf_file` when given), or a GGUF file's path (llama.cpp's served id, an Ollama blob)."""
     if name is None:
         return None
     import transformers
@@ -199,9 +194,6 @@ class EndpointBackend:
             return self._local.label_token_id(prompt, label)
         return label.strip()
 
-    def _label_text(self, label: int | str) -> str:
-        return label if isinstance(label, str) else self.tokenizer.decode([label])
-
     def next_token_logprobs(self, prompts: Sequence[str], token_ids: Sequence[int | str],
                             batch_size: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Log-probabilities of the labels as the next token after each prompt.
@@ -214,7 +206,7 @@ class EndpointBackend:
         Raises:
           TokenBudgetError, EndpointError: as the module docstring says.
         """
-        texts = [self._label_text(t) for t in token_ids]
+        texts = [t if isinstance(t, str) else self.tokenizer.decode([t]) for t in token_ids]
         t0 = time.perf_counter()
         if self.logprobs:
             self._check_budget(prompts, 1)
