@@ -21,10 +21,18 @@ to the arm's random-judge control when that ran); 1024 and 2048 rates; the recov
 (arm - fixed start) / (theta0 - fixed start) with a paired bootstrap interval (not given for a
 start whose fixed agent is not worse than theta0's); the mean final theta.
 
+With 2 or more seeds, the field's statistics follow the table (`sailor_lab.seed_statistics`):
+rliable's IQM and mean with stratified bootstrap intervals, the probability of improvement of
+each arm over its fixed start and its control, the smallest paired difference the seeds detect
+at 80% power, and performance profiles (`figures/profiles_<start>.png`).
+
 Output in `--out`: `variants/<start>.<arm>/` (SAILOR run folders), `compare.json` (every number
 above plus per-seed scores and theta histories), `compare.md`, `theta_trajectories.csv` and
-`figures/theta_<start>.png`. Running the same command again resumes: finished arms are read
-back, an interrupted one continues from its last checkpoint.
+`figures/`. Running the same command again resumes: finished arms are read back, an
+interrupted one continues from its last checkpoint. With `--blocks B`, block k of `--num-seeds`
+seeds (root seed `--seed` + k) is such a folder, `OUT/seed<ROOT>/`, and `OUT/compare.json` and
+`compare.md` pool every block: seed s of a block keeps its twins in every arm, and a block's
+arms all run on one CPU type (a block started on another is refused).
 """
 
 from __future__ import annotations
@@ -59,8 +67,8 @@ from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
 from sailor_jax.run import run_dir  # noqa: E402
 from sailor_jax.run.run_dir import finished  # noqa: E402
-from sailor_lab import report  # noqa: E402
-from sailor_lab.comparison import REFERENCE, markdown, summarize  # noqa: E402
+from sailor_lab import report, seed_statistics  # noqa: E402
+from sailor_lab.comparison import REFERENCE, arm_samples, markdown, pool, summarize  # noqa: E402
 from sailor_lab.starts import STARTS, Start, parse_start  # noqa: E402
 from sailor_lab.variants import check_variant, run_variant, write_theta_csv  # noqa: E402
 
@@ -88,7 +96,12 @@ class Args:
     num_seeds: int | None = None
     """`num_seeds` (paired seeds per arm); None = the preset's."""
     seed: int = 0
-    """`seed` (the root seed of every arm)."""
+    """`seed` (the root seed of every arm; of the first block with `--blocks`)."""
+    blocks: int = 1
+    """Blocks of `--num-seeds` paired seeds, block k under root seed `--seed` + k: with more
+    than one, each block is a comparison of its own in `OUT/seed<ROOT>/` (run, resumed or
+    read back block by block, all its arms on one CPU type) and `OUT/compare.json` pools
+    every block's seeds into one table."""
     out: str = "runs/compare"
     """Output folder; running again with the same folder resumes."""
     finished_only: bool = False
@@ -198,61 +211,138 @@ def plot_thetas(out: str, runs, results: dict) -> list[str]:
     return paths
 
 
-def write_outputs(out: str, base: SailorConfig, runs, results: dict) -> tuple[list[dict], str]:
-    """`compare.json`, `compare.md`, `theta_trajectories.csv` and the figures in `out`."""
-    rows = summarize(runs, results)
-    table = markdown(rows)
+def machine_of(out: str, will_run: bool) -> dict:
+    """The machine a comparison folder's arms run on: `OUT/machine.json` (`report.machine()`),
+    written before its first arm runs. Seeded results pair only within one CPU type, so an arm
+    that would run on another type than the folder's is refused.
+
+    Raises:
+      UserError: `will_run` and the folder's CPU type is not this machine's.
+    """
+    path, here = os.path.join(out, "machine.json"), report.machine()
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+        if will_run and saved.get("cpu_type") != here["cpu_type"]:
+            raise UserError(f"{out} ran on {saved.get('cpu_type')}, this machine is "
+                            f"{here['cpu_type']}: seeded results pair only within one CPU type",
+                            "finish it on a machine of that type, or start it in another --out")
+        return saved
+    if will_run:
+        os.makedirs(out, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(here, f, indent=1)
+    return here
+
+
+def write_outputs(out: str, base: SailorConfig, runs, samples: dict, meta: dict) -> list[dict]:
+    """`compare.json` (`meta`, the table's rows), `compare.md` and the performance profiles
+    in `out`; returns the rows."""
+    rows = summarize(runs, samples)
     with open(os.path.join(out, "compare.json"), "w", encoding="utf-8") as f:
         json.dump(to_jsonable({
             "starts": {s.name: {"theta": s.theta, "why": s.why} for _, s, _, _ in runs},
             "arms": {a: dict(ARMS[a].changes) | {"base": ARMS[a].base} for _, _, a, _ in runs},
-            "base_config": dataclasses.asdict(base),
-            "env_steps_per_seed": results[REFERENCE].env_steps_per_seed, "rows": rows,
-            "theta_history": {n: r.theta_history for n, r in results.items()},
-            "machine": report.machine()}), f, indent=1)
+            "base_config": dataclasses.asdict(base), **meta, "rows": rows}), f, indent=1)
     with open(os.path.join(out, "compare.md"), "w", encoding="utf-8") as f:
-        f.write(table)
-    write_theta_csv(os.path.join(out, "theta_trajectories.csv"), results)
-    plot_thetas(out, runs, results)
-    return rows, table
+        f.write(markdown(rows))
+    if len(samples[REFERENCE]["score"]) >= 2:
+        os.makedirs(os.path.join(out, "figures"), exist_ok=True)
+        for start in dict.fromkeys(s.name for _, s, _, _ in runs):
+            names = [REFERENCE] + [n for n, st, _, _ in runs[1:] if st.name == start]
+            seed_statistics.plot_profiles(
+                {n: samples[n]["score"] for n in names},
+                os.path.join(out, "figures", f"profiles_{start}.png"),
+                f"From {start}: final greedy score over seeds (rliable performance profiles)")
+    return rows
 
 
-def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
-            finished_only: bool = False) -> list[dict]:
-    """Run (or read back) every run of `runs` (`arm_list`) in `out/variants/`, then write the
-    tables; returns the table's rows ([] with `only`: no table).
+def _selected(runs, out: str, only: tuple[str, ...], finished_only: bool, block: bool):
+    """The runs of `runs` to do in comparison folder `out`: those `only` names, or with
+    `finished_only` those finished (None for a block whose reference has not finished).
 
     Raises:
-      UserError: `only` names no run, `finished_only` before the reference finished, or a
-        folder holds another configuration (before any work is done).
+      UserError: `only` names no run, or `finished_only` outside blocks before the reference
+        finished.
     """
     if only:
         unknown = sorted(set(only) - {r[0] for r in runs})
         if unknown:
             raise UserError(f"--only: {' '.join(unknown)} is not a run of these --starts and "
                             "--arms", f"runs: {' '.join(r[0] for r in runs)}")
-        runs = [r for r in runs if r[0] in only]
-    elif finished_only:
+        return [r for r in runs if r[0] in only]
+    if finished_only:
         runs = [r for r in runs if finished(os.path.join(out, "variants", r[0]))]
         if not runs or runs[0][0] != REFERENCE:
+            if block:
+                return None
             raise UserError(f"--finished-only: {REFERENCE} has not finished in {out}",
                             "run it first (without --finished-only)")
+    return runs
+
+
+def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
+            finished_only: bool = False, blocks: int = 1) -> list[dict]:
+    """Run (or read back) every run of `runs` (`arm_list`) in `out/variants/` (with
+    `blocks` > 1: in `out/seed<ROOT>/variants/` for each block's root seed `base.seed` + k),
+    then write the tables (each block's and the pooled one); returns the (pooled) table's
+    rows ([] with `only`: no table).
+
+    Raises:
+      UserError: `only` names no run, `finished_only` before the reference finished (in no
+        block), a folder holds another configuration, or a block ran on another CPU type
+        (before any work is done).
+    """
+    roots = [base.seed + k for k in range(blocks)] if blocks > 1 else [base.seed]
+    plan = []  # (root, folder, its runs, the runs to do there)
+    for root in roots:
+        folder = os.path.join(out, f"seed{root}") if blocks > 1 else out
+        block_runs = [(n, st, a, dataclasses.replace(c, seed=root)) for n, st, a, c in runs]
+        todo = _selected(block_runs, folder, only, finished_only, blocks > 1)
+        if todo is not None:
+            plan.append((root, folder, block_runs, todo))
+    if not plan:
+        raise UserError(f"--finished-only: {REFERENCE} has not finished in any block of {out}",
+                        "run it first (without --finished-only)")
     run_dir.check_writable(out)  # --out itself first: the line names it as typed
-    for name, _, _, cfg in runs:  # every folder and judge, before anything is written
-        check_variant(name, cfg, os.path.join(out, "variants", name))
+    machines = {}
+    for _, folder, _, todo in plan:  # every folder, judge and machine before anything runs
+        for name, _, _, cfg in todo:
+            check_variant(name, cfg, os.path.join(folder, "variants", name))
+        machines[folder] = machine_of(folder, not all(
+            finished(os.path.join(folder, "variants", n)) for n, *_ in todo))
     console, results = make_console(), {}
     with resumed_by_rerunning(out), progress_bar(console, "iterations") as progress:
-        for name, _, _, cfg in runs:
-            results[name] = run_variant(name, cfg, os.path.join(out, "variants", name),
-                                        console, progress)
+        for _, folder, _, todo in plan:
+            for name, _, _, cfg in todo:
+                results[folder, name] = run_variant(
+                    name, cfg, os.path.join(folder, "variants", name), console, progress)
     if only:
-        print(f"finished: {' '.join(results)}; tables: the same command with --finished-only "
-              "instead of --only")
+        print(f"finished: {' '.join(dict.fromkeys(n for _, n in results))}; tables: the same "
+              "command with --finished-only instead of --only")
         return []
-    rows, table = write_outputs(out, base, runs, results)
+    arms = [r for r in plan[0][3] if all((f, r[0]) in results for _, f, _, _ in plan)]
+    blocks_meta, samples = [], []
+    for root, folder, _, _ in plan:
+        block = {n: results[folder, n] for n, *_ in arms}
+        samples.append({n: arm_samples(r) for n, r in block.items()})
+        meta = {"env_steps_per_seed": block[REFERENCE].env_steps_per_seed,
+                "theta_history": {n: r.theta_history for n, r in block.items()},
+                "machine": machines[folder]}
+        rows = write_outputs(folder, dataclasses.replace(base, seed=root), arms, samples[-1],
+                             meta)
+        write_theta_csv(os.path.join(folder, "theta_trajectories.csv"), block)
+        plot_thetas(folder, arms, block)
+        blocks_meta.append({"seed": root, "folder": os.path.relpath(folder, out),
+                            "seeds": base.num_seeds, "machine": machines[folder]})
+    steps = results[plan[0][1], REFERENCE].env_steps_per_seed
+    if len(plan) > 1:
+        rows = write_outputs(out, base, arms, pool(samples), {
+            "env_steps_per_seed": steps, "blocks": blocks_meta})
+    seeds = len(rows[0]["per_seed"]["score"])
     print(f"\nComparison (final greedy-policy evaluation, {base.eval.episodes} games per seed, "
-          f"{base.num_seeds} seeds, {results[REFERENCE].env_steps_per_seed:,} env steps per "
-          f"seed)\n\n{table}\ntables: {os.path.join(out, 'compare.md')}")
+          f"{seeds} seeds{f' in {len(plan)} blocks' if len(plan) > 1 else ''}, {steps:,} env "
+          f"steps per seed)\n\n{markdown(rows)}\ntables: {os.path.join(out, 'compare.md')}")
     return rows
 
 
@@ -266,8 +356,10 @@ def parse(argv: list[str]) -> tuple[str, Args]:
 def main(argv: list[str] | None = None) -> list[dict]:
     preset, args = parse(sys.argv[1:] if argv is None else argv)
     base = base_config(preset, args)
+    if args.blocks < 1:
+        raise UserError(f"--blocks must be at least 1, got {args.blocks}")
     return compare(base, arm_list(base, args.starts, args.arms), args.out, args.only,
-                   args.finished_only)
+                   args.finished_only, args.blocks)
 
 
 if __name__ == "__main__":

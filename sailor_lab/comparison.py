@@ -1,16 +1,21 @@
 """The comparison's table (`experiments/compare.py`): per-arm means, paired differences to the
-start kept fixed and to the arm's random-judge control (`Arm.control`), recovery fractions.
-Host-only.
+start kept fixed and to the arm's random-judge control (`Arm.control`), recovery fractions,
+and the field's statistics (`seed_statistics`: rliable's IQM, bootstrap mean and probability
+of improvement; the smallest paired difference the seeds detect at 80% power). Host-only.
 
 Each arm is a `SailorResults`; seed s of every arm starts from the same network and
-environments, so differences are paired per seed (`report.paired_difference`).
+environments, so differences are paired per seed (`report.paired_difference`). The table is
+computed from each arm's per-seed samples (`arm_samples`), so blocks of seeds run under other
+root seeds pool into one table by concatenation (`pool`), each seed keeping its twins.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sailor_jax.config.arms import ARMS
 from sailor_jax.game.features import FEATURE_NAMES
-from sailor_lab import report
+from sailor_lab import report, seed_statistics
 
 REFERENCE = "theta0.fixed"
 """The reference arm: the baseline reward theta0 kept fixed."""
@@ -31,36 +36,82 @@ def score_samples(results) -> dict[str, list[float]]:
     return {"score": m["score"], "tile_1024": m["tile_1024"], "tile_2048": m["tile_2048"]}
 
 
-def summarize(arm_list, results: dict) -> list[dict]:
-    """One row per arm: means [CI], paired difference to its fixed start, recovery fraction.
+def arm_samples(results) -> dict[str, list]:
+    """What the table reads of one arm's `SailorResults`: its `score_samples` and
+    `final_theta`, the final theta per seed (`[S][F]`)."""
+    return {**score_samples(results), "final_theta": results.theta_history[-1]}
+
+
+def pool(blocks: Sequence[dict[str, dict]]) -> dict[str, dict]:
+    """The `arm_samples` of several blocks of seeds as one: every list concatenated block by
+    block, so seed s of block b is at the same place in every arm (still paired).
+
+    Args:
+      blocks: per block, arm name -> `arm_samples`; every block must have the same arms.
+
+    Raises:
+      ValueError: no blocks, or blocks with different arms.
+    """
+    if not blocks or any(set(b) != set(blocks[0]) for b in blocks):
+        raise ValueError(f"pool needs blocks with the same arms, got {[sorted(b) for b in blocks]}")
+    return {arm: {k: [x for b in blocks for x in b[arm][k]] for k in blocks[0][arm]}
+            for arm in blocks[0]}
+
+
+def _paired(a: list[float], b: list[float]) -> dict:
+    """`report.paired_difference` with its power (`seed_statistics.power_summary`) when there
+    are 2 or more seeds."""
+    d = report.paired_difference(a, b)
+    if len(a) >= 2:
+        d["power"] = seed_statistics.power_summary(d["per_seed"])
+    return d
+
+
+def summarize(arm_list, samples: dict, reps: int = seed_statistics.REPS) -> list[dict]:
+    """One row per arm: means [CI], paired differences to its fixed start (with their power)
+    and to its random-judge control, recovery fraction; with 2 or more seeds, rliable's IQM
+    and mean with bootstrap intervals (`rliable`) and the probability of improvement over the
+    fixed start (`p_improvement_vs_fixed_start`) and the control.
 
     Args:
       arm_list: `(row name, start, arm, config)` per row (`START.ARM`), the reference first.
-      results: `SailorResults` per arm name; the reference's must be there.
+      samples: `arm_samples` per arm name (or `pool`ed blocks); the reference's must be there.
+      reps: bootstrap resamples of the rliable intervals.
     """
-    ref = score_samples(results[REFERENCE])["score"]
+    ref = samples[REFERENCE]["score"]
+    many = len(ref) >= 2
+    field = seed_statistics.aggregate_intervals(
+        {n: samples[n]["score"] for n, *_ in arm_list}, reps) if many else {}
     rows = []
     for name, start, method, _ in arm_list:
-        s = score_samples(results[name])
+        s = {k: v for k, v in samples[name].items() if k != "final_theta"}
         row = {"arm": name, "start": start.name, "method": method, "per_seed": s,
                **{k: report.mean_ci(v) for k, v in s.items()},
                "final_theta": [sum(col) / len(col) for col in
-                               zip(*results[name].theta_history[-1], strict=True)]}
+                               zip(*samples[name]["final_theta"], strict=True)]}
+        if many:
+            row["rliable"] = {**field[name], "reps": reps}
         fixed = f"{start.name}.fixed" if start.name != "theta0" else REFERENCE
-        if name != REFERENCE and method != "fixed" and fixed in results:
-            fixed_score = score_samples(results[fixed])["score"]
-            row["vs_fixed_start"] = report.paired_difference(s["score"], fixed_score)
+        if name != REFERENCE and method != "fixed" and fixed in samples:
+            fixed_score = samples[fixed]["score"]
+            row["vs_fixed_start"] = _paired(s["score"], fixed_score)
             row["worst_ratio_to_fixed"] = worst_ratio(s["score"], fixed_score)
             gap = report.paired_difference(ref, fixed_score)
-            if gap["mean"] > 0 and len(ref) >= 2 and fixed != REFERENCE:
+            if gap["mean"] > 0 and many and fixed != REFERENCE:
                 row["recovery"] = report.recovery_fraction(s["score"], fixed_score, ref)
+            if many:
+                row["p_improvement_vs_fixed_start"] = seed_statistics.probability_of_improvement(
+                    s["score"], fixed_score, reps)
         control = f"{start.name}.{ARMS[method].control}"
-        if ARMS[method].control and control in results:
+        if ARMS[method].control and control in samples:
             row["random_judge_arm"] = control
-            row["vs_random_judge"] = report.paired_difference(
-                s["score"], score_samples(results[control])["score"])
+            row["vs_random_judge"] = _paired(s["score"], samples[control]["score"])
+            if many:
+                row["p_improvement_vs_random_judge"] = (
+                    seed_statistics.probability_of_improvement(
+                        s["score"], samples[control]["score"], reps))
         if method == "fixed" and name != REFERENCE:
-            row["vs_theta0"] = report.paired_difference(s["score"], ref)
+            row["vs_theta0"] = _paired(s["score"], ref)
         rows.append(row)
     return rows
 
@@ -78,7 +129,7 @@ def _diff(d: dict | None) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    """The repair table (GitHub markdown)."""
+    """The repair table (GitHub markdown); with 2 or more seeds, `field_markdown` under it."""
     head = ["arm", "final score [95% CI]", "worst seed",
             "paired diff. to the fixed start [95% CI]", "worst seed / its fixed twin",
             "(fixed start) diff. to theta0",
@@ -97,4 +148,40 @@ def markdown(rows: list[dict]) -> str:
             _diff(r.get("vs_random_judge")),
             _ci((rec["fraction"], rec["ci_low"], rec["ci_high"]), 2) if rec else "",
             f"{r['tile_1024'][0]:.2f}", f"{r['tile_2048'][0]:.2f}", theta]) + " |")
+    if "rliable" in rows[0]:
+        lines += ["", field_markdown(rows).rstrip("\n")]
+    return "\n".join(lines) + "\n"
+
+
+def _p(stat: list[float] | None) -> str:
+    return "" if not stat else f"{stat[0]:.2f} [{stat[1]:.2f}, {stat[2]:.2f}]"
+
+
+def field_markdown(rows: list[dict]) -> str:
+    """The field's statistics of `summarize`'s rows (GitHub markdown): per arm, rliable's IQM
+    and bootstrap mean, the probabilities of improvement, the paired SD to the fixed start and
+    the smallest paired difference its seeds detect at 80% power; then the power line."""
+    head = ["arm", "seeds", "IQM [95% bootstrap]", "mean [95% bootstrap]",
+            "P(arm > fixed start) [95%]", "P(arm > random judge) [95%]",
+            "paired SD to the fixed start", "detectable at 80% power"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    powered = []
+    for r in rows:
+        power = (r.get("vs_fixed_start") or {}).get("power")
+        if power:
+            powered.append((r["arm"], power))
+        lines.append("| " + " | ".join([
+            r["arm"], str(len(r["per_seed"]["score"])),
+            _ci(r["rliable"]["iqm"]), _ci(r["rliable"]["mean"]),
+            _p(r.get("p_improvement_vs_fixed_start")), _p(r.get("p_improvement_vs_random_judge")),
+            f"{power['paired_sd']:,.0f}" if power else "",
+            f"±{power['detectable_80']:,.0f}" if power else ""]) + " |")
+    lines.append("")
+    reps = rows[0]["rliable"]["reps"]
+    detects = "; ".join(f"±{p['detectable_80']:,.0f} for {arm} ({p['seeds']} seeds, paired SD "
+                        f"{p['paired_sd']:,.0f})" for arm, p in powered)
+    lines.append("IQM, bootstrap means and P(X > Y) (a seed of X scores above one of Y) are "
+                 f"rliable's, {reps:,} stratified bootstrap resamples. Power at 80% (a "
+                 "two-sided paired t-test at 5%): the smallest paired difference to the fixed "
+                 f"start these seeds detect is {detects or 'not defined (no fixed start)'}.")
     return "\n".join(lines) + "\n"

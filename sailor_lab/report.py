@@ -220,16 +220,22 @@ def write_json_gz(path: str, obj: Any) -> None:
 
 def machine() -> dict[str, str]:
     """Where a benchmark ran: `device` (JAX's first device), `device_kind` and
-    `device_count` (all devices JAX sees), `cpu` (the CPU model name, as `lscpu` prints it)
-    and `jax` (version). Record it with every measured number. Host-only."""
+    `device_count` (all devices JAX sees), `cpu` (the CPU model name, as `lscpu` prints it),
+    `cpu_type` (that name with its family and model: seeded results pair only within one
+    type) and `jax` (version). Record it with every measured number. Host-only."""
     import jax
 
-    cpu = platform.processor() or platform.machine()
+    info: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f
-                        if line.startswith("model name")), cpu)
+            for line in f:
+                key, _, value = line.partition(":")
+                info.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    cpu = info.get("model name") or platform.processor() or platform.machine()
+    kind = (f"{cpu}, family {info['cpu family']} model {info['model']}"
+            if "cpu family" in info and "model" in info else cpu)
     return {"device": str(jax.devices()[0]), "device_kind": jax.devices()[0].device_kind,
-            "device_count": str(jax.device_count()), "cpu": cpu, "jax": jax.__version__}
+            "device_count": str(jax.device_count()), "cpu": cpu, "cpu_type": kind,
+            "jax": jax.__version__}

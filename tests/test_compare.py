@@ -11,6 +11,7 @@ import shutil
 
 import numpy as np
 import pytest
+import scipy.stats
 from test_experiments import _load
 
 from sailor_jax.config import PAPER, SMALL_NETWORK, EvalConfig, PPOConfig, SailorConfig
@@ -150,7 +151,21 @@ def test_compare_end_to_end_numbers_resume_and_figures(compare, tmp_path, monkey
     assert by["mine.fixed"]["vs_theta0"]["per_seed"] == pytest.approx(
         np.subtract(scores["mine.fixed"], scores["theta0.fixed"]).tolist())
     md = open(os.path.join(out, "compare.md")).read()
-    assert md.count("\n") == 2 + 7 and "| worst seed |" in md and "| mine.sailor | " in md
+    table, field, power = md.split("\n\n")
+    assert table.count("\n") == 1 + 7 and "| worst seed |" in table and "| mine.sailor | " in table
+    assert field.count("\n") == 1 + 7 and "| IQM [95% bootstrap] |" in field
+    assert power.startswith("IQM, bootstrap means") and "±" in power and "mine.sailor (2 " in power
+    for r in rows:  # the field's numbers of every row from its own per-seed scores
+        x = scores[r["arm"]]
+        assert r["rliable"]["iqm"][0] == pytest.approx(scipy.stats.trim_mean(x, 0.25))
+        assert r["rliable"]["mean"][0] == pytest.approx(np.mean(x))
+        assert r["rliable"]["mean"][1] <= np.mean(x) <= r["rliable"]["mean"][2]
+    assert arm["vs_fixed_start"]["power"]["paired_sd"] == pytest.approx(np.std(d, ddof=1))
+    assert arm["p_improvement_vs_fixed_start"][0] == pytest.approx(np.mean(
+        [(a > b) + 0.5 * (a == b) for a in scores["mine.sailor"] for b in scores["mine.fixed"]]))
+    assert "p_improvement_vs_random_judge" in arm
+    assert os.path.getsize(os.path.join(out, "figures", "profiles_mine.png")) > 1000
+    assert saved["machine"] == json.load(open(os.path.join(out, "machine.json")))
     assert os.path.getsize(os.path.join(out, "figures", "theta_mine.png")) > 1000
     lines = open(os.path.join(out, "theta_trajectories.csv")).read().splitlines()
     assert len(lines) == 1 + 3 * 2 * 3 + 4 * 2 * 4
@@ -207,3 +222,42 @@ def test_a_kept_fixed_arm_is_the_same_cut_in_other_segments_and_is_read_back(
               for u in (1, 2)}
     assert variants._differences(json.loads(config_json(sailor[2])), sailor[1]) == [
         "iterations: saved 2, given 4", "ppo.updates_per_segment: saved 2, given 1"]
+
+
+def test_blocks_pool_paired_seeds_resume_and_stay_on_one_cpu_type(compare, tmp_path,
+                                                                   monkeypatch):
+    """--blocks 2: each block a comparison of its own under its root seed, the pooled table
+    their seeds concatenated in pairs; read back on rerun; a block refuses another CPU."""
+    out = str(tmp_path / "pooled")
+    runs = compare.arm_list(TINY_BASE, ("ones",), ("fixed",))
+    rows = compare.compare(TINY_BASE, runs, out, blocks=2)
+    blocks = [json.load(open(os.path.join(out, f"seed{r}", "compare.json"))) for r in (0, 1)]
+    for r, block in enumerate(blocks):
+        res = json.load(open(os.path.join(out, f"seed{r}", "variants", "ones.fixed",
+                                          "results.json")))
+        assert res["config"]["seed"] == r and block["base_config"]["seed"] == r
+    pooled = json.load(open(os.path.join(out, "compare.json")))
+    assert [b["seed"] for b in pooled["blocks"]] == [0, 1]
+    assert pooled["blocks"][0]["machine"]["cpu_type"] == report.machine()["cpu_type"]
+    by = {r["arm"]: r for r in rows}
+    for arm in ("theta0.fixed", "ones.fixed"):
+        per_block = [{r["arm"]: r for r in b["rows"]}[arm]["per_seed"]["score"] for b in blocks]
+        assert by[arm]["per_seed"]["score"] == per_block[0] + per_block[1]
+        assert per_block[0] != per_block[1]  # other root seeds, other games
+    assert by["ones.fixed"]["vs_theta0"]["per_seed"] == pytest.approx(np.subtract(
+        by["ones.fixed"]["per_seed"]["score"], by["theta0.fixed"]["per_seed"]["score"]))
+    assert len(by["ones.fixed"]["per_seed"]["score"]) == 4
+    monkeypatch.setattr(loop, "run", lambda *a, **k: pytest.fail("ran"))
+    assert compare.compare(TINY_BASE, runs, out, blocks=2) == rows  # read back
+    other = os.path.join(out, "seed1", "machine.json")
+    with open(other) as f:
+        saved = json.load(f)
+    with open(other, "w") as f:
+        json.dump(saved | {"cpu_type": "Other CPU, family 1 model 1"}, f)
+    assert compare.compare(TINY_BASE, runs, out, blocks=2) == rows  # nothing to run: fine
+    shutil.rmtree(os.path.join(out, "seed1", "variants", "ones.fixed"))
+    with pytest.raises(UserError, match="seed1 ran on Other CPU, family 1 model 1, this "
+                                        "machine is .*pair only within one CPU type"):
+        compare.compare(TINY_BASE, runs, out, blocks=2)
+    rows = compare.compare(TINY_BASE, runs, out, blocks=2, finished_only=True)
+    assert [r["arm"] for r in rows] == ["theta0.fixed"]  # ones.fixed: not in every block
