@@ -259,7 +259,7 @@ def write_outputs(out: str, base: SailorConfig, runs, samples: dict, meta: dict)
 
 def _selected(runs, out: str, only: tuple[str, ...], finished_only: bool, block: bool):
     """The runs of `runs` to do in comparison folder `out`: those `only` names, or with
-    `finished_only` those finished (None for a block whose reference has not finished).
+    `finished_only` those finished (in a block all of them, or None: a block is pooled whole).
 
     Raises:
       UserError: `only` names no run, or `finished_only` outside blocks before the reference
@@ -272,10 +272,11 @@ def _selected(runs, out: str, only: tuple[str, ...], finished_only: bool, block:
                             "--arms", f"runs: {' '.join(r[0] for r in runs)}")
         return [r for r in runs if r[0] in only]
     if finished_only:
-        runs = [r for r in runs if finished(os.path.join(out, "variants", r[0]))]
+        done = [r for r in runs if finished(os.path.join(out, "variants", r[0]))]
+        if block:
+            return runs if len(done) == len(runs) else None
+        runs = done
         if not runs or runs[0][0] != REFERENCE:
-            if block:
-                return None
             raise UserError(f"--finished-only: {REFERENCE} has not finished in {out}",
                             "run it first (without --finished-only)")
     return runs
@@ -302,8 +303,8 @@ def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
         if todo is not None:
             plan.append((root, folder, block_runs, todo))
     if not plan:
-        raise UserError(f"--finished-only: {REFERENCE} has not finished in any block of {out}",
-                        "run it first (without --finished-only)")
+        raise UserError(f"--finished-only: no block of {out} has finished all its arms",
+                        "run them first (without --finished-only)")
     run_dir.check_writable(out)  # --out itself first: the line names it as typed
     machines = {}
     for _, folder, _, todo in plan:  # every folder, judge and machine before anything runs
@@ -311,37 +312,33 @@ def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
             check_variant(name, cfg, os.path.join(folder, "variants", name))
         machines[folder] = machine_of(folder, not all(
             finished(os.path.join(folder, "variants", n)) for n, *_ in todo))
-    console, results = make_console(), {}
+    console, blocks_meta, samples = make_console(), [], []
     with resumed_by_rerunning(out), progress_bar(console, "iterations") as progress:
-        for _, folder, _, todo in plan:
-            for name, _, _, cfg in todo:
-                results[folder, name] = run_variant(
-                    name, cfg, os.path.join(folder, "variants", name), console, progress)
-    if only:
-        print(f"finished: {' '.join(dict.fromkeys(n for _, n in results))}; tables: the same "
-              "command with --finished-only instead of --only")
-        return []
-    arms = [r for r in plan[0][3] if all((f, r[0]) in results for _, f, _, _ in plan)]
-    blocks_meta, samples = [], []
-    for root, folder, _, _ in plan:
-        block = {n: results[folder, n] for n, *_ in arms}
-        samples.append({n: arm_samples(r) for n, r in block.items()})
-        meta = {"env_steps_per_seed": block[REFERENCE].env_steps_per_seed,
+        for root, folder, _, todo in plan:  # a block's tables as soon as it has finished
+            block = {name: run_variant(name, cfg, os.path.join(folder, "variants", name),
+                                       console, progress) for name, _, _, cfg in todo}
+            if only:
+                continue
+            samples.append({n: arm_samples(r) for n, r in block.items()})
+            rows = write_outputs(folder, dataclasses.replace(base, seed=root), todo, samples[-1], {
+                "env_steps_per_seed": block[REFERENCE].env_steps_per_seed,
                 "theta_history": {n: r.theta_history for n, r in block.items()},
-                "machine": machines[folder]}
-        rows = write_outputs(folder, dataclasses.replace(base, seed=root), arms, samples[-1],
-                             meta)
-        write_theta_csv(os.path.join(folder, "theta_trajectories.csv"), block)
-        plot_thetas(folder, arms, block)
-        blocks_meta.append({"seed": root, "folder": os.path.relpath(folder, out),
-                            "seeds": base.num_seeds, "machine": machines[folder]})
-    steps = results[plan[0][1], REFERENCE].env_steps_per_seed
-    if len(plan) > 1:
-        rows = write_outputs(out, base, arms, pool(samples), {
+                "machine": machines[folder]})
+            write_theta_csv(os.path.join(folder, "theta_trajectories.csv"), block)
+            plot_thetas(folder, todo, block)
+            blocks_meta.append({"seed": root, "folder": os.path.relpath(folder, out),
+                                "seeds": base.num_seeds, "machine": machines[folder]})
+            steps = block[REFERENCE].env_steps_per_seed
+    if only:
+        print(f"finished: {' '.join(n for n, *_ in plan[0][3])}; tables: the same command with "
+              "--finished-only instead of --only")
+        return []
+    if blocks > 1:
+        rows = write_outputs(out, base, plan[0][3], pool(samples), {
             "env_steps_per_seed": steps, "blocks": blocks_meta})
     seeds = len(rows[0]["per_seed"]["score"])
     print(f"\nComparison (final greedy-policy evaluation, {base.eval.episodes} games per seed, "
-          f"{seeds} seeds{f' in {len(plan)} blocks' if len(plan) > 1 else ''}, {steps:,} env "
+          f"{seeds} seeds{f' in {len(plan)} blocks' if blocks > 1 else ''}, {steps:,} env "
           f"steps per seed)\n\n{markdown(rows)}\ntables: {os.path.join(out, 'compare.md')}")
     return rows
 

@@ -260,4 +260,7 @@ def test_blocks_pool_paired_seeds_resume_and_stay_on_one_cpu_type(compare, tmp_p
                                         "machine is .*pair only within one CPU type"):
         compare.compare(TINY_BASE, runs, out, blocks=2)
     rows = compare.compare(TINY_BASE, runs, out, blocks=2, finished_only=True)
-    assert [r["arm"] for r in rows] == ["theta0.fixed"]  # ones.fixed: not in every block
+    assert rows == compare.compare(TINY_BASE, runs, os.path.join(out, "seed0"))  # block 0 only
+    shutil.rmtree(os.path.join(out, "seed0", "variants", "theta0.fixed"))
+    with pytest.raises(UserError, match="--finished-only: no block of .* has finished all"):
+        compare.compare(TINY_BASE, runs, out, blocks=2, finished_only=True)
