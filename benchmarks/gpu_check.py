@@ -24,9 +24,17 @@ at its deadline keeps the rows it finished:
   windows/s and prompt tokens/s at batch 8 .. 64.
 - `main_llm`, `main_expert`: the `gpu` preset of `experiments/sailor.py` for 4 iterations judged by
   that model, and by the expert; per-phase seconds and the host's share (`phases.phase_table`).
+- `decide_expert`, `decide_llm`: the decisive question at ~5M env steps per seed
+  (`experiments/compare.py --blocks`: SAILOR from theta0 against theta0 kept fixed, blocks of
+  16 paired seeds from root seed 200, as many as finish by the deadline; the aim is 64), judged
+  by the expert, and by the 1.5B LLM where its weights are on the machine
+  (`gpu_parts.DECIDE_MODEL_ENV`; the device has no network and receives at most 64 MiB, so
+  without them the part records that it was skipped). Each block's per-seed scores, then the
+  pooled paired difference, its power and rliable's statistics (`sailor_lab.seed_statistics`).
 
 Writes `OUT/<part>.json` (status, deadline, wall-clock, rows; every row names the device) and
-`OUT/summary.md` / `OUT/summary.json`: 9 files, what the device tool brings back. Models and run
+`OUT/summary.md` / `OUT/summary.json`: at most 8 files come back from the device tool, so run
+at most 6 parts a call. Models and run
 folders go to `--work` (default: a temporary folder). `--tiny` runs every part at toy sizes
 (the test suite runs it on the CPU, so the script is known to work before device time is spent).
 """
@@ -52,11 +60,12 @@ from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.logging import json_line  # noqa: E402
 
 DEADLINES = {"env": 30, "ppo": 200, "reference": 45, "census": 150, "judge": 60,
-             "main_llm": 120, "main_expert": 90}
+             "main_llm": 120, "main_expert": 90, "decide_expert": 540, "decide_llm": 540}
 """Seconds per part on one H100 (695 in all), set from the first H100 run: its 4
 iterations of the `gpu` preset need about 70 s with the expert, PureJaxRL's compile over 30 s;
-the census (never run on a GPU) is given 150 s. The device tool runs at most 600 s a command:
-run the parts in two calls (`benchmarks/gpu/check.sh`'s header)."""
+the census (never run on a GPU) is given 150 s; each decisive part 540 s, a call of its own.
+The device tool runs at most 600 s a command: run the parts in calls (`benchmarks/gpu/check.sh`'s
+header)."""
 TINY_DEADLINE = 600
 """Seconds per part with `--tiny` (generous: CI machines differ 3-5x in speed)."""
 
@@ -95,7 +104,8 @@ def summary_tables(results: list[dict]) -> dict[str, list[dict]]:
     """One table (a list of row dicts) per measured thing, from the parts' rows. Host-only."""
     rows = [r for result in results for r in result["rows"]]
     flops = {r["recipe"]: r["flops_per_env_step"] for r in rows if r["benchmark"] == "flops"}
-    tables: dict[str, list[dict]] = {"env_features": [], "ppo": [], "judge": [], "main_job": []}
+    tables: dict[str, list[dict]] = {"env_features": [], "ppo": [], "judge": [], "main_job": [],
+                                     "decide": []}
     for r in rows:
         if r["benchmark"] == "env_features":
             tables["env_features"].append({"batch": r["num_envs"], "env_steps_per_s": r["sps"],
@@ -114,6 +124,12 @@ def summary_tables(results: list[dict]) -> dict[str, list[dict]]:
             tables["judge"].append({k: r[k] for k in ("batch_size", "windows_per_s",
                                                       "prompt_tokens_per_s",
                                                       "prompt_tokens_per_window")})
+        elif r["benchmark"] == "decide_pooled":
+            tables["decide"].append({"judge": r["judge"], "seeds": r["seeds"],
+                                     **{k: r.get(k) for k in ("mean", "ci_low", "ci_high",
+                                                              "wins", "paired_sd",
+                                                              "detectable_80")},
+                                     "wall_s": r["wall_s"]})
         elif r["benchmark"] == "main_job":
             per = r.get("per_iteration_s", {})
             tables["main_job"].append({"judge": r["judge"], "finished": r.get("finished"),

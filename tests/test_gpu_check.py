@@ -12,6 +12,9 @@ import sys
 import pytest
 from test_experiments import _load
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "benchmarks", "gpu"))
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "benchmarks", "gpu_check.py")
 
@@ -29,7 +32,8 @@ def _part(out, name: str) -> dict:
 TESTED_PARTS = ("env", "ppo", "reference", "judge", "main_llm")
 """The parts run here. The other two cost a minute each and run code tested elsewhere: `census`
 is `census.run` at toy sizes with a profile (tests/test_census.py), `main_expert` is
-`main_llm`'s main job with the expert judge."""
+`main_llm`'s main job with the expert judge. The decisive parts run in their own test:
+`decide_llm` there, and `decide_expert` is the same comparison with the expert judge."""
 
 
 def test_tiny_check_runs_its_parts(tmp_path):
@@ -64,6 +68,44 @@ def test_tiny_check_runs_its_parts(tmp_path):
         assert row["train"] > 0 and row["rank"] > 0
     summary = (out / "summary.md").read_text()
     assert "| main_llm | done |" in summary and "## ppo" in summary
+
+
+def test_tiny_decisive_part_pools_its_blocks(tmp_path):
+    """decide_llm at toy sizes: 2 blocks of 1 paired seed (root seeds 200, 201), each block's
+    scores per arm from its own results.json, then the pooled difference with its power."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    done = _run("--tiny", "--parts", "decide_llm", "--out", str(out), "--work", str(work))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    part = _part(out, "decide_llm")
+    assert part["status"] == "done", part["log_tail"]
+    *blocks, pooled = part["rows"]
+    assert [b["root_seed"] for b in blocks] == [200, 201]
+    scores = {"theta0.fixed": [], "theta0.sailor": []}
+    for b in blocks:
+        for arm in scores:
+            res = json.loads((work / "decide_llm" / f"seed{b['root_seed']}" / "variants" / arm
+                              / "results.json").read_text())
+            assert b["scores"][arm] == [e["score_mean"] for e in res["evaluation"]["per_seed"]]
+            if arm == "theta0.sailor":
+                assert res["config"]["ranker"]["kind"] == "llm"
+            scores[arm] += b["scores"][arm]
+    d = [a - b for a, b in zip(scores["theta0.sailor"], scores["theta0.fixed"], strict=True)]
+    assert pooled["benchmark"] == "decide_pooled" and pooled["seeds"] == 2
+    assert pooled["mean"] == pytest.approx(sum(d) / 2) and pooled["returncode"] == 0
+    assert pooled["detectable_80"] >= 0 and "--blocks 2" in pooled["command"]
+    assert 0 <= pooled["p_improvement"][0] <= 1 and set(pooled["rliable"]) == {"fixed", "sailor"}
+    table = json.loads((out / "summary.json").read_text())["tables"]["decide"]
+    assert [(r["judge"], r["seeds"]) for r in table] == [("llm", 2)]
+
+
+def test_the_llm_decisive_part_without_the_model_says_so(tmp_path, monkeypatch):
+    import gpu_parts
+
+    rows = []
+    monkeypatch.setenv(gpu_parts.DECIDE_MODEL_ENV, str(tmp_path / "absent"))
+    gpu_parts.part_decide(gpu_parts.FULL, rows.append, str(tmp_path), "llm", 1e12)
+    assert len(rows) == 1 and rows[0]["skipped"].startswith(f"no judge model at {tmp_path}")
+    assert gpu_parts.DECIDE_MODEL_ENV in rows[0]["skipped"]
 
 
 def test_a_part_past_its_deadline_is_stopped_and_recorded(tmp_path):

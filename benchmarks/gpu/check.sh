@@ -7,6 +7,12 @@
 # summary.md and summary.json to $OUT:
 #   bash benchmarks/gpu/check.sh --parts census env ppo reference    # about 7 minutes
 #   bash benchmarks/gpu/check.sh --parts judge main_llm main_expert  # about 5 minutes
+# and the decisive question at ~5M env steps (SAILOR from theta0 against it kept fixed, blocks
+# of 16 paired seeds until the deadline), a call each (about 9 minutes):
+#   bash benchmarks/gpu/check.sh --parts decide_expert
+#   SAILOR_DECIDE_MODEL=/path/to/qwen2.5-coder-1.5b bash benchmarks/gpu/check.sh --parts decide_llm
+# With 15 minutes of device time a session, the machine's start included, decide_expert is the
+# call to make first (docs/repair.md: the decisive runs).
 #
 # The machine's image lacks pgx, tyro, scikit-optimize and a few more: carry them as Python
 # 3.12 wheels in .whl/ (git-ignored, 3.2 MB), downloaded here with

@@ -28,7 +28,8 @@ from sailor_jax.config.recipes import recipe  # noqa: E402
 from sailor_jax.logging import json_line  # noqa: E402
 from sailor_lab import report  # noqa: E402
 
-PARTS = ("env", "ppo", "reference", "census", "judge", "main_llm", "main_expert")
+PARTS = ("env", "ppo", "reference", "census", "judge", "main_llm", "main_expert",
+         "decide_expert", "decide_llm")
 TRUNKS = ("afterstates_64", "default")
 """The (64, 64) afterstate trunk (`SMALL_NETWORK`) and `PPOConfig()`'s (256, 256) one."""
 
@@ -54,6 +55,7 @@ class Sizes:
     main_args: tuple[str, ...]  # after `experiments/sailor.py --preset gpu`
     census_arms: tuple[str, ...]  # `census.ARMS` profiled: each trunk as now and as before
     census_envs: int  # envs of every census arm's segment (one seed)
+    decide_args: tuple[str, ...]  # after `experiments/compare.py`: the decisive comparison
 
 
 FULL = Sizes(env_batches=tuple(2**k for k in (22, 20, 18, 16, 14, 12)),
@@ -62,7 +64,9 @@ FULL = Sizes(env_batches=tuple(2**k for k in (22, 20, 18, 16, 14, 12)),
              judge_size="qwen2.5-1.5b", judge_batches=(8, 16, 32, 64), judge_groups=16,
              pool_epsilons=(1.0, 0.3), pool_games=64, main_args=("--sailor.iterations", "4"),
              census_arms=("afterstates_64", "afterstates_64:gather", "default",
-                          "default:gather"), census_envs=16384)
+                          "default:gather"), census_envs=16384,
+             decide_args=("--preset", "cpu", "--updates-per-segment", "20", "--num-seeds", "16",
+                          "--blocks", "4", "--seed", "200"))
 TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], ppo_envs=(8,),
              ppo_seeds=(2,), ppo_updates=1, repeats=1, flops_envs=8, reference_envs=(8,),
              judge_size="tiny", judge_batches=(2, 4), judge_groups=2, pool_epsilons=(1.0,),
@@ -73,9 +77,16 @@ TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], p
                         "--sailor.eval.episodes", "2", "--sailor.eval.max-len", "300",
                         "--sailor.max-len", "300", "--sailor.ranker.llm.batch-size", "4",
                         "--sailor.reference-games", "0"),
-             census_arms=("afterstates_64",), census_envs=8)
+             census_arms=("afterstates_64",), census_envs=8,
+             decide_args=("--preset", "smoke", "--iterations", "1", "--updates-per-segment", "1",
+                          "--num-seeds", "1", "--blocks", "2", "--seed", "200"))
 WINDOW = 100
 """Moves per judged window: the `gpu` preset's (`SailorConfig().window`)."""
+DECIDE_ARMS = ("theta0.fixed", "theta0.sailor")
+"""The decisive comparison's arms: theta0 kept fixed and the recommended SAILOR from it."""
+DECIDE_MODEL_ENV = "SAILOR_DECIDE_MODEL"
+"""The 1.5B judge's folder for `decide_llm` on a GPU (default `~/.cache/sailor_jax/
+qwen2.5-coder-1.5b`, where `python -m sailor_jax.judges.model_parts` installs it)."""
 
 
 def part_env(sizes: Sizes, emit: Callable[[dict], None], work: str) -> None:
@@ -168,11 +179,9 @@ def _main_job(sizes: Sizes, emit: Callable[[dict], None], work: str, judge: list
     out = os.path.join(work, name)
     cmd = [sys.executable, "experiments/sailor.py", "--preset", "gpu", *sizes.main_args,
            *judge, "--out", out]
-    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1"}
     t0 = time.perf_counter()
     try:
-        rc = subprocess.run(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+        rc = subprocess.run(cmd, cwd=REPO, env=_subprocess_env(), stdout=subprocess.DEVNULL,
                             timeout=max(1.0, stop_at - time.time())).returncode
     except subprocess.TimeoutExpired:
         rc = None  # stopped before the part's deadline: its logged iterations still count
@@ -181,6 +190,82 @@ def _main_job(sizes: Sizes, emit: Callable[[dict], None], work: str, judge: list
            "command": " ".join(["python", *cmd[1:-2]])}
     if os.path.exists(os.path.join(out, "metrics.jsonl")):
         row.update(phases.phase_table(out))
+    emit(row)
+
+
+def _subprocess_env() -> dict:
+    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1"}
+
+
+def _decide_model(sizes: Sizes, work: str) -> str:
+    """The decide_llm judge: with `--tiny` a random tiny model built here (the timing and
+    the path are real, the verdicts not); on a GPU the real 1.5B model (`DECIDE_MODEL_ENV`)."""
+    if sizes.judge_size == "tiny":
+        from sailor_lab import judge_eval
+        from sailor_lab.random_model import save_random_model
+
+        folder = os.path.join(work, "decide_model")
+        pool = judge_eval.build_pool((1.0,), 4, WINDOW, depth=1, seed=0)
+        return save_random_model(folder, "tiny", pool.batch, dtype="float32",
+                                 device="cpu")["folder"]
+    return os.environ.get(DECIDE_MODEL_ENV) or os.path.expanduser(
+        os.path.join("~", ".cache", "sailor_jax", "qwen2.5-coder-1.5b"))
+
+
+def part_decide(sizes: Sizes, emit: Callable[[dict], None], work: str, judge: str,
+                stop_at: float) -> None:
+    """SAILOR from theta0 against theta0 kept fixed, as many blocks of paired seeds as finish
+    before the deadline (`experiments/compare.py --blocks`): one row per finished block with
+    every seed's final score per arm, then the pooled paired difference with its power and
+    rliable's IQM and probability of improvement."""
+    from sailor_jax.run.results import SailorResults
+    from sailor_lab import seed_statistics
+
+    name, args = f"decide_{judge}", ["--judge", judge]
+    if judge == "llm":
+        model = _decide_model(sizes, work)
+        if not os.path.exists(model):
+            emit({"benchmark": "decide", "judge": judge, "skipped": f"no judge model at {model}: "
+                  f"the device has no network and receives at most 64 MiB; set "
+                  f"{DECIDE_MODEL_ENV} to a local copy"})
+            return
+        args += ["--judge-model", model]
+    out = os.path.join(work, name)
+    cmd = [sys.executable, "experiments/compare.py", *sizes.decide_args, "--starts", "theta0",
+           "--arms", "fixed", "sailor", *args, "--out", out]
+    t0 = time.perf_counter()
+    with open(os.path.join(work, f"{name}.compare.log"), "w", encoding="utf-8") as log:
+        try:
+            rc = subprocess.run(cmd, cwd=REPO, env=_subprocess_env(), stdout=log,
+                                stderr=subprocess.STDOUT,
+                                timeout=max(1.0, stop_at - time.time())).returncode
+        except subprocess.TimeoutExpired:
+            rc = None  # stopped at the deadline: the blocks that finished still count
+    pooled: dict[str, list[float]] = {a: [] for a in DECIDE_ARMS}
+    blocks = sorted((d for d in os.listdir(out) if d.startswith("seed")),
+                    key=lambda d: int(d[4:])) if os.path.isdir(out) else []
+    for block in blocks:
+        paths = {a: os.path.join(out, block, "variants", a, "results.json") for a in DECIDE_ARMS}
+        if not all(os.path.exists(p) for p in paths.values()):
+            continue
+        results = {a: SailorResults.load(p) for a, p in paths.items()}
+        scores = {a: report.per_seed_metrics(r.evaluation)["score"] for a, r in results.items()}
+        for a in DECIDE_ARMS:
+            pooled[a] += scores[a]
+        emit({"benchmark": "decide", "judge": judge, "root_seed": int(block[4:]),
+              "seeds": len(scores[DECIDE_ARMS[0]]), "scores": scores,
+              "env_steps_per_seed": results[DECIDE_ARMS[0]].env_steps_per_seed})
+    sailor, fixed = (pooled[a] for a in reversed(DECIDE_ARMS))
+    row = {"benchmark": "decide_pooled", "judge": judge, "returncode": rc, "seeds": len(fixed),
+           "wall_s": time.perf_counter() - t0, "command": " ".join(["python", *cmd[1:]])}
+    if len(fixed) >= 2:
+        d = report.paired_difference(sailor, fixed)
+        row.update({k: d[k] for k in ("mean", "ci_low", "ci_high", "wins")},
+                   **seed_statistics.power_summary(d["per_seed"]),
+                   p_improvement=seed_statistics.probability_of_improvement(sailor, fixed),
+                   rliable=seed_statistics.aggregate_intervals(
+                       {"fixed": fixed, "sailor": sailor}))
     emit(row)
 
 
@@ -205,6 +290,8 @@ def run_part(name: str, tiny: bool, work: str, deadline_s: float | None = None) 
                   name, stop_at)
     elif name == "main_expert":
         _main_job(sizes, emit, work, ["--sailor.ranker.kind", "expert"], name, stop_at)
+    elif name.startswith("decide_"):
+        part_decide(sizes, emit, work, name.removeprefix("decide_"), stop_at)
     else:
         {"env": part_env, "ppo": part_ppo, "reference": part_reference, "census": part_census,
          "judge": part_judge}[name](sizes, emit, work)
