@@ -37,7 +37,7 @@ def check_variant(name: str, cfg: SailorConfig, folder: str) -> None:
 
     A variant saved before a config field existed is read back when the field is at its
     default (`run_dir.config_differences`); a finished fixed-reward variant is read back
-    whatever its `SEGMENTATION`, if the total of PPO updates is the same.
+    whatever its judge and its `SEGMENTATION`, if the total of PPO updates is the same.
 
     Raises:
       UserError: the folder holds a run of another configuration, or the judge's model
@@ -61,12 +61,14 @@ evaluation do not depend on it (same per-seed scores for 16 x 8 and 32 x 4 updat
 
 def _differences(saved: dict, cfg: SailorConfig) -> list[str]:
     """`config_differences` between a finished variant's saved config and `cfg`, where a
-    fixed-reward variant (`self_align=False`) cut into other segments of the same total number
-    of PPO updates is no difference: it is read back, not run again."""
+    fixed-reward variant (`self_align=False`) that differs only in its judge (`ranker.*`, which
+    it never calls) or is cut into other segments of the same total number of PPO updates is no
+    difference: it is read back, not run again."""
     given = json.loads(config_json(cfg))
     differences = config_differences(saved, given, cfg)
     if cfg.self_align or saved.get("self_align", True):
         return differences
+    differences = [d for d in differences if not d.startswith("ranker.")]
 
     def total(c: dict) -> object:
         return c.get("iterations", 0) * c.get("ppo", {}).get("updates_per_segment", 0)

@@ -216,6 +216,11 @@ def test_a_kept_fixed_arm_is_the_same_cut_in_other_segments_and_is_read_back(
     calls = []
     monkeypatch.setattr(loop, "run", lambda *a, **k: calls.append(a) or pytest.fail("ran"))
     assert scores(compare.compare(*run("a", 4, 1))) == scores(two_by_two) and calls == []
+    cfg, _, out = run("a", 4, 1)  # another judge, which a kept-fixed arm never calls
+    other = dataclasses.replace(cfg, ranker=dataclasses.replace(cfg.ranker, kind="outcome"))
+    assert other.ranker != TINY_BASE.ranker
+    assert scores(compare.compare(other, compare.arm_list(other, ("theta0",), ("fixed",)),
+                                  out)) == scores(two_by_two) and calls == []
     with pytest.raises(UserError, match="theta0.fixed' run with a different configuration"):
         compare.compare(*run("a", 3, 1))  # another total of PPO updates
     sailor = {u: dict((r[0], r[3]) for r in run("c", 4 // u, u, "sailor")[1])["theta0.sailor"]
