@@ -212,27 +212,33 @@ def plot_thetas(out: str, runs, results: dict) -> list[str]:
 
 
 def machine_of(out: str, will_run: bool) -> dict:
-    """The machine a comparison folder's arms run on: `OUT/machine.json` (`report.machine()`),
-    written before its first arm runs. Seeded results pair only within one CPU type, so an arm
-    that would run on another type than the folder's is refused.
+    """The machine a comparison folder's arms run on: its `OUT/machine.json`
+    (`report.machine()`, written by `record_machine` before its first arm runs), or this
+    machine's. Seeded results pair only within one CPU type, so an arm that would run on
+    another type than the folder's is refused. Writes nothing.
 
     Raises:
       UserError: `will_run` and the folder's CPU type is not this machine's.
     """
     path, here = os.path.join(out, "machine.json"), report.machine()
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            saved = json.load(f)
-        if will_run and saved.get("cpu_type") != here["cpu_type"]:
-            raise UserError(f"{out} ran on {saved.get('cpu_type')}, this machine is "
-                            f"{here['cpu_type']}: seeded results pair only within one CPU type",
-                            "finish it on a machine of that type, or start it in another --out")
-        return saved
-    if will_run:
+    if not os.path.exists(path):
+        return here
+    with open(path, encoding="utf-8") as f:
+        saved = json.load(f)
+    if will_run and saved.get("cpu_type") != here["cpu_type"]:
+        raise UserError(f"{out} ran on {saved.get('cpu_type')}, this machine is "
+                        f"{here['cpu_type']}: seeded results pair only within one CPU type",
+                        "finish it on a machine of that type, or start it in another --out")
+    return saved
+
+
+def record_machine(out: str, machine: dict) -> None:
+    """`OUT/machine.json`, unless the folder has one (`machine_of`)."""
+    path = os.path.join(out, "machine.json")
+    if not os.path.exists(path):
         os.makedirs(out, exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(here, f, indent=1)
-    return here
+            json.dump(machine, f, indent=1)
 
 
 def write_outputs(out: str, base: SailorConfig, runs, samples: dict, meta: dict) -> list[dict]:
@@ -282,60 +288,70 @@ def _selected(runs, out: str, only: tuple[str, ...], finished_only: bool, block:
     return runs
 
 
+def run_block(base: SailorConfig, folder: str, todo, machine: dict, console, progress,
+              write: bool = True) -> tuple[dict, list[dict], int]:
+    """Run (or read back) the runs `todo` of one comparison folder; with `write`, its tables
+    (`write_outputs`), `theta_trajectories.csv` and theta figures. Returns the `arm_samples`
+    per run name, the table's rows ([] without `write`) and the env steps per seed."""
+    if not all(finished(os.path.join(folder, "variants", n)) for n, *_ in todo):
+        record_machine(folder, machine)
+    block = {name: run_variant(name, cfg, os.path.join(folder, "variants", name), console,
+                               progress) for name, _, _, cfg in todo}
+    samples, rows = {n: arm_samples(r) for n, r in block.items()}, []
+    if write:
+        rows = write_outputs(folder, base, todo, samples, {
+            "env_steps_per_seed": block[REFERENCE].env_steps_per_seed,
+            "theta_history": {n: r.theta_history for n, r in block.items()},
+            "machine": machine})
+        write_theta_csv(os.path.join(folder, "theta_trajectories.csv"), block)
+        plot_thetas(folder, todo, block)
+    return samples, rows, next(iter(block.values())).env_steps_per_seed
+
+
 def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
             finished_only: bool = False, blocks: int = 1) -> list[dict]:
     """Run (or read back) every run of `runs` (`arm_list`) in `out/variants/` (with
     `blocks` > 1: in `out/seed<ROOT>/variants/` for each block's root seed `base.seed` + k),
-    then write the tables (each block's and the pooled one); returns the (pooled) table's
-    rows ([] with `only`: no table).
+    then write the tables (each block's as soon as it has finished, then the pooled one);
+    returns the (pooled) table's rows ([] with `only`: no table).
 
     Raises:
       UserError: `only` names no run, `finished_only` before the reference finished (in no
         block), a folder holds another configuration, or a block ran on another CPU type
         (before any work is done).
     """
-    roots = [base.seed + k for k in range(blocks)] if blocks > 1 else [base.seed]
-    plan = []  # (root, folder, its runs, the runs to do there)
-    for root in roots:
+    plan = []  # (root seed, folder, the runs to do there)
+    for root in [base.seed + k for k in range(blocks)] if blocks > 1 else [base.seed]:
         folder = os.path.join(out, f"seed{root}") if blocks > 1 else out
-        block_runs = [(n, st, a, dataclasses.replace(c, seed=root)) for n, st, a, c in runs]
-        todo = _selected(block_runs, folder, only, finished_only, blocks > 1)
+        todo = _selected([(n, st, a, dataclasses.replace(c, seed=root)) for n, st, a, c in runs],
+                         folder, only, finished_only, blocks > 1)
         if todo is not None:
-            plan.append((root, folder, block_runs, todo))
+            plan.append((root, folder, todo))
     if not plan:
         raise UserError(f"--finished-only: no block of {out} has finished all its arms",
                         "run them first (without --finished-only)")
     run_dir.check_writable(out)  # --out itself first: the line names it as typed
     machines = {}
-    for _, folder, _, todo in plan:  # every folder, judge and machine before anything runs
+    for _, folder, todo in plan:  # every folder, judge and machine before anything runs
         for name, _, _, cfg in todo:
             check_variant(name, cfg, os.path.join(folder, "variants", name))
         machines[folder] = machine_of(folder, not all(
             finished(os.path.join(folder, "variants", n)) for n, *_ in todo))
-    console, blocks_meta, samples = make_console(), [], []
+    console, done = make_console(), []
     with resumed_by_rerunning(out), progress_bar(console, "iterations") as progress:
-        for root, folder, _, todo in plan:  # a block's tables as soon as it has finished
-            block = {name: run_variant(name, cfg, os.path.join(folder, "variants", name),
-                                       console, progress) for name, _, _, cfg in todo}
-            if only:
-                continue
-            samples.append({n: arm_samples(r) for n, r in block.items()})
-            rows = write_outputs(folder, dataclasses.replace(base, seed=root), todo, samples[-1], {
-                "env_steps_per_seed": block[REFERENCE].env_steps_per_seed,
-                "theta_history": {n: r.theta_history for n, r in block.items()},
-                "machine": machines[folder]})
-            write_theta_csv(os.path.join(folder, "theta_trajectories.csv"), block)
-            plot_thetas(folder, todo, block)
-            blocks_meta.append({"seed": root, "folder": os.path.relpath(folder, out),
-                                "seeds": base.num_seeds, "machine": machines[folder]})
-            steps = block[REFERENCE].env_steps_per_seed
+        for root, folder, todo in plan:
+            done.append(run_block(dataclasses.replace(base, seed=root), folder, todo,
+                                  machines[folder], console, progress, write=not only))
     if only:
-        print(f"finished: {' '.join(n for n, *_ in plan[0][3])}; tables: the same command with "
+        print(f"finished: {' '.join(n for n, *_ in plan[0][2])}; tables: the same command with "
               "--finished-only instead of --only")
         return []
+    rows, steps = done[0][1], done[0][2]
     if blocks > 1:
-        rows = write_outputs(out, base, plan[0][3], pool(samples), {
-            "env_steps_per_seed": steps, "blocks": blocks_meta})
+        rows = write_outputs(out, base, plan[0][2], pool([d[0] for d in done]), {
+            "env_steps_per_seed": steps, "blocks": [
+                {"seed": root, "folder": os.path.relpath(folder, out), "seeds": base.num_seeds,
+                 "machine": machines[folder]} for root, folder, _ in plan]})
     seeds = len(rows[0]["per_seed"]["score"])
     print(f"\nComparison (final greedy-policy evaluation, {base.eval.episodes} games per seed, "
           f"{seeds} seeds{f' in {len(plan)} blocks' if blocks > 1 else ''}, {steps:,} env "
