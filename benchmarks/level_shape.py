@@ -20,7 +20,7 @@ folder, or a pooled one whose blocks are read), the script measures `m` and writ
    level) and `ones_at_theta0_level` (`ones`' per-move weights, theta0's level). Since the
    scale of theta does not matter, the level that is crossed is the scale-free one: the
    effective level (below) over the SD of the per-move reward;
-2. what SAILOR's update did to the level: for every seed of `theta0.sailor` in `--run`, the
+2. what SAILOR's update did to the level: for every seed of `--arm` in `--run`, the
    effective level of its final theta, `theta' . m - (1 - gamma) / gamma * w_game_over` (the
    per-move level with the terminal weight turned into its per-move equivalent), over the SD
    of its per-move reward (the scale-free level), against theta0's and `ones`'.
@@ -58,6 +58,9 @@ class Args:
     run: str = "runs/decide_theta0/expert"
     """A comparison folder with `theta0.fixed` finished (`variants/`), or a pooled one
     (`seed<ROOT>/variants/`): its agents' games give the per-move feature statistics."""
+    arm: str = "theta0.sailor"
+    """The SAILOR arm whose final thetas' levels are reported (e.g. `theta0.sailor_random_judge`
+    for the update without the judge's information)."""
     games: int = 8
     """Greedy games per agent (every seed of every block)."""
     max_moves: int = 50_000
@@ -153,7 +156,7 @@ def measure(args: Args) -> dict:
         named[name] = levels(theta, mean, cov, gamma)
     final = []
     for b in found:
-        path = os.path.join(b, "variants", "theta0.sailor", "results.json")
+        path = os.path.join(b, "variants", args.arm, "results.json")
         if os.path.exists(path):
             final += [levels(t, mean, cov, gamma)
                       for t in SailorResults.load(path).theta_history[-1]]
@@ -163,7 +166,8 @@ def measure(args: Args) -> dict:
             "moves": int(len(feats)), "gamma": gamma,
             "per_move_means": dict(zip(FEATURE_NAMES, mean.tolist(), strict=True)),
             "thetas": named, "starts": {n: spec(n, t) for n, t in starts.items()},
-            "sailor_final": {"seeds": len(final), **reach}, **report.machine()}
+            "sailor_final": {"arm": args.arm, "seeds": len(final), **reach},
+            **report.machine()}
 
 
 def _table(out: dict) -> str:
@@ -174,7 +178,7 @@ def _table(out: dict) -> str:
                      f"{v['reward_sd']:.4f} | {v['scale_free_level']:.2f} |")
     s = out["sailor_final"]
     if s["seeds"]:
-        lines.append(f"| theta0.sailor, final ({s['seeds']} seeds, mean [95% CI]) | "
+        lines.append(f"| {s['arm']}, final ({s['seeds']} seeds, mean [95% CI]) | "
                      + " | ".join(f"{s[k][0]:.4f} [{s[k][1]:.4f}, {s[k][2]:.4f}]"
                                   for k in ("level", "effective_level", "reward_sd")) + " | "
                      + f"{s['scale_free_level'][0]:.2f} [{s['scale_free_level'][1]:.2f}, "
