@@ -188,7 +188,8 @@ def plot_profiles(scores: Mapping[str, Sequence[float]], path: str, title: str,
         profiles, taus, performance_profile_cis=cis, ax=ax,
         colors=dict(zip(data, plt.cm.tab10.colors, strict=False)),
         xlabel=r"final greedy score $\tau$", ylabel=r"fraction of seeds with score $> \tau$")
-    ax.legend([f"{arm} ({len(v)} seeds)" for arm, v in data.items()], loc="lower left")
+    ax.legend(ax.get_lines()[:len(data)], [f"{arm} ({len(v)} seeds)" for arm, v in data.items()],
+              loc="lower left")
     ax.set_title(title, fontsize=10)
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
