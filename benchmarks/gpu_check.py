@@ -25,7 +25,7 @@ at its deadline keeps the rows it finished:
 - `main_llm`, `main_expert`: the `gpu` preset of `experiments/sailor.py` for 4 iterations judged by
   that model, and by the expert; per-phase seconds and the host's share (`phases.phase_table`).
 - `decide_expert`, `decide_llm`: the decisive question at ~5M env steps per seed
-  (`experiments/compare.py --blocks`: SAILOR from theta0 against theta0 kept fixed, blocks of
+  (`experiments/compare.py` in blocks: SAILOR from theta0 against theta0 kept fixed, blocks of
   16 paired seeds from root seed 200, as many as finish by the deadline; the aim is 64), judged
   by the expert, and by the 1.5B LLM where its weights are on the machine
   (`gpu_parts.DECIDE_MODEL_ENV`; the device has no network and receives at most 64 MiB, so

@@ -16,10 +16,10 @@ From the greedy games of the agents trained on theta0 kept fixed in `--run` (a c
 folder, or a pooled one whose blocks are read), the script measures `m` and writes:
 
 1. the levels of theta0 and `ones` on those moves, and the two starts that cross them, as
-   `compare.py --starts` specs: `theta0_at_ones_level` (theta0's per-move weights, `ones`'
-   level) and `ones_at_theta0_level` (`ones`' per-move weights, theta0's level). Since the
-   scale of theta does not matter, the level that is crossed is the scale-free one: the
-   effective level (below) over the SD of the per-move reward;
+   start specs for `experiments/compare.py`: `theta0_at_ones_level` (theta0's per-move
+   weights, `ones`' level) and `ones_at_theta0_level` (`ones`' per-move weights, theta0's
+   level). Since the scale of theta does not matter, the level that is crossed is the
+   scale-free one: the effective level (below) over the SD of the per-move reward;
 2. what SAILOR's update did to the level: for every seed of `--arm` in `--run`, the
    effective level of its final theta, `theta' . m - (1 - gamma) / gamma * w_game_over` (the
    per-move level with the terminal weight turned into its per-move equivalent), over the SD
@@ -129,7 +129,8 @@ def crossed(shape, scale_free_level: float, mean: np.ndarray, cov: np.ndarray,
 
 
 def spec(name: str, theta) -> str:
-    """A `compare.py --starts` spec: `NAME:feature=w,...` (zero weights left out)."""
+    """A start spec for `experiments/compare.py`: `NAME:feature=w,...` (zero weights left
+    out)."""
     return name + ":" + ",".join(f"{n}={w:.6g}" for n, w in zip(FEATURE_NAMES, theta,
                                                                    strict=True) if w != 0)
 

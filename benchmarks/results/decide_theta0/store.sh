@@ -7,7 +7,6 @@ for block in "$src"/seed*/; do
   name=$(basename "$block")
   [ -f "$block/compare.json" ] || continue
   gzip -9 -n -c "$block/compare.json" > "$dst/$name.compare.json.gz"
-  cp "$block/machine.json" "$dst/$name.machine.json"
 done
 if [ -f "$src/compare.json" ]; then
   gzip -9 -n -c "$src/compare.json" > "$dst/compare.json.gz"
