@@ -67,7 +67,7 @@ def _paired(a: list[float], b: list[float]) -> dict:
     return d
 
 
-def summarize(arm_list, samples: dict, reps: int = seed_statistics.REPS) -> list[dict]:
+def summarize(arm_list, samples: dict, reps: int | None = None) -> list[dict]:
     """One row per arm: means [CI], paired differences to its fixed start (with their power)
     and to its random-judge control, recovery fraction; with 2 or more seeds, rliable's IQM
     and mean with bootstrap intervals (`rliable`) and the probability of improvement over the
@@ -76,8 +76,9 @@ def summarize(arm_list, samples: dict, reps: int = seed_statistics.REPS) -> list
     Args:
       arm_list: `(row name, start, arm, config)` per row (`START.ARM`), the reference first.
       samples: `arm_samples` per arm name (or `pool`ed blocks); the reference's must be there.
-      reps: bootstrap resamples of the rliable intervals.
+      reps: bootstrap resamples of the rliable intervals (None: `seed_statistics.REPS`).
     """
+    reps = seed_statistics.REPS if reps is None else reps
     ref = samples[REFERENCE]["score"]
     many = len(ref) >= 2
     field = seed_statistics.aggregate_intervals(

@@ -54,15 +54,15 @@ def _seeded(seed: int):
         np.random.set_state(state)
 
 
-def aggregate_intervals(scores: Mapping[str, Sequence[float]], reps: int = REPS,
+def aggregate_intervals(scores: Mapping[str, Sequence[float]], reps: int | None = None,
                         seed: int = 0) -> dict[str, dict[str, list[float]]]:
     """IQM and mean of each arm's per-seed scores, with rliable's stratified bootstrap 95%
     intervals (`rliable.library.get_interval_estimates`, percentile method).
 
     Args:
       scores: arm name -> `S >= 2` per-seed scores (float, game points).
-      reps: bootstrap resamples; seed: the NumPy seed of each arm's resamples (same scores,
-        same interval, whatever the other arms).
+      reps: bootstrap resamples (None: `REPS`); seed: the NumPy seed of each arm's resamples
+        (same scores, same interval, whatever the other arms).
 
     Returns:
       arm name -> `{"iqm": [point, low, high], "mean": [point, low, high]}`.
@@ -73,6 +73,7 @@ def aggregate_intervals(scores: Mapping[str, Sequence[float]], reps: int = REPS,
     from rliable import library, metrics
 
     data = {arm: _matrix(v, f"arm {arm!r}") for arm, v in scores.items()}
+    reps = REPS if reps is None else reps
 
     def both(x):
         return np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x)])
@@ -88,11 +89,11 @@ def aggregate_intervals(scores: Mapping[str, Sequence[float]], reps: int = REPS,
     return out
 
 
-def probability_of_improvement(x: Sequence[float], y: Sequence[float], reps: int = REPS,
-                               seed: int = 0) -> list[float]:
+def probability_of_improvement(x: Sequence[float], y: Sequence[float],
+                               reps: int | None = None, seed: int = 0) -> list[float]:
     """P(X > Y): the probability that a seed of arm X scores above a seed of arm Y (ties count
     half), with rliable's bootstrap 95% interval (`rliable.metrics.probability_of_improvement`;
-    the seeds of each arm are resampled on their own, not as pairs).
+    the seeds of each arm are resampled on their own, not as pairs; `reps` None: `REPS`).
 
     Args:
       x, y: `S >= 2` per-seed scores each (float).
@@ -108,7 +109,7 @@ def probability_of_improvement(x: Sequence[float], y: Sequence[float], reps: int
     pair = {"x,y": (_matrix(x, "x"), _matrix(y, "y"))}
     with _seeded(seed) as rng:
         points, cis = library.get_interval_estimates(
-            pair, metrics.probability_of_improvement, reps=reps,
+            pair, metrics.probability_of_improvement, reps=REPS if reps is None else reps,
             confidence_interval_size=1 - ALPHA, random_state=rng)
     return [float(points["x,y"]), float(cis["x,y"][0][0]), float(cis["x,y"][1][0])]
 
