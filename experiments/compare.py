@@ -293,19 +293,18 @@ def run_block(base: SailorConfig, folder: str, todo, machine: dict, console, pro
     """Run (or read back) the runs `todo` of one comparison folder; with `write`, its tables
     (`write_outputs`), `theta_trajectories.csv` and theta figures. Returns the `arm_samples`
     per run name, the table's rows ([] without `write`) and the env steps per seed."""
-    if not all(finished(os.path.join(folder, "variants", n)) for n, *_ in todo):
-        record_machine(folder, machine)
     block = {name: run_variant(name, cfg, os.path.join(folder, "variants", name), console,
                                progress) for name, _, _, cfg in todo}
     samples, rows = {n: arm_samples(r) for n, r in block.items()}, []
+    steps = next(iter(block.values())).env_steps_per_seed
     if write:
         rows = write_outputs(folder, base, todo, samples, {
-            "env_steps_per_seed": block[REFERENCE].env_steps_per_seed,
+            "env_steps_per_seed": steps,
             "theta_history": {n: r.theta_history for n, r in block.items()},
             "machine": machine})
         write_theta_csv(os.path.join(folder, "theta_trajectories.csv"), block)
         plot_thetas(folder, todo, block)
-    return samples, rows, next(iter(block.values())).env_steps_per_seed
+    return samples, rows, steps
 
 
 def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
@@ -331,15 +330,18 @@ def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
         raise UserError(f"--finished-only: no block of {out} has finished all its arms",
                         "run them first (without --finished-only)")
     run_dir.check_writable(out)  # --out itself first: the line names it as typed
-    machines = {}
+    machines, to_run = {}, set()
     for _, folder, todo in plan:  # every folder, judge and machine before anything runs
         for name, _, _, cfg in todo:
             check_variant(name, cfg, os.path.join(folder, "variants", name))
-        machines[folder] = machine_of(folder, not all(
-            finished(os.path.join(folder, "variants", n)) for n, *_ in todo))
+        if not all(finished(os.path.join(folder, "variants", n)) for n, *_ in todo):
+            to_run.add(folder)
+        machines[folder] = machine_of(folder, folder in to_run)
     console, done = make_console(), []
     with resumed_by_rerunning(out), progress_bar(console, "iterations") as progress:
         for root, folder, todo in plan:
+            if folder in to_run:  # before its first arm runs
+                record_machine(folder, machines[folder])
             done.append(run_block(dataclasses.replace(base, seed=root), folder, todo,
                                   machines[folder], console, progress, write=not only))
     if only:

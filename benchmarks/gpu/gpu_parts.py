@@ -221,6 +221,7 @@ def part_decide(sizes: Sizes, emit: Callable[[dict], None], work: str, judge: st
     rliable's IQM and probability of improvement."""
     from sailor_jax.run.results import SailorResults
     from sailor_lab import seed_statistics
+    from sailor_lab.comparison import score_samples
 
     name, args = f"decide_{judge}", ["--judge", judge]
     if judge == "llm":
@@ -250,7 +251,7 @@ def part_decide(sizes: Sizes, emit: Callable[[dict], None], work: str, judge: st
         if not all(os.path.exists(p) for p in paths.values()):
             continue
         results = {a: SailorResults.load(p) for a, p in paths.items()}
-        scores = {a: report.per_seed_metrics(r.evaluation)["score"] for a, r in results.items()}
+        scores = {a: score_samples(r)["score"] for a, r in results.items()}
         for a in DECIDE_ARMS:
             pooled[a] += scores[a]
         emit({"benchmark": "decide", "judge": judge, "root_seed": int(block[4:]),
