@@ -93,18 +93,15 @@ def ended_share(results: SailorResults) -> float | None:
 
 
 def update_outcomes(results: SailorResults) -> dict[str, int]:
-    """Counts over iterations and seeds of the seed-updates (`SeedUpdate`): `accepted`,
-    `heldout` (refused by the held-out test), `guard` (passed it, refused by the survival
-    guard), `other` (no fit below the current error, no pairs, a failed judge), `total`.
-    Read from each update's `accepted` flag and message (`alignment.heldout`'s words). The
-    warm-up updates before the first segment (`SailorResults.warmup`) count with them."""
+    """Counts over iterations and seeds of the seed-updates (`SeedUpdate.outcome`): `accepted`
+    (moved), `heldout` (refused by the held-out test), `guard` (passed it, refused by the
+    survival guard), `other` (no gain, no judge, none recorded), `total`. The warm-up updates
+    before the first segment (`SailorResults.warmup`) count with them."""
+    keys = {"moved": "accepted", "held out": "heldout", "guard": "guard"}
     counts = dict.fromkeys(("accepted", "heldout", "guard", "other", "total"), 0)
     for it in [*results.warmup, *results.iterations]:
         for seed in it.seeds:
-            key = ("accepted" if seed.accepted else "guard"
-                   if "survival guard rejected" in seed.message else "heldout"
-                   if "held-out rejected" in seed.message else "other")
-            counts[key] += 1
+            counts[keys.get(seed.outcome, "other")] += 1
             counts["total"] += 1
     return counts
 

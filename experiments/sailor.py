@@ -143,17 +143,12 @@ OUTCOMES_HELP = ("moved: the judge's update was accepted; held out: refused, it 
 
 
 def update_outcome(updates: list) -> str:
-    """What one update did to theta (one seed: `moved`, `held out`, `guard`, `no gain` or `no
-    judge`); over several seeds, how many moved (`n/S moved`)."""
+    """What one update did to theta (one seed: its `SeedUpdate.outcome`, `moved`, `held out`,
+    `guard`, `no gain` or `no judge`; `-` where none was recorded); over several seeds, how
+    many moved (`n/S moved`)."""
     if len(updates) > 1:
-        return f"{sum(bool(u.accepted) for u in updates)}/{len(updates)} moved"
-    u = updates[0]
-    if u.judge_failed:
-        return "no judge"
-    if u.accepted:
-        return "moved"
-    return "held out" if "held-out rejected" in u.message else \
-        "guard" if "survival guard rejected" in u.message else "no gain"
+        return f"{sum(u.outcome == 'moved' for u in updates)}/{len(updates)} moved"
+    return updates[0].outcome or "-"
 
 
 def summary(results: SailorResults, console: Console) -> None:

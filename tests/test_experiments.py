@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from sailor_jax.run.results import SeedUpdate
+from sailor_jax.run.results import OUTCOMES, SeedUpdate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -106,26 +106,17 @@ def test_sailor_cli_runs_end_to_end(tmp_path, capsys, monkeypatch):
     assert moved == changed  # "moved" exactly where theta changed
 
 
-def test_update_outcome_reads_the_messages_of_the_held_out_test_and_the_guard():
-    """The summary's `update` row names a refusal from the words the held-out test and the
-    survival guard write (`theta_update` joins them to the update's message with "; ")."""
-    import numpy as np
-
-    from sailor_jax.alignment import heldout
-    from sailor_jax.game.features import FEATURE_NAMES
-
+def test_update_outcome_reads_the_recorded_outcome_not_the_message():
+    """The summary's `update` row says `SeedUpdate.outcome` (set where the update was decided:
+    tests/test_heldout.py and test_theta_update.py check each value on the real paths); the
+    message's wording does not enter."""
     sailor = _load("experiments/sailor.py")
-    theta, worse = np.ones(len(FEATURE_NAMES)), -np.ones(len(FEATURE_NAMES))
-    phi = np.eye(len(FEATURE_NAMES))[:4] * np.arange(4, 0, -1)[:, None]  # row 0 best
-    win, lose = np.array([0, 0, 1, 0]), np.array([1, 2, 3, 3])
-    test = heldout.pairs_test(theta, worse, phi, win, lose)
-    lengths = np.full(4, 10)
-    kept, guard = heldout.survival_check(theta, worse, phi, lengths, FEATURE_NAMES)
-    assert not test.accepted and not kept
-    said = {sailor.update_outcome([SeedUpdate(accepted=False, message=f"fit; {m}")])
-            for m in (test.message, guard)}
-    assert said == {"held out", "guard"}
-    assert sailor.update_outcome([SeedUpdate(accepted=False, message="fit")]) == "no gain"
+    said = [sailor.update_outcome([SeedUpdate(outcome=o, message="held-out rejected: ...")])
+            for o in OUTCOMES]
+    assert said == list(OUTCOMES)
+    assert sailor.update_outcome([SeedUpdate(message="survival guard rejected")]) == "-"
+    seeds = [SeedUpdate(outcome=o) for o in ("moved", "guard", "moved", None)]
+    assert sailor.update_outcome(seeds) == "2/4 moved"
 
 
 def test_train_ppo_cli_runs_and_resumes(tmp_path, capsys, monkeypatch):

@@ -171,6 +171,7 @@ def test_align_step_with_heldout_keeps_theta_under_a_judge_the_fit_cannot_genera
                               SPEC, cfg, iteration=0)
     assert updates[0].num_discordant > 0
     assert "held-out rejected" in updates[0].message and updates[0].accepted is False
+    assert updates[0].outcome == "held out"
     np.testing.assert_array_equal(new[0], theta0)
     # The same update on the fitted half alone, accepted on its own pairs, takes the step.
     plain = dataclasses.replace(cfg, trajectories=4, alignment=dataclasses.replace(
@@ -179,6 +180,7 @@ def test_align_step_with_heldout_keeps_theta_under_a_judge_the_fit_cannot_genera
     moved, own_updates = align_step(theta0[None], _Batch(phi[:, fit], np.full((1, 4), 10)),
                                     [own], SPEC, plain, iteration=0)
     assert own_updates[0].accepted and not np.array_equal(moved[0], theta0)
+    assert own_updates[0].outcome == "moved"
 
 
 @pytest.mark.parametrize("build, match", [
@@ -265,6 +267,7 @@ def test_align_step_survival_guard_rejects_a_step_that_makes_living_cost():
     batch, lengths = _Batch(phi, np.full((1, 4), 10)), np.full(4, 10)
     moved, updates = align_step(theta0[None], batch, [ranking], SPEC, cfg, iteration=0)
     assert updates[0].accepted and not np.array_equal(moved[0], theta0)
+    assert updates[0].outcome == "moved"
     assert heldout.survival_level(moved[0], phi[0], lengths, SPEC.names) < 0 \
         < heldout.survival_level(theta0, phi[0], lengths, SPEC.names)
     guarded = dataclasses.replace(cfg, alignment=dataclasses.replace(
@@ -272,6 +275,7 @@ def test_align_step_survival_guard_rejects_a_step_that_makes_living_cost():
     kept, updates = align_step(theta0[None], batch, [ranking], SPEC, guarded, iteration=0)
     np.testing.assert_array_equal(kept[0], theta0)
     assert updates[0].accepted is False and "survival guard rejected" in updates[0].message
+    assert updates[0].outcome == "guard"
     # A floor reaches the guard from the config; living that costs stays refused at floor 0.
     floored = dataclasses.replace(guarded, alignment=dataclasses.replace(
         guarded.alignment, survival_floor=0.0))

@@ -24,8 +24,9 @@ SPEC = RewardSpec()
 def _record(t: int) -> IterationRecord:
     seeds = [SeedUpdate(num_discordant=2, num_concordant=2, kendall_tau_before=0.2,
                         kendall_tau_after=0.6, error_before=0.5, error_after=float("nan"),
-                        accepted=True, evaluations=6, message="ok"),
-             SeedUpdate(judge_failed=True, message="judge gave no ranking; theta unchanged")]
+                        accepted=True, outcome="moved", evaluations=6, message="ok"),
+             SeedUpdate(judge_failed=True, outcome="no judge",
+                        message="judge gave no ranking; theta unchanged")]
     return IterationRecord(iteration=t, env_steps=(t + 1) * 100, sps=1e3,
                            seconds={"train": 1.0}, host_overhead_s=0.0,
                            theta=[list(SPEC.theta0)] * 2, seeds=seeds, train_score=[10.0, None])
@@ -38,6 +39,7 @@ def test_seed_update_json_leaves_out_what_did_not_apply():
     full = _record(0).seeds[0].to_json()
     assert full["error_after"] is None and "refine" not in full  # NaN -> null, None -> absent
     assert SeedUpdate.from_json(full).kendall_tau_after == 0.6
+    assert full["outcome"] == "moved" and SeedUpdate.from_json(full).outcome == "moved"
 
 
 def test_loop_state_round_trip_through_json():

@@ -36,10 +36,24 @@ def test_align_step_updates_disagreeing_seeds_and_skips_failed_judges():
     assert d > 0 and updates[0].num_concordant == min(d, pairs - d)
     assert updates[0].kendall_tau_after >= updates[0].kendall_tau_before
     assert updates[1].judge_failed and updates[1].kendall_tau_before is None
+    assert updates[1].outcome == "no judge" and updates[0].outcome in ("moved", "no gain")
+    assert (updates[0].outcome == "moved") == updates[0].accepted
     np.testing.assert_array_equal(new[1], thetas[1])  # a failed judge leaves theta alone
     assert np.all(new[0] >= SPEC.lower) and np.all(new[0] <= SPEC.upper)
     again, _ = align_step(thetas, _Batch(phi), [judge, None], SPEC, CFG, iteration=0)
     np.testing.assert_array_equal(again, new)  # host generators seeded by (seed, t, s)
+
+
+def test_a_judge_that_agrees_with_theta_gains_nothing():
+    """Ranked as `R_theta` ranks them, the windows give no discordant pair: theta stays and the
+    update's outcome is "no gain"."""
+    phi = np.random.default_rng(1).normal(size=(1, 6, 8))
+    thetas = np.asarray(SPEC.theta0, np.float32)[None]
+    agrees = Ranking(order=np.argsort(-(phi[0] @ thetas[0])))
+    new, updates = align_step(thetas, _Batch(phi), [agrees], SPEC, CFG, iteration=0)
+    assert updates[0].num_discordant == 0 and updates[0].outcome == "no gain"
+    assert updates[0].accepted is False
+    np.testing.assert_array_equal(new, thetas)
 
 
 def test_segment_scores_and_stall_counters():

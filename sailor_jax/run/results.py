@@ -51,6 +51,11 @@ class SeedUpdate:
     error_before: float | None = None
     error_after: float | None = None
     accepted: bool | None = None
+    outcome: str | None = None
+    """What the update did to theta, set where it was decided (`OUTCOMES`): "moved" (accepted),
+    "held out" (refused: it ordered the held-out windows no better than theta did), "guard"
+    (refused by the survival guard), "no gain" (the fit did not lower the pair error) or "no
+    judge" (no ranking). None: no update was attempted (a fixed reward, another process)."""
     evaluations: int | None = None
     refine: dict | None = None
     """LLM-guided refinement of this seed: answer, suggestion, invalid_reason, accepted, ..."""
@@ -64,6 +69,9 @@ class SeedUpdate:
         return _from_fields(cls, {k: float("nan") if v is None and k in _NAN_FIELDS else v
                                   for k, v in d.items()})
 
+
+OUTCOMES = ("moved", "held out", "guard", "no gain", "no judge")
+"""The values of `SeedUpdate.outcome`, in the order a decision is made."""
 
 _NAN_FIELDS = ("kendall_tau_before", "kendall_tau_after", "error_before", "error_after")
 

@@ -61,7 +61,7 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     judged, calls, fresh, tests = [], [], {}, {}
     for s, ranking in enumerate(rankings):
         if ranking is None:
-            updates[s] = SeedUpdate(judge_failed=True,
+            updates[s] = SeedUpdate(judge_failed=True, outcome="no judge",
                                     message="judge gave no ranking; theta unchanged")
             continue
         rng = np.random.default_rng([cfg.seed, iteration, s])
@@ -77,23 +77,25 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     for s, result in zip(judged, results, strict=True):
         prefs, tau = fresh[s]
         theta, accepted, message = result.theta, result.accepted, result.message
+        outcome = "moved" if accepted else "no gain"
         if s in tests and accepted:
             test = heldout.pairs_test(thetas[s], theta, *tests[s])
             accepted, message = test.accepted, f"{message}; {test.message}"
-            theta = theta if accepted else thetas[s]
+            theta, outcome = (theta, outcome) if accepted else (thetas[s], "held out")
         if cfg.alignment.survival_guard and accepted:
             accepted, guard = heldout.survival_check(thetas[s], theta, batch.Phi[s],
                                                      batch.lengths[s], spec.names,
                                                      cfg.alignment.survival_floor)
             message = f"{message}; {guard}"
-            theta = theta if accepted else thetas[s]
+            theta, outcome = (theta, outcome) if accepted else (thetas[s], "guard")
         new_thetas[s] = theta
         updates[s] = SeedUpdate(
             num_discordant=prefs.num_discordant, num_concordant=prefs.num_concordant,
             kendall_tau_before=tau(thetas[s]), kendall_tau_after=tau(theta),
             error_before=result.error_before,
             error_after=result.error_after if accepted else result.error_before,
-            accepted=accepted, evaluations=result.num_evaluations, message=message)
+            accepted=accepted, outcome=outcome, evaluations=result.num_evaluations,
+            message=message)
     if advisor is not None and stalled is not None:
         refine_stalled(new_thetas, updates, batch, rankings, spec, cfg, iteration, advisor,
                        stalled, score_history or [])

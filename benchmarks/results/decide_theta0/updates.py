@@ -4,9 +4,9 @@ error), per block and pooled, warm-up included.
 
     python benchmarks/results/decide_theta0/updates.py runs/decide_theta0/expert theta0.sailor
 
-Reads `seed<ROOT>/variants/<ARM>/results.json` of every block; the outcome of each seed's update
-is read from its message (`alignment/heldout.py`'s wording), the only record of it in these
-results."""
+Reads `seed<ROOT>/variants/<ARM>/results.json` of every block: each seed's update's `outcome`
+field; results written before that field existed carry the outcome only in the message
+(`alignment/heldout.py`'s wording then), which is read for them."""
 
 import json
 import os
@@ -15,6 +15,8 @@ from collections import Counter
 
 
 def outcome(seed: dict) -> str:
+    if "outcome" in seed:
+        return {"moved": "accepted"}.get(seed["outcome"], seed["outcome"])
     if seed.get("accepted"):
         return "accepted"
     message = seed.get("message", "")
