@@ -6,12 +6,12 @@
     python benchmarks/judge_quality.py --judge llm --json                    # embedded SmolLM2
     python benchmarks/judge_quality.py --judge llm --llm.model Qwen/Qwen2.5-1.5B-Instruct --json
     python benchmarks/judge_quality.py --judge llm --llm.endpoint http://127.0.0.1:8000/v1 --json
-    python benchmarks/judge_quality.py --judge llm --llm.mode pointwise \
+    python benchmarks/judge_quality.py --judge llm \
         --llm.model ~/.cache/sailor_jax/qwen2.5-coder-1.5b \
         --llm.gguf-file qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --llm.dtype bfloat16 \
         --groups 32 --json                                         # the offline 1.5B judge
     python benchmarks/judge_quality.py --setting sailor --json               # SAILOR's groups
-    python benchmarks/judge_quality.py --setting strong --judge llm --llm.mode pointwise --json
+    python benchmarks/judge_quality.py --setting strong --judge llm --json
 
 Run it with your judge model before a long SAILOR run: a judge that cannot tell the
 expert from a random player (`skill_order_accuracy` near 0.5) has nothing to teach theta.
@@ -32,8 +32,9 @@ The pool is cached under `~/.cache/sailor_jax/strong_pool` (training its agents 
 
 Prints one JSON line (`--json`): `judge`, `skill_order_accuracy`, `skill_pairs`,
 `agreement_expert`, `agreement_outcome`, `kendall_tau`, `failed_groups`, `seconds_per_group`,
-the pool settings, and for LLM judges `model`, `mode`, `position_bias`, `label_mass`,
-`seconds_per_pair`, `tokens_per_pair`, `prompts`; plus `device`, `cpu`, `jax`.
+the pool settings, and for LLM judges `model`, `mode`, `label_mass`, `prompts` and, rating
+each window (pointwise), `seconds_per_window`, `tokens_per_window`, or comparing pairs,
+`position_bias`, `seconds_per_pair`, `tokens_per_pair`; plus `device`, `cpu`, `jax`.
 """
 
 from __future__ import annotations

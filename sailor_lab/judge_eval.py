@@ -208,13 +208,22 @@ def tau_with(rankings: Sequence[Ranking | None], references: Sequence[Ranking | 
 
 
 def llm_prompt_stats(records: Sequence[dict]) -> dict:
-    """Cost and bias of an LLM judge from its log records (pairwise mode). Host-only.
+    """Cost and bias of an LLM judge from its log records. Host-only.
 
-    Returns `position_bias` (fraction of prompts whose first-shown trajectory got
-    `p_first > 0.5`, before the two orders are combined), `label_mass` (mean probability
-    of the two label tokens), `prompts`, `seconds_per_pair` and `tokens_per_pair` (a pair is
-    judged in both orders: two prompts); empty when no pairwise prompt was logged.
+    Pointwise prompts (one window each) give `label_mass` (mean probability of the rating
+    labels), `prompts`, `seconds_per_window` and `tokens_per_window`. Pairwise prompts give
+    `position_bias` (fraction of prompts whose first-shown trajectory got `p_first > 0.5`,
+    before the two orders are combined), `label_mass` (mean probability of the two label
+    tokens), `prompts`, `seconds_per_pair` and `tokens_per_pair` (a pair is judged in both
+    orders: two prompts). Empty when neither was logged.
     """
+    rated = [r for r in records if r.get("event") == "pointwise_prompt"]
+    if rated:
+        return {"label_mass": float(np.nanmean([np.nan if r["label_mass"] is None
+                                                else r["label_mass"] for r in rated])),
+                "prompts": len(rated),
+                "seconds_per_window": float(sum(r["seconds"] for r in rated) / len(rated)),
+                "tokens_per_window": float(sum(r["prompt_tokens"] for r in rated) / len(rated))}
     prompts = [r for r in records if r.get("event") == "pairwise_prompt"]
     if not prompts:
         return {}

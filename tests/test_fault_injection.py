@@ -40,8 +40,8 @@ TIMING_KEYS = {"seconds", "sps", "timings", "charts/SPS"}
 @pytest.fixture(scope="module")
 def cfg(tiny_llm_dir):
     """Two iterations, two seeds, the tiny LLM judging 2 pairs per seed (8 prompts each)."""
-    llm = LLMRankerConfig(model=tiny_llm_dir, batch_size=8, max_prompt_tokens=768,
-                          max_pairs_per_group=2, device="cpu")
+    llm = LLMRankerConfig(model=tiny_llm_dir, mode="pairwise", batch_size=8,
+                          max_prompt_tokens=768, max_pairs_per_group=2, device="cpu")
     return dataclasses.replace(
         TINY, baseline=False, max_len=20, ranker=RankerConfig(kind="llm", llm=llm),
         alignment=AlignmentConfig(method="bt_mcmc", mcmc_samples=200, mcmc_burn_in=50),

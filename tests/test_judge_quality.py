@@ -61,7 +61,8 @@ def test_benchmark_takes_the_expert_verdict(bench, capsys):
 
 
 def test_benchmark_end_to_end_with_the_tiny_llm(bench, tiny_llm_dir, capsys):
-    llm = LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=1024, batch_size=4)
+    llm = LLMRankerConfig(model=tiny_llm_dir, mode="pairwise", max_prompt_tokens=1024,
+                          batch_size=4)
     record = bench.main(bench.Args(judge="llm", llm=llm, json=True, **TINY_POOL))
     (line,) = map(json.loads, capsys.readouterr().out.splitlines())  # stdout: JSON only
     assert line["mode"] == "pairwise" and line["prompts"] == 2 * 2 * 6  # groups x pairs x 2
@@ -88,3 +89,17 @@ def test_sailor_setting_end_to_end(bench, capsys):
     assert [json.loads(line)["setting"] for line in captured.out.splitlines()] == ["sailor"]
     with pytest.raises(UserError, match="unknown policy"):
         policy_groups.policy_collect("greedy", 2, 10)
+
+
+def test_prompt_stats_of_rated_windows_and_of_pairs_against_hand_counts():
+    rated = [{"event": "pointwise_prompt", "label_mass": m, "seconds": s, "prompt_tokens": t}
+             for m, s, t in ((0.5, 1.0, 100), (None, 2.0, 200), (0.7, 3.0, 300))]
+    stats = judge_eval.llm_prompt_stats([*rated, {"event": "group"}])
+    assert stats == pytest.approx({"label_mass": 0.6, "prompts": 3, "seconds_per_window": 2.0,
+                                   "tokens_per_window": 200.0})
+    pairs = [{"event": "pairwise_prompt", "p_first": p, "label_mass": 0.9, "seconds": 1.0,
+              "prompt_tokens": 50} for p in (0.8, 0.3, 0.6, 0.7)]
+    assert judge_eval.llm_prompt_stats(pairs) == pytest.approx({
+        "position_bias": 0.75, "label_mass": 0.9, "prompts": 4, "seconds_per_pair": 2.0,
+        "tokens_per_pair": 100.0})
+    assert judge_eval.llm_prompt_stats([{"event": "group"}]) == {}

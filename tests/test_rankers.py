@@ -235,6 +235,7 @@ def tiny_pairwise(tiny_llm_dir, tmp_path_factory):
     log = tmp_path_factory.mktemp("logs") / "pairwise.jsonl"
     config = LLMRankerConfig(
         model=tiny_llm_dir,
+        mode="pairwise",
         max_prompt_tokens=1024,
         batch_size=4,
         max_pairs_per_group=8,
@@ -277,7 +278,8 @@ def test_pairwise_on_tiny_model(tiny_pairwise):
 
 def test_pairwise_probabilities_do_not_depend_on_batching(tiny_llm_dir, tiny_pairwise):
     batch = random_games(3, 100, seed=5)
-    single = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, max_prompt_tokens=1024, batch_size=1))
+    single = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, mode="pairwise", max_prompt_tokens=1024,
+                                       batch_size=1))
     np.testing.assert_allclose(
         single.rank(batch).pairwise_prob, tiny_pairwise.rank(batch).pairwise_prob, atol=1e-5
     )

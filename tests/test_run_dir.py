@@ -307,7 +307,7 @@ def test_resume_may_change_how_the_endpoint_is_reached(tmp_path):
     run_dir.prepare_out_dir(out, moved, resume=True)
     saved = run_dir.read_config(os.path.join(out, "config.json"))["ranker"]["llm"]
     assert saved["endpoint"].endswith(":8001/v1") and saved["max_tokens_per_run"] == 10**6
-    with pytest.raises(UserError, match="ranker.llm.mode: saved 'pairwise', given 'listwise'"):
+    with pytest.raises(UserError, match="ranker.llm.mode: saved 'pointwise', given 'listwise'"):
         run_dir.prepare_out_dir(out, config(mode="listwise"), resume=True)
 
 

@@ -41,7 +41,8 @@ def test_the_summary_states_the_game_as_numpy_reads_it():
 
 @pytest.fixture(scope="module")
 def summary_judges(tiny_llm_dir):
-    base = LLMRankerConfig(model=tiny_llm_dir, batch_size=4, max_prompt_tokens=1024)
+    base = LLMRankerConfig(model=tiny_llm_dir, mode="pairwise", batch_size=4,
+                           max_prompt_tokens=1024)
     pair = LLMRanker(base)
     point = LLMRanker(dataclasses.replace(base, mode="pointwise"), backend=pair.backend)
     return pair, point

@@ -71,9 +71,11 @@ CHUNK = 32
 
 
 def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> TrajectoryBatch:
-    """Play `num` games with `act`, `CHUNK` moves at a time until all ended (at most `max_len`),
-    padded as `max_len` moves of finished games left idle would pad them (`fns.play` leaves a
-    finished game as it is); see `make_act_collect`."""
+    """Play `num` games with `act` until all ended (at most `max_len` moves); see
+    `make_act_collect`. The moves are played `CHUNK` at a time; those after the last game
+    ended are the padding that playing on idle gives (final board, action -1, gain 0, features
+    0), so the batch is the one `max_len` moves of finished games left idle would give
+    (`fns.play` must leave a finished game as it is)."""
     key_reset, key_play = jax.random.split(key)
     state = jax.vmap(fns.reset)(jax.random.split(key_reset, num))
     move = functools.partial(_move, fns, act, max_len)
@@ -106,7 +108,8 @@ def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> Tr
 
 def _move(fns: EnvFns, act, max_len: int, carry, t: jax.Array):
     """Move `t` of every game (none from `max_len` on): `((state, key), (board [num, 16] int8,
-    action [num] int8, gain [num], features [num, F], running [num] bool))`, padded once ended."""
+    action [num] int8 (-1 once ended), gain [num] float32 (0 once ended), features [num, F]
+    float32 (0 once ended), running [num] bool))`."""
     state, key = carry
     running = ~state.terminated
     key, move, _ = policy_step(fns, act, state, key, auto_reset=False)

@@ -47,9 +47,11 @@ class LLMRankerConfig:
     gguf_file: str | None = None
     """GGUF file inside `model` to load (None: regular weights; the embedded model sets it).
     With `endpoint` and no `tokenizer`, the served model's tokenizer is read from it."""
-    mode: Literal["pairwise", "pointwise", "listwise"] = "pairwise"
-    """pairwise: label probabilities per pair + Bradley-Terry; pointwise: expected 1-9 rating
-    per trajectory from label probabilities; listwise: generate and parse."""
+    mode: Literal["pairwise", "pointwise", "listwise"] = "pointwise"
+    """pointwise (every preset's judge): expected 1-9 rating per trajectory from label
+    probabilities; pairwise: label probabilities per pair + Bradley-Terry (~7x the prompts;
+    SmolLM2 asked pairwise orders the graded pool the wrong way round: docs/llm_judge.md);
+    listwise: generate and parse."""
     dtype: str = "auto"
     """Torch dtype name: auto (bfloat16 on CUDA, float32 on CPU), float32, float16, bfloat16."""
     device: str = "auto"

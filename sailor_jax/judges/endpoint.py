@@ -1,21 +1,34 @@
 """The LLM judge's model behind an OpenAI-compatible endpoint (vLLM, SGLang, llama.cpp, a hosted
 API), through the `openai` client library. Host-only.
 
-`EndpointBackend` offers what `LLMRanker` uses of `hf_backend.LLMBackend`: the same judge.
+`EndpointBackend` offers what `LLMRanker` uses of `hf_backend.LLMBackend` (render a prompt,
+count its tokens, find the label tokens, next-token label log-probabilities, greedy generation),
+so the judge's modes, prompts and arithmetic are the same whichever runs the model.
 
 * **Two APIs.** With the served model's tokenizer on this machine (`LLMRankerConfig.tokenizer`,
-  or `model` when it loads offline; a GGUF file holds one), the in-process prompts (chat
-  template plus answer prefix) go to `/v1/completions`: the in-process judge's scores.
-  Without one, the system and user messages go to `/v1/chat/completions` (no answer prefix;
-  tokens estimated as `ceil(chars / CHARS_PER_TOKEN)`).
-* **Labels.** Their log-probabilities are read from the `TOP_LOGPROBS` most likely next tokens
-  (a label outside them counts as probability 0). A server that returns none is asked for a
-  short generated answer whose first label counts as probability 1 (`protocol()` says so).
-* **Transport.** Up to `CONCURRENCY` requests in flight, the shared prefix first in every
-  prompt (prefix caching). The `openai` client retries (`MAX_RETRIES`, `TIMEOUT_S`); then, or
-  on an unreadable answer, one `EndpointError` saying what the server did and what to do.
-* **Tokens and the key.** Reported tokens add to `usage` (`TokenBudgetError` before a batch
-  would pass `max_tokens_per_run`); the key, from `OPENAI_API_KEY`, is never stored or shown.
+  or `model` when it loads offline: a folder, a cached HF id, or the path of a GGUF file, which
+  carries its tokenizer and chat template), prompts are rendered with its chat template plus
+  the answer prefix and sent to `/v1/completions`: the in-process judge's prompts exactly, so
+  its scores equal the in-process judge's up to float rounding. Without one, the system and
+  user messages go to `/v1/chat/completions` (what hosted chat APIs serve); the answer prefix
+  is dropped (the user message already asks for a single label) and tokens are estimated as
+  `ceil(chars / CHARS_PER_TOKEN)` when fitting trajectories into the prompt budget.
+* **Labels.** A one-token completion asks for the `TOP_LOGPROBS` most likely next tokens; the
+  labels' log-probabilities are read from them (a label outside them counts as probability 0)
+  and `LLMRanker` renormalises over the labels, as in process. A server that returns no
+  log-probabilities is asked again for a short generated answer, the first label in it counts
+  as probability 1 (`parsing.parse_label`), and `protocol()` says so (the judge logs it).
+* **Transport.** Up to `CONCURRENCY` requests in flight (a thread pool), so a group's prompts
+  reach the server's batcher together; the shared prefix (system prompt, instructions) comes
+  first in every prompt, for prefix caching. Retries with exponential backoff on 429, 5xx,
+  timeouts and lost connections are the `openai` client's (`MAX_RETRIES`, `TIMEOUT_S`); after
+  the last, or on an answer it cannot read, one `EndpointError` saying what the server did and
+  what to do (`_fault`; the table of faults is in docs/running.md).
+* **Tokens and the key.** Prompt and completion tokens of every response (`usage`) are added to
+  `usage`; before a batch is sent, `TokenUsage.check` raises `TokenBudgetError` if its estimate
+  would pass `max_tokens_per_run`. The API key is read from the environment variable
+  `OPENAI_API_KEY` (as the `openai` client reads it) and never stored or printed (error
+  messages are redacted).
 """
 
 from __future__ import annotations
@@ -37,7 +50,8 @@ from sailor_jax.judges.transport import EndpointError, TokenBudgetError, TokenUs
 __all__ = ["EndpointBackend", "EndpointError", "TokenBudgetError", "TokenUsage", "check_endpoint"]
 
 CHARS_PER_TOKEN = 1.6
-"""Characters a token, the chat API's estimate (SmolLM2 read pairwise prompts at 1.84)."""
+"""Token estimate of the chat API (no tokenizer), on the safe side: digits tokenise densely
+(SmolLM2's tokenizer read pairwise prompts at 1.84 characters a token)."""
 GENERATED_LABEL_TOKENS = 8
 """Most tokens of a generated label answer (servers without log-probabilities)."""
 API_KEY_ENV = "OPENAI_API_KEY"
@@ -47,11 +61,13 @@ NO_KEY = "EMPTY"
 TIMEOUT_S = 120.0
 """Seconds before one request times out (then retried)."""
 MAX_RETRIES = 4
-"""The `openai` client's retries after 429, 5xx, a timeout or a lost connection (backoff)."""
+"""Retries of a request after 429, 5xx, a timeout or a lost connection (exponential backoff
+from 0.5 s, the `openai` client's)."""
 CONCURRENCY = 8
 """Most requests in flight at once (a group's prompts reach the server's batcher together)."""
 TOP_LOGPROBS = 20
-"""Next-token log-probabilities asked for per prompt (vLLM's most unless `--max-logprobs`)."""
+"""Next-token log-probabilities asked for per prompt; a label outside them counts as
+probability 0 (vLLM serves at most 20 unless `--max-logprobs`)."""
 _UNKNOWN_CONTEXT = 1 << 20
 RESUME = "; then continue with --resume"
 """How an endpoint error's fix ends mid-run (at start-up: ", then rerun")."""
@@ -64,8 +80,12 @@ class ChatPrompt(str):
 
 
 def _load_tokenizer(name: str | None, gguf_file: str | None = None) -> Any:
-    """The tokenizer `name` names, loaded offline, or None: a folder or cached HF id (its
-    `gguf_file` when given), or a GGUF file's path (llama.cpp's served id, an Ollama blob)."""
+    """The HF tokenizer `name` names, loaded offline, or None (no network is ever used).
+
+    `name` is a folder or cached HF id (read from `gguf_file` inside it when given), or the
+    path of a GGUF file (llama.cpp serves a model under the path it was given; Ollama keeps
+    its models as GGUF files named `sha256-...`): a GGUF carries its tokenizer and chat
+    template."""
     if name is None:
         return None
     import transformers
@@ -85,7 +105,8 @@ def check_endpoint(config: LLMRankerConfig) -> None:
     `config.model` (any model when None). Host-only; one `/v1/models` request.
 
     Raises:
-      EndpointError: a fault of the server (`_fault`), no model listed, or not `config.model`.
+      EndpointError: the server does not answer (after the client's retries), lists no model,
+        or does not list `config.model` (the listed names are given).
     """
     backend = EndpointBackend.__new__(EndpointBackend)
     backend.model_name = config.model
@@ -133,7 +154,7 @@ class EndpointBackend:
       usage: tokens reported so far (`TokenUsage`).
 
     Raises:
-      EndpointError: a fault of the server, or no model listed (when `model` is None).
+      EndpointError: the server cannot be reached or lists no model (when `model` is None).
     """
 
     def __init__(self, config: LLMRankerConfig) -> None:
@@ -198,10 +219,15 @@ class EndpointBackend:
                             batch_size: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Log-probabilities of the labels as the next token after each prompt.
 
-        `prompts`: `N` from `render_chat`; `token_ids`: `K` labels from `label_token_id`;
-        `batch_size` is ignored (the server batches). Returns `(logp float64[N, K], seconds
-        float64[N])`: `-inf` for a label outside the top log-probabilities (or not generated);
-        seconds: each prompt's share of the wall time.
+        Args:
+          prompts: `N` prompts from `render_chat`.
+          token_ids: `K` labels from `label_token_id` (token ids, or label texts).
+          batch_size: ignored (the server batches and caches).
+
+        Returns:
+          `(logp float64[N, K], seconds float64[N])`: `-inf` for a label outside the
+          returned top log-probabilities (or not generated); seconds = each prompt's share of
+          the wall time.
 
         Raises:
           TokenBudgetError, EndpointError: as the module docstring says.
@@ -220,8 +246,10 @@ class EndpointBackend:
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int, batch_size: int = 1
                  ) -> tuple[list[str], np.ndarray]:
-        """Greedy answers of at most `max_new_tokens` tokens per prompt: `(texts, seconds
-        float64[N])` as `LLMBackend.generate`.
+        """Greedy answers (temperature 0) of at most `max_new_tokens` tokens per prompt.
+
+        Returns:
+          `(texts, seconds float64[N])` as `LLMBackend.generate`.
 
         Raises:
           TokenBudgetError, EndpointError: as the module docstring says.
