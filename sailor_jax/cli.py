@@ -154,11 +154,14 @@ def parse_args(f: Callable[..., T], argv: Sequence[str], **kwargs: Any) -> T:
 
 def preset_sizes(cfg: SailorConfig) -> str:
     """What a SAILOR preset trains, for its `--help` line: trunk, envs, seeds (+ baseline rows),
-    theta updates and env steps per seed."""
+    theta updates (the warm-up's before training, then one per iteration) and env steps per
+    seed."""
     hidden = "x".join(map(str, cfg.ppo.network.hidden_sizes))
     rows = f"{cfg.num_seeds} + {cfg.num_seeds} baseline" if cfg.baseline else f"{cfg.num_seeds}"
-    return (f"{hidden} trunk, {cfg.ppo.num_envs} envs x {rows} seeds, {cfg.iterations} updates "
-            f"of theta, {cfg.iterations * cfg.ppo.steps_per_segment:,} env steps per seed")
+    updates = cfg.warmup_updates + cfg.iterations
+    return (f"{hidden} trunk, {cfg.ppo.num_envs} envs x {rows} seeds, {updates} updates of theta "
+            f"({cfg.warmup_updates} before training), "
+            f"{cfg.iterations * cfg.ppo.steps_per_segment:,} env steps per seed")
 
 
 def preset_help(description: str, name: str, presets: Mapping[str, tuple[str, object]],

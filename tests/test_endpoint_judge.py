@@ -283,6 +283,7 @@ def _sailor(out: str, url: str, *extra: str) -> subprocess.CompletedProcess:
     """The README's smoke command against `url`, shrunk to 2 iterations with the sizes and
     update of `test_run_failures` (their compiled programs come from the shared cache)."""
     command = [sys.executable, "-c", WITH_TRANSPORT, SAILOR, "--preset", "smoke", "--out", out,
+               "--sailor.ranker.kind", "llm",
                "--sailor.ranker.llm.endpoint", url, "--sailor.iterations", "2",
                "--sailor.num-seeds", "1",
                "--sailor.trajectories", "4", *PAPER_UPDATE, "--sailor.ranker.llm.mode",

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from sailor_jax.run.results import OUTCOMES, SeedUpdate
+from sailor_lab.starts import STARTS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -48,8 +49,9 @@ def test_sailor_cli_presets_parse_and_override():
 
 
 def test_sailor_presets_run_the_guarded_update_measured_in_the_repair_table():
-    """Every preset runs `SailorConfig()`'s recommended update over its budget and LLM judge:
-    the settings of compare.py's sailor arm except the judge (pointwise LLM)."""
+    """Every preset runs `SailorConfig()`'s recommended update over its budget and judge: the
+    settings of compare.py's sailor arm except the judge (pointwise LLM; the `smoke` preset's
+    first run, from `pays_for_dying`, the expert)."""
     sailor = _load("experiments/sailor.py")
     for name, cfg in sailor.PRESETS.items():
         a = cfg.alignment
@@ -58,7 +60,9 @@ def test_sailor_presets_run_the_guarded_update_measured_in_the_repair_table():
         assert cfg.preferences.compare == "sum" and cfg.window == 100, name  # "auto" before
         # 2026-11-28, the same comparison under an LLM judge (issue 49)
         assert 0 < cfg.reference_games == cfg.trajectories // 2, name
-        assert cfg.ranker.kind == "llm" and cfg.ranker.llm.mode == "pointwise", name
+        assert cfg.ranker.kind == ("expert" if name == "smoke" else "llm"), name
+        assert cfg.ranker.llm.mode == "pointwise", name
+    assert sailor.PRESETS["smoke"].theta0 == STARTS["pays_for_dying"].theta
     cpu = sailor.PRESETS["cpu"]
     steps = cpu.iterations * cpu.ppo.updates_per_segment * cpu.ppo.num_envs * cpu.ppo.num_steps
     assert (cpu.iterations, cpu.trajectories, steps) == (32, 16, 1_048_576)
@@ -80,19 +84,20 @@ def test_sailor_cli_runs_end_to_end(tmp_path, capsys, monkeypatch):
     sailor = _load("experiments/sailor.py")
     out = str(tmp_path / "run")
     sailor.main(["--preset", "smoke", "--out", out, "--sailor.iterations", "1",
+                 "--sailor.warmup-updates", "2",
                  "--sailor.ranker.kind", "outcome", "--sailor.trajectories", "4",
                  "--sailor.reference-games", "2", "--sailor.window", "30",
                  "--sailor.max-len", "60", "--sailor.eval.episodes", "4",
                  "--sailor.eval.max-len", "300", "--sailor.no-tensorboard", *TINY_PPO])
     printed = capsys.readouterr().out
-    assert "theta history" in printed and "baseline reward" in printed
+    assert "theta history" in printed and "theta0 kept fixed" in printed
     header = next(line for line in printed.splitlines() if "feature" in line).split()
     # columns numbered as theta_trajectories.csv: it-2 is theta0, it0 the warm-up's result
     assert [c for c in header if c.startswith("it")] == ["it-2", "it-1", "it0", "it1"]
     results = json.load(open(os.path.join(out, "results.json")))
     assert results["ranker"]["kind"] == "outcome"
-    assert len(results["theta_history"]) == 1 + 2 + 1  # theta0, the smoke preset's 2 warm-up
-    assert len(results["warmup"]) == 2  # updates, 1 iteration
+    assert len(results["theta_history"]) == 1 + 2 + 1  # theta0, 2 warm-up updates, 1 iteration
+    assert len(results["warmup"]) == 2
     # what each update did to theta, per column and in all, in the words the line explains
     said = [sailor.update_outcome([SeedUpdate.from_json(u)])
             for r in results["warmup"] + results["iterations"] for u in r["seeds"]]

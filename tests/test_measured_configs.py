@@ -174,4 +174,5 @@ def test_help_says_what_each_preset_trains_and_why(capsys, monkeypatch):
         assert f"{name} {sailor.PRESET_WHY[name][0]}: {preset_sizes(cfg)}" in text
         assert sailor.PRESET_WHY[name][1] in text
     assert "5,242,880 env steps per seed" in preset_sizes(sailor.PRESETS["gpu"])
-    assert "64x64 trunk, 256 envs x 8 + 8 baseline seeds" in preset_sizes(sailor.PRESETS["gpu"])
+    assert "64x64 trunk, 256 envs x 8 + 8 baseline seeds, 40 updates of theta (8 before " \
+        "training)" in preset_sizes(sailor.PRESETS["gpu"])

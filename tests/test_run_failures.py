@@ -36,6 +36,7 @@ done once; 20 were needed then, and only made the resume after the Ctrl-C longer
 def _command(out: str, llm: str) -> list[str]:
     """A run of `ITERATIONS` iterations: long enough to be caught while it runs."""
     return [sys.executable, SAILOR, "--preset", "smoke", "--out", out,
+               "--sailor.ranker.kind", "llm",
             "--sailor.iterations", str(ITERATIONS), "--sailor.num-seeds", "1",
             "--sailor.trajectories", "4", *PAPER_UPDATE, "--sailor.ranker.llm.mode", "pairwise",
             "--sailor.max-len", "20", "--sailor.eval.episodes", "2", "--sailor.eval.max-len",

@@ -204,14 +204,25 @@ def _entry(scripts, name):
     return module.main
 
 
+LLM = ["--sailor.ranker.kind", "llm"]
+"""The LLM judge (the default preset's judge is the expert)."""
+
 CASES = {
-    "model folder missing": ("sailor", ["--sailor.ranker.llm.model", "/nonexistent/model",
+    "an LLM setting for the expert": ("sailor", ["--sailor.ranker.llm.model", "m", "--out", "o"],
+                                      r"^error: --sailor\.ranker\.llm\.model is an LLM judge's "
+                                      r"setting, but the judge is expert \(the smoke preset\) "
+                                      r"\(add --sailor\.ranker\.kind llm\)$"),
+    "an LLM setting, the expert asked for": (
+        "sailor", ["cpu", "--sailor.ranker.kind", "expert", "--sailor.ranker.llm.batch-size=4",
+                   "--out", "o"], r"^error: --sailor\.ranker\.llm\.batch-size is an LLM judge's "
+        r"setting, but the judge is expert \(--sailor\.ranker\.kind expert\) \(add "),
+    "model folder missing": ("sailor", [*LLM, "--sailor.ranker.llm.model", "/nonexistent/model",
                                         "--out", "o"], "no such folder"),
-    "hub id, offline": ("sailor", ["--sailor.ranker.llm.model", "no-such-org/no-such-model",
+    "hub id, offline": ("sailor", [*LLM, "--sailor.ranker.llm.model", "no-such-org/no-such-model",
                                    "--out", "o"], "not in the local Hugging Face cache"),
-    "model config unreadable": ("sailor", ["--sailor.ranker.llm.model", "./badconfig",
+    "model config unreadable": ("sailor", [*LLM, "--sailor.ranker.llm.model", "./badconfig",
                                            "--out", "o"], "cannot read ./badconfig/config"),
-    "model not causal": ("sailor", ["--sailor.ranker.llm.model", "./bert", "--out", "o"],
+    "model not causal": ("sailor", [*LLM, "--sailor.ranker.llm.model", "./bert", "--out", "o"],
                          "is a BertForMaskedLM, not a causal language model"),
     "seeds beyond memory": ("sailor", ["--sailor.num-seeds", "100000", "--out", "o"],
                             r"200000 rows do not fit in memory: the training state needs "
@@ -263,7 +274,7 @@ CASES = {
     "train_ppo out name too long": ("train_ppo", ["--out", "x" * 300 + "/run"],
                                     r"File name too long.*at most 255 bytes"),
     # Issue 74: nothing listening at the judge's endpoint, checked at start-up.
-    "dead endpoint": ("sailor", ["--sailor.ranker.llm.endpoint", "http://127.0.0.1:9/v1",
+    "dead endpoint": ("sailor", [*LLM, "--sailor.ranker.llm.endpoint", "http://127.0.0.1:9/v1",
                                  "--out", "o"],
                       r"^error: judge endpoint http://127\.0\.0\.1:9/v1 cannot be reached after "
                       r"\d+ retries: "
@@ -354,7 +365,7 @@ def test_bad_theta_star_fails_while_parsing(scripts, capsys):
 
 
 def test_sailor_script_prints_one_line_or_the_traceback_with_debug(tmp_path):
-    command = [sys.executable, os.path.join(ROOT, "experiments", "sailor.py"),
+    command = [sys.executable, os.path.join(ROOT, "experiments", "sailor.py"), *LLM,
                "--sailor.ranker.llm.model", str(tmp_path / "missing"), "--out", "o"]
     env = {k: v for k, v in os.environ.items() if k != errors.DEBUG_ENV}
     plain = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env,
