@@ -51,7 +51,7 @@ CASES = {
     "ranker": ("sailor", ["--sailor.ranker.expert-depth", "0"], ["--sailor.ranker.expert-depth"]),
     "ranker noise": ("sailor", ["--sailor.ranker.kind", "expert", "--sailor.ranker.noise", "-1"],
                      ["--sailor.ranker.noise must be finite and >= 0, got -1"]),
-    "ranker noise of an llm": ("sailor", ["--sailor.ranker.noise", "0.5"],
+    "ranker noise of an llm": ("sailor", ["cpu", "--sailor.ranker.noise", "0.5"],
                                ["--sailor.ranker.noise applies to the synthetic judges only",
                                 "got --sailor.ranker.kind 'llm'"]),
     "llm": ("sailor", ["--sailor.ranker.llm.batch-size", "0"], ["--sailor.ranker.llm.batch-size"]),

@@ -429,7 +429,8 @@ def test_every_fault_at_start_up_is_one_error_line(fault, serve, tmp_path, monke
     model = ["--sailor.ranker.llm.model", "other"] if fault == "model not served" else []
     with pytest.raises(SystemExit) as exit_:
         errors.report_user_errors(_load("experiments/sailor.py").main, [
-            "--sailor.ranker.llm.endpoint", url, *model, "--out", "run"])
+            "--sailor.ranker.kind", "llm", "--sailor.ranker.llm.endpoint", url, *model,
+            "--out", "run"])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
     assert re.search(match, err), err
