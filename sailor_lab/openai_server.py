@@ -11,8 +11,13 @@ against it over real HTTP, and a user can try `--sailor.ranker.llm.endpoint` on 
 
 For real use serve with vLLM, SGLang or llama.cpp (they batch, cache prefixes and run on a GPU);
 this server runs one request at a time (`ThreadingHTTPServer`, the model behind a lock).
-`--no-logprobs` answers without log-probabilities, as many hosted chat APIs do. `hook`, when
-set on the server, sees every request first and may answer it itself (the tests' faults).
+`--no-logprobs` answers without log-probabilities, as many hosted chat APIs do. `--routes`
+adds the routes beside `/v1` that render and count prompts (`judges.served_prompts`):
+llama.cpp's `llama-server` (`/props`, `/apply-template`, `/tokenize`, `/detokenize`, and a
+`meta` per model in `/v1/models`) or vLLM's (`/tokenize` of a prompt or of chat messages,
+`/detokenize`); `--bits` is the precision the llama.cpp routes report (`meta` `size` over
+`n_params`, `/props` `model_ftype`). `hook`, when set on the server, sees every request first
+and may answer it itself (the tests' faults).
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ class Served:
     backend: hf_backend.LLMBackend
     name: str
     logprobs: bool = True
+    routes: str = "openai"
+    """"openai" (the `/v1` API only), "llama.cpp" or "vllm": which server's routes it adds."""
+    bits: float = 16.0
+    """Bits per weight the llama.cpp routes report."""
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     def top_logprobs(self, prompt: str, k: int) -> tuple[str, float, list[tuple[str, float]]]:
@@ -105,6 +114,52 @@ def _chat(served: Served, body: dict) -> dict:
             "usage": out["usage"]}
 
 
+FTYPES = {16.0: "F16", 8.5: "Q8_0", 5.0: "Q4_1", 4.5: "Q4_0"}
+"""llama.cpp's names of the file types whose bits per weight `--bits` may give."""
+
+
+def _messages_prompt(served: Served, body: dict) -> str:
+    return served.backend.tokenizer.apply_chat_template(
+        body["messages"], tokenize=False, add_generation_prompt=body.get(
+            "add_generation_prompt", True))
+
+
+def _apply_template(served: Served, body: dict) -> dict:
+    return {"prompt": _messages_prompt(served, body)}
+
+
+def _tokenize(served: Served, body: dict) -> dict:
+    """llama.cpp's `{"content"}` -> `{"tokens"}`, or vLLM's `{"prompt"}` or `{"messages"}` ->
+    `{"tokens", "count", "max_model_len"}`."""
+    tokenizer = served.backend.tokenizer
+    if served.routes == "llama.cpp":
+        add = bool(body.get("add_special", False))
+        return {"tokens": tokenizer(body["content"], add_special_tokens=add)["input_ids"]}
+    if "messages" in body:
+        text, add = _messages_prompt(served, body), bool(body.get("add_special_tokens", False))
+    else:
+        text, add = body["prompt"], bool(body.get("add_special_tokens", True))
+    ids = tokenizer(text, add_special_tokens=add)["input_ids"]
+    return {"tokens": ids, "count": len(ids), "max_model_len": served.backend.context_length}
+
+
+def _detokenize(served: Served, body: dict) -> dict:
+    text = served.backend.tokenizer.decode(body["tokens"])
+    return {"content": text} if served.routes == "llama.cpp" else {"prompt": text}
+
+
+def _props(served: Served) -> dict:
+    return {"model_path": served.name, "chat_template": served.backend.tokenizer.chat_template,
+            "model_ftype": FTYPES.get(served.bits, f"{served.bits:g} bits"),
+            "default_generation_settings": {"n_ctx": served.backend.context_length}}
+
+
+def _meta(served: Served) -> dict:
+    params = int(served.backend.model.num_parameters())
+    return {"n_params": params, "size": int(params * served.bits / 8),
+            "n_ctx_train": served.backend.context_length}
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     """Routes the three endpoints; errors are OpenAI-style JSON bodies."""
 
@@ -125,22 +180,31 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.server.hook is not None and self.server.hook(self):
             return
         served = self.server.served
+        if self.path.rstrip("/") == "/props" and served.routes == "llama.cpp":
+            return self.send_json(200, _props(served))
         if self.path.rstrip("/") != "/v1/models":
             return self.send_json(404, {"error": {"message": f"no route {self.path}"}})
-        self.send_json(200, {"object": "list", "data": [
-            {"id": served.name, "object": "model", "created": 0, "owned_by": "sailor-jax",
-             "max_model_len": served.backend.context_length}]})
+        entry = {"id": served.name, "object": "model", "created": 0, "owned_by": "sailor-jax",
+                 "max_model_len": served.backend.context_length}
+        if served.routes == "llama.cpp":
+            entry["meta"] = _meta(served)
+        self.send_json(200, {"object": "list", "data": [entry]})
 
     def do_POST(self) -> None:
         if self.server.hook is not None and self.server.hook(self):
             return
+        served = self.server.served
         routes = {"/v1/completions": _completion, "/v1/chat/completions": _chat}
+        if served.routes != "openai":
+            routes |= {"/tokenize": _tokenize, "/detokenize": _detokenize}
+        if served.routes == "llama.cpp":
+            routes["/apply-template"] = _apply_template
         route = routes.get(self.path.rstrip("/"))
         if route is None:
             return self.send_json(404, {"error": {"message": f"no route {self.path}"}})
         try:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            self.send_json(200, route(self.server.served, body))
+            self.send_json(200, route(served, body))
         except (KeyError, TypeError, ValueError) as err:
             self.send_json(400, {"error": {"message": f"bad request: {err}"}})
 
@@ -165,7 +229,8 @@ def start(served: Served, host: str = "127.0.0.1", port: int = 0) -> Server:
 
 def main(model: str | None = None, gguf_file: str | None = None, name: str | None = None,
          host: str = "127.0.0.1", port: int = 8000, logprobs: bool = True,
-         device: str = "auto", dtype: str = "auto") -> None:
+         routes: str = "openai", bits: float = 16.0, device: str = "auto",
+         dtype: str = "auto") -> None:
     """Serve `model` (None: the embedded SmolLM2-135M-Instruct) until Ctrl-C.
 
     Args:
@@ -175,11 +240,13 @@ def main(model: str | None = None, gguf_file: str | None = None, name: str | Non
       host: address to listen on.
       port: port to listen on.
       logprobs: return log-probabilities (`--no-logprobs`: never, as many hosted APIs).
+      routes: "openai", "llama.cpp" or "vllm": the routes beside `/v1` it adds (`Served`).
+      bits: bits per weight the llama.cpp routes report.
       device: torch device, as `--sailor.ranker.llm.device`.
       dtype: torch dtype, as `--sailor.ranker.llm.dtype`.
     """
     backend = hf_backend.load_model(model, gguf_file, dtype, device)
-    served = Served(backend, name or model or "smollm2-135m-instruct", logprobs)
+    served = Served(backend, name or model or "smollm2-135m-instruct", logprobs, routes, bits)
     server = Server((host, port), served)
     print(f"serving {served.name} on http://{host}:{server.server_address[1]}/v1", flush=True)
     try:

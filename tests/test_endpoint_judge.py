@@ -58,8 +58,10 @@ def serve(tiny_backend, tiny_llm_dir):
     """`serve(name=..., logprobs=...) -> (server, url)`; every server is shut down after."""
     servers = []
 
-    def start(name: str | None = None, logprobs: bool = True):
-        served = openai_server.Served(tiny_backend, name or tiny_llm_dir, logprobs)
+    def start(name: str | None = None, logprobs: bool = True, routes: str = "openai",
+              bits: float = 16.0):
+        served = openai_server.Served(tiny_backend, name or tiny_llm_dir, logprobs, routes,
+                                      bits)
         server = openai_server.start(served)
         servers.append(server)
         return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
@@ -95,7 +97,7 @@ def test_endpoint_scores_equal_in_process_scores(serve, tiny_backend, tiny_llm_d
         np.testing.assert_allclose(a.scores[b.order], np.sort(a.scores)[::-1], atol=1e-4)
     assert _events(ranker, "endpoint") == [{"event": "endpoint", "endpoint": url,
                                             "model": tiny_llm_dir, "api": "completions",
-                                            "logprobs": True}]
+                                            "rendered_by": "here", "logprobs": True}]
     usage = ranker.token_usage
     sent = {r["prompt"]: r["prompt_tokens"] for r in ranker.records
             if r["event"].endswith("_prompt")}  # a repeated prompt is sent once
@@ -125,6 +127,66 @@ def test_a_gguf_file_gives_the_in_process_prompts(serve, tiny_backend, tiny_llm_
                           backend=tiny_backend).rank_groups(GROUPS)
         for a, b in zip(local, remote, strict=True):
             np.testing.assert_allclose(a.scores, b.scores, atol=1e-4)
+
+
+@pytest.mark.parametrize("routes, mode", [("llama.cpp", "pointwise"), ("llama.cpp", "pairwise"),
+                                          ("vllm", "pointwise")])
+def test_a_server_that_renders_the_prompts_gives_the_in_process_scores(
+        serve, tiny_backend, tiny_llm_dir, routes, mode, caplog):
+    """Served under an alias (no tokenizer here), the judge asks llama.cpp's or vLLM's routes
+    to render, count and find the label tokens, and sends the in-process prompts to the
+    completions API: the in-process scores, and no notice."""
+    local = LLMRanker(LLMRankerConfig(model=tiny_llm_dir, mode=mode, device="cpu"),
+                      backend=tiny_backend).rank_groups(GROUPS)
+    _, url = serve(name="tiny-alias", routes=routes)
+    ranker = _ranker(url, mode=mode)
+    remote = ranker.rank_groups(GROUPS)
+    event = _events(ranker, "endpoint")[0]
+    assert (event["api"], event["rendered_by"], event["model"]) == (
+        "completions", routes, "tiny-alias")
+    for a, b in zip(local, remote, strict=True):
+        np.testing.assert_allclose(a.scores, b.scores, atol=1e-4)
+    sent = [r for r in ranker.records if r["event"].endswith("_prompt")]
+    assert sent and all(r["prompt_tokens"] == tiny_backend.count_tokens(r["prompt"])
+                        for r in sent)  # counted by the server's tokenizer, exactly
+    assert not [r for r in caplog.records if r.name == endpoint.__name__]
+
+
+@pytest.mark.parametrize("bits, warned", [(5.0, True), (8.5, False), (16.0, False)])
+def test_a_model_served_below_8_bits_is_said_once(serve, bits, warned, caplog):
+    """llama.cpp reports the served file's size over its weights (and its type's name): below
+    8 bits per weight the judge warns once, with the measured cost and the fix."""
+    _, url = serve(name="tiny-alias", routes="llama.cpp", bits=bits)
+    ranker = _ranker(url, mode="pointwise")
+    ranker.rank_groups(GROUPS)
+    said = [r.getMessage() for r in caplog.records if r.name == endpoint.__name__]
+    if warned:
+        assert len(said) == 1 and "at 5.0 bits per weight (Q4_1)" in said[0]
+        assert "-0.05 to -0.08" in said[0] and said[0].endswith("serve an F16 or Q8_0 copy")
+    else:
+        assert said == []
+
+
+def test_a_server_without_templates_leaves_the_chat_api_with_a_notice(serve, caplog):
+    """No tokenizer here and no rendering routes there (llama-cpp-python, a hosted API): the
+    chat API, and one line naming what gives the completions API."""
+    _, url = serve(name="tiny-alias")
+    ranker = _ranker(url, mode="pointwise")
+    ranker.rank_groups(GROUPS[:1])
+    assert _events(ranker, "endpoint")[0]["api"] == "chat"
+    said = [r.getMessage() for r in caplog.records if r.name == endpoint.__name__]
+    assert len(said) == 1 and "uses the chat API" in said[0] and "'tiny-alias'" in said[0]
+    assert "--sailor.ranker.llm.tokenizer FILE" in said[0]
+
+
+def test_served_prompts_helpers():
+    from sailor_jax.judges import served_prompts
+
+    assert served_prompts.server_root("http://h:8000/v1/") == "http://h:8000"
+    assert served_prompts.server_root("http://h:8000") == "http://h:8000"
+    assert served_prompts.bits_per_weight({"size": 75_000_000, "n_params": 150_000_000}) == 4.0
+    assert served_prompts.bits_per_weight({"n_params": 10}) is None
+    assert served_prompts.bits_per_weight(None) is None
 
 
 def test_listwise_generates_the_same_answer(serve, tiny_backend, tiny_llm_dir):

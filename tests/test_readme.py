@@ -204,6 +204,7 @@ OTHER_FLAGS = frozenset({
     "--xla_force_host_platform_device_count", "--xla_backend_optimization_level",  # XLA_FLAGS
     "--port", "--gpu-memory-utilization", "--max-logprobs",  # vllm serve, the test server
     "--host", "--n_ctx", "--logits_all", "--model_alias",  # llama-cpp-python's server
+    "--alias",  # llama.cpp's llama-server
     "--allow-requantize", "--modelfile",  # llama-quantize, ollama show
 })
 """Flags the README and docstrings name that belong to other programs."""

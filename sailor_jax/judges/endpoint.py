@@ -34,6 +34,7 @@ so the judge's modes, prompts and arithmetic are the same whichever runs the mod
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import math
 import os
 import time
@@ -43,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from sailor_jax.config import LLMRankerConfig
+from sailor_jax.judges import served_prompts
 from sailor_jax.judges.hf_backend import LLMBackend
 from sailor_jax.judges.parsing import parse_label
 from sailor_jax.judges.transport import EndpointError, TokenBudgetError, TokenUsage
@@ -69,6 +71,7 @@ TOP_LOGPROBS = 20
 """Next-token log-probabilities asked for per prompt; a label outside them counts as
 probability 0 (vLLM serves at most 20 unless `--max-logprobs`)."""
 _UNKNOWN_CONTEXT = 1 << 20
+_log = logging.getLogger(__name__)
 RESUME = "; then continue with --resume"
 """How an endpoint error's fix ends mid-run (at start-up: ", then rerun")."""
 
@@ -169,7 +172,14 @@ class EndpointBackend:
         if self.tokenizer is not None:
             self.tokenizer.padding_side = "left"
         self._local = LLMBackend(self.tokenizer, None, "cpu", None)
-        self.api = "completions" if self.tokenizer is not None else "chat"
+        self.served = None if self.tokenizer is not None else served_prompts.find(
+            self.url, self.model_name, self._request)
+        self.api = "chat" if self.tokenizer is None and self.served is None else "completions"
+        if self.api == "chat":
+            _log.warning(served_prompts.CHAT_NOTICE.format(model=self.model_name))
+        notice = served_prompts.precision_notice(self.url, self.model_name, self._request)
+        if notice:
+            _log.warning(notice)
         self.logprobs = True
         self.usage = TokenUsage(limit=config.max_tokens_per_run)
         self.device = self.dtype = None
@@ -182,6 +192,12 @@ class EndpointBackend:
         self.client = openai.OpenAI(api_key=self._key, base_url=config.endpoint,
                                     timeout=TIMEOUT_S, max_retries=MAX_RETRIES)
 
+    def _request(self, method: str, url: str, body: dict | None = None) -> Any:
+        """One request to any route of the server (the client's retries and key): its JSON."""
+        if method == "GET":
+            return self.client.get(url, cast_to=object)
+        return self.client.post(url, body=body, cast_to=object)
+
     def _models(self, then: str = RESUME) -> list[Any]:
         listed = self._call(lambda: list(self.client.models.list().data), then)
         if not listed:
@@ -191,28 +207,51 @@ class EndpointBackend:
 
     def protocol(self) -> dict[str, Any]:
         """What the judge logs about the transport: URL, model, API, log-probabilities or not."""
+        rendered = "here" if self.tokenizer is not None else (
+            self.served.server if self.served is not None else None)
         return {"endpoint": self.url, "model": self.model_name, "api": self.api,
-                "logprobs": self.logprobs}
+                "rendered_by": rendered, "logprobs": self.logprobs}
 
     def render_chat(self, system: str, user: str, answer_prefix: str = "") -> str:
-        """The prompt: chat template + answer prefix (completions API), or a `ChatPrompt`."""
+        """The prompt: chat template + answer prefix (completions API; rendered here, or by the
+        server: `served_prompts`), or a `ChatPrompt`."""
         if self.tokenizer is not None:
             return self._local.render_chat(system, user, answer_prefix)
+        if self.served is not None:
+            return self._call(lambda: self.served.render(system, user, answer_prefix))
         prompt = ChatPrompt(f"{system}\n\n{user}")
         prompt.messages = [{"role": "system", "content": system},
                            {"role": "user", "content": user}]
         return prompt
 
     def count_tokens(self, text: str) -> int:
-        """Tokens of a prompt: exact with the tokenizer, else `ceil(chars / CHARS_PER_TOKEN)`."""
+        """Tokens of a prompt: exact with the tokenizer or the server's, else
+        `ceil(chars / CHARS_PER_TOKEN)`."""
         if self.tokenizer is not None:
             return self._local.count_tokens(text)
+        if self.served is not None:
+            return self._call(lambda: self.served.count(text))
         return math.ceil(len(text) / CHARS_PER_TOKEN)
 
+    def token_ids(self, text: str) -> list[int]:
+        """Token ids of `text` by the served model's tokenizer, here or on the server.
+
+        Raises:
+          EndpointError: the server's answer failed; ValueError: on the chat API (no ids).
+        """
+        if self.tokenizer is not None:
+            return self._local.token_ids(text)
+        if self.served is None:
+            raise ValueError("the chat API has no token ids")
+        return self._call(lambda: self.served.ids(text))
+
     def label_token_id(self, prompt: str, label: str) -> int | str:
-        """The label's token id (completions API), or the label's text (chat API)."""
+        """The label's token id (rendered here), its token's text (rendered by the server), or
+        the label's text (chat API: matched against the returned tokens without spaces)."""
         if self.tokenizer is not None:
             return self._local.label_token_id(prompt, label)
+        if self.served is not None:
+            return self._call(lambda: self.served.label_text(prompt, label))
         return label.strip()
 
     def next_token_logprobs(self, prompts: Sequence[str], token_ids: Sequence[int | str],
@@ -232,7 +271,9 @@ class EndpointBackend:
         Raises:
           TokenBudgetError, EndpointError: as the module docstring says.
         """
-        texts = [t if isinstance(t, str) else self.tokenizer.decode([t]) for t in token_ids]
+        texts = [t if isinstance(t, str) else self.tokenizer.decode([t])
+                 if self.tokenizer is not None else self._call(lambda t=t: self.served.piece(t))
+                 for t in token_ids]
         t0 = time.perf_counter()
         if self.logprobs:
             self._check_budget(prompts, 1)
@@ -268,7 +309,7 @@ class EndpointBackend:
         _, top = self._complete(prompt, 1, TOP_LOGPROBS)
         if top is None:
             return None
-        exact = self.tokenizer is not None  # completions: the label tokens themselves
+        exact = self.api == "completions"  # the label tokens themselves
         out = []
         for label in labels:
             hits = [lp for tok, lp in top if (tok == label if exact else tok.strip() == label)]

@@ -96,7 +96,7 @@ class LLMBackend:
 
     def count_tokens(self, text: str) -> int:
         """Number of tokens of a rendered prompt (special tokens are already in the text)."""
-        return len(self._ids(text))
+        return len(self.token_ids(text))
 
     def label_token_id(self, prompt: str, label: str) -> int:
         """Token id the model must emit next to start `label` after `prompt`.
@@ -107,13 +107,14 @@ class LLMBackend:
         Raises:
           ValueError: `prompt + label` tokenises to no extra token.
         """
-        base, full = self._ids(prompt), self._ids(prompt + label)
+        base, full = self.token_ids(prompt), self.token_ids(prompt + label)
         k = next((i for i, (x, y) in enumerate(zip(base, full, strict=False)) if x != y), len(base))
         if k >= len(full):
             raise ValueError(f"label {label!r} adds no token after the prompt")
         return int(full[k])
 
-    def _ids(self, text: str) -> list[int]:
+    def token_ids(self, text: str) -> list[int]:
+        """Token ids of `text`, no special tokens added (a rendered prompt holds them)."""
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def _encode(self, prompts: Sequence[str]) -> tuple[Any, Any]:

@@ -43,8 +43,7 @@ TEMPERATURE = 1.0
 
 def _single_token(backend: LLMBackend, prompt: str, label: str) -> int | None:
     """The id `t` with `ids(prompt + label) == ids(prompt) + [t]`, else None."""
-    encode = lambda text: backend.tokenizer(text, add_special_tokens=False)["input_ids"]
-    base, full = list(encode(prompt)), list(encode(prompt + label))
+    base, full = list(backend.token_ids(prompt)), list(backend.token_ids(prompt + label))
     if len(full) == len(base) + 1 and full[: len(base)] == base:
         return int(full[-1])
     return None
@@ -59,8 +58,9 @@ def rating_labels(backend: LLMBackend) -> tuple[str, tuple[int, ...]]:
     tokens are distinct.
 
     Args:
-      backend: the loaded tokenizer and model (an `EndpointBackend` without a tokenizer gets
-        the labels' texts "1".."9" instead of ids; its chat API drops the prefix).
+      backend: the loaded tokenizer and model, or an `EndpointBackend` (tokenized here or by
+        its server; on its chat API the labels' texts "1".."9" instead of ids, and the chat
+        API drops the prefix).
 
     Returns:
       `(answer_prefix, ids)`: the prefix to end prompts with and `len(POINTWISE_RATINGS)` ids.
@@ -68,7 +68,7 @@ def rating_labels(backend: LLMBackend) -> tuple[str, tuple[int, ...]]:
     Raises:
       ValueError: no form gives every rating a single distinct token.
     """
-    if backend.tokenizer is None:  # an endpoint's chat API: labels matched as text
+    if getattr(backend, "api", None) == "chat":  # an endpoint's chat API: labels as text
         return ANSWER_FORMS[0][0], tuple(str(r) for r in prompts.POINTWISE_RATINGS)
     tried = []
     for prefix, label_format in ANSWER_FORMS:
