@@ -49,8 +49,8 @@ def test_rating_labels_on_the_tiny_tokenizer_are_the_space_digit_tokens(tiny_poi
 
 
 def _fake_backend(encode):
-    tokenizer = lambda text, add_special_tokens: {"input_ids": encode(text)}
-    return types.SimpleNamespace(tokenizer=tokenizer,
+    """A backend whose `token_ids` is `encode` (a tokenizer here or a server's)."""
+    return types.SimpleNamespace(token_ids=encode,
                                  render_chat=lambda system, user, prefix: f"{user}\n{prefix}")
 
 
