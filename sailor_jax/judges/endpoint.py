@@ -45,7 +45,7 @@ import numpy as np
 
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.judges import served_prompts
-from sailor_jax.judges.hf_backend import LLMBackend
+from sailor_jax.judges.hf_backend import LLMBackend, next_token
 from sailor_jax.judges.parsing import parse_label
 from sailor_jax.judges.transport import EndpointError, TokenBudgetError, TokenUsage
 
@@ -250,8 +250,9 @@ class EndpointBackend:
         the label's text (chat API: matched against the returned tokens without spaces)."""
         if self.tokenizer is not None:
             return self._local.label_token_id(prompt, label)
-        if self.served is not None:
-            return self._call(lambda: self.served.label_text(prompt, label))
+        if self.served is not None:  # the token's text: the returned tokens are texts
+            token = next_token(self.token_ids(prompt), self.token_ids(prompt + label), label)
+            return self._call(lambda: self.served.piece(token))
         return label.strip()
 
     def next_token_logprobs(self, prompts: Sequence[str], token_ids: Sequence[int | str],

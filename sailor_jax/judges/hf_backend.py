@@ -63,6 +63,19 @@ def resolve_dtype(name: str, device: str) -> Any:
     return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[name]
 
 
+def next_token(base: list[int], full: list[int], label: str) -> int:
+    """The first id of `full` (the ids of a prompt + `label`) that differs from `base` (the
+    prompt's ids): the token a model must emit next to start `label`.
+
+    Raises:
+      ValueError: `full` adds no token after `base`.
+    """
+    k = next((i for i, (x, y) in enumerate(zip(base, full, strict=False)) if x != y), len(base))
+    if k >= len(full):
+        raise ValueError(f"label {label!r} adds no token after the prompt")
+    return int(full[k])
+
+
 @dataclasses.dataclass(frozen=True)
 class LLMBackend:
     """A loaded causal LM and its tokenizer: what the judge and the advisor share. Host-only.
@@ -107,11 +120,7 @@ class LLMBackend:
         Raises:
           ValueError: `prompt + label` tokenises to no extra token.
         """
-        base, full = self.token_ids(prompt), self.token_ids(prompt + label)
-        k = next((i for i, (x, y) in enumerate(zip(base, full, strict=False)) if x != y), len(base))
-        if k >= len(full):
-            raise ValueError(f"label {label!r} adds no token after the prompt")
-        return int(full[k])
+        return next_token(self.token_ids(prompt), self.token_ids(prompt + label), label)
 
     def token_ids(self, text: str) -> list[int]:
         """Token ids of `text`, no special tokens added (a rendered prompt holds them)."""

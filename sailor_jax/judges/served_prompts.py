@@ -90,20 +90,6 @@ class ServedPrompts:
             self._counts[text] = len(self.ids(text))
         return self._counts[text]
 
-    def label_text(self, prompt: str, label: str) -> str:
-        """The text of the token the model must emit next to start `label` after `prompt`
-        (`LLMBackend.label_token_id`'s tokenise-the-difference, by the server's tokenizer).
-
-        Raises:
-          ValueError: `prompt + label` tokenizes to no extra token.
-        """
-        base, full = self.ids(prompt), self.ids(prompt + label)
-        k = next((i for i, (x, y) in enumerate(zip(base, full, strict=False)) if x != y),
-                 len(base))
-        if k >= len(full):
-            raise ValueError(f"label {label!r} adds no token after the prompt")
-        return self.piece(full[k])
-
     def ids(self, text: str) -> list[int]:
         """The token ids of `text`, no special tokens added (they are in the text)."""
         body = ({"content": text, "add_special": False} if self.server == "llama.cpp" else
