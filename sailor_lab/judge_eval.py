@@ -97,6 +97,10 @@ def build_pool(epsilons: Sequence[float] = DEFAULT_EPSILONS, games_per_player: i
 def sample_groups(pool_size: int, m: int, num_groups: int, seed: int = 0) -> list[np.ndarray]:
     """`num_groups` index arrays of `m` distinct pool trajectories each (seeded). Host-only.
 
+    Each group lists its trajectories in a seeded random order: pools are stored player by
+    player, the most skilled first, so a judge that breaks ties by position (a constant
+    rating, a pairwise judge at 0.5) would otherwise be scored as ordering them by skill.
+
     Raises:
       UserError: `m` < 2 or larger than the pool, or `num_groups` < 1.
     """
@@ -104,7 +108,7 @@ def sample_groups(pool_size: int, m: int, num_groups: int, seed: int = 0) -> lis
         raise UserError(f"need 2 <= m <= pool size ({pool_size}) and groups >= 1, got m={m}, "
                         f"groups={num_groups}")
     rng = np.random.default_rng(seed)
-    return [np.sort(rng.choice(pool_size, m, replace=False)) for _ in range(num_groups)]
+    return [rng.choice(pool_size, m, replace=False) for _ in range(num_groups)]
 
 
 def group_batches(pool: Pool, groups: Sequence[np.ndarray]) -> list[TrajectoryBatch]:

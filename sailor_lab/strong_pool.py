@@ -190,14 +190,11 @@ def draw_groups(pool: StrongPool, args: StrongPoolArgs, view: str
                 ) -> tuple[list[TrajectoryBatch], list[np.ndarray], list[np.ndarray]]:
     """`(groups, index, truth_rank)` of one view: `args.groups` groups of `args.m` items
     (`judge_eval.sample_groups`, seeded by `seed` and the view, each group's items in a
-    seeded random order), their pool indices, and per
+    seeded random order, so the storage order, best player first, gives a judge that breaks
+    ties by position nothing), their pool indices, and per
     group the items' skill ranks (0 = the best player; `judge_eval.skill_truth`'s input)."""
     seed = args.seed * 1000 + VIEWS.index(view)
-    rng = np.random.default_rng(seed)
-    # Items are stored player by player (best listed first): shuffle each group so that a
-    # judge breaking ties by the lower index gains nothing from the storage order.
-    index = [rng.permutation(idx) for idx in
-             judge_eval.sample_groups(len(pool.player), args.m, args.groups, seed)]
+    index = judge_eval.sample_groups(len(pool.player), args.m, args.groups, seed)
     batch = pool.view(view)
     groups = [jax.tree.map(lambda x, idx=idx: np.asarray(x)[idx], batch) for idx in index]
     rank = pool.skill_rank

@@ -31,6 +31,19 @@ def test_metrics_on_hand_made_rankings():
         judge_eval.sample_groups(5, 6, 1)
 
 
+def test_a_judge_that_ties_everything_orders_the_pool_at_chance():
+    # Pools are stored best player first; a ranking that keeps the groups' order (what a
+    # constant rating or a pairwise judge at 0.5 gives) must score chance, not 1.0.
+    epsilon = np.repeat([0.0, 0.3, 0.6, 1.0], 8)
+    groups = judge_eval.sample_groups(len(epsilon), 8, 200, seed=3)
+    assert all(len(set(g.tolist())) == 8 for g in groups)
+    again = judge_eval.sample_groups(len(epsilon), 8, 200, seed=3)
+    assert all(np.array_equal(a, b) for a, b in zip(groups, again, strict=True))  # seeded
+    kept = [Ranking(order=np.arange(8)) for _ in groups]
+    accuracy = judge_eval.pair_accuracy(kept, judge_eval.skill_truth([epsilon[g] for g in groups]))
+    assert abs(accuracy - 0.5) < 0.05
+
+
 @pytest.fixture(scope="module")
 def bench():
     return _load("benchmarks/judge_quality.py")
