@@ -13,11 +13,12 @@ For real use serve with vLLM, SGLang or llama.cpp (they batch, cache prefixes an
 this server runs one request at a time (`ThreadingHTTPServer`, the model behind a lock).
 `--no-logprobs` answers without log-probabilities, as many hosted chat APIs do. `--routes`
 adds the routes beside `/v1` that render and count prompts (`judges.served_prompts`):
-llama.cpp's `llama-server` (`/props`, `/apply-template`, `/tokenize`, `/detokenize`, and a
-`meta` per model in `/v1/models`) or vLLM's (`/tokenize` of a prompt or of chat messages,
+llama.cpp's `llama-server` (`/apply-template`, `/tokenize`, `/detokenize`, a `meta` per
+model in `/v1/models`, and log-probabilities on `/v1/completions` in the chat API's form, as
+`llama-server` answers) or vLLM's (`/tokenize` of a prompt or of chat messages,
 `/detokenize`); `--bits` is the precision the llama.cpp routes report (`meta` `size` over
-`n_params`, `/props` `model_ftype`). `hook`, when set on the server, sees every request first
-and may answer it itself (the tests' faults).
+`n_params`, and `ftype`). `hook`, when set on the server, sees every request first and may
+answer it itself (the tests' faults).
 """
 
 from __future__ import annotations
@@ -71,6 +72,11 @@ class Served:
                           "total_tokens": prompt_tokens + completion_tokens}}
 
 
+def _entry(token: str, logprob: float) -> dict:
+    """One token's log-probability in the chat API's form."""
+    return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+
+
 def _completion(served: Served, body: dict) -> dict:
     prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
     k = body.get("logprobs")
@@ -78,7 +84,11 @@ def _completion(served: Served, body: dict) -> dict:
     for i, prompt in enumerate(prompts):
         out = served.complete(prompt, int(body.get("max_tokens") or 16), k)
         lp = None
-        if out["first"] is not None:
+        if out["first"] is not None and served.routes == "llama.cpp":  # llama-server's form
+            token, logprob, top = out["first"]
+            lp = {"content": [_entry(token, logprob)
+                              | {"top_logprobs": [_entry(t, x) for t, x in top]}]}
+        elif out["first"] is not None:
             token, logprob, top = out["first"]
             lp = {"tokens": [token], "token_logprobs": [logprob], "text_offset": [0],
                   "top_logprobs": [dict(reversed(top))]}  # most likely wins a repeated text
@@ -104,9 +114,8 @@ def _chat(served: Served, body: dict) -> dict:
     lp = None
     if out["first"] is not None:
         token, logprob, top = out["first"]
-        entry = lambda t, x: {"token": t, "logprob": x, "bytes": list(t.encode())}
-        lp = {"content": [entry(token, logprob)
-                          | {"top_logprobs": [entry(t, x) for t, x in top]}]}
+        lp = {"content": [_entry(token, logprob)
+                          | {"top_logprobs": [_entry(t, x) for t, x in top]}]}
     choice = {"index": 0, "message": {"role": "assistant", "content": out["text"]},
               "logprobs": lp, "finish_reason": "length"}
     return {"id": f"chatcmpl-{time.time_ns()}", "object": "chat.completion",
@@ -148,15 +157,10 @@ def _detokenize(served: Served, body: dict) -> dict:
     return {"content": text} if served.routes == "llama.cpp" else {"prompt": text}
 
 
-def _props(served: Served) -> dict:
-    return {"model_path": served.name, "chat_template": served.backend.tokenizer.chat_template,
-            "model_ftype": FTYPES.get(served.bits, f"{served.bits:g} bits"),
-            "default_generation_settings": {"n_ctx": served.backend.context_length}}
-
-
 def _meta(served: Served) -> dict:
     params = int(served.backend.model.num_parameters())
     return {"n_params": params, "size": int(params * served.bits / 8),
+            "ftype": FTYPES.get(served.bits, f"{served.bits:g} bits"),
             "n_ctx_train": served.backend.context_length}
 
 
@@ -180,8 +184,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.server.hook is not None and self.server.hook(self):
             return
         served = self.server.served
-        if self.path.rstrip("/") == "/props" and served.routes == "llama.cpp":
-            return self.send_json(200, _props(served))
         if self.path.rstrip("/") != "/v1/models":
             return self.send_json(404, {"error": {"message": f"no route {self.path}"}})
         entry = {"id": served.name, "object": "model", "created": 0, "owned_by": "sailor-jax",

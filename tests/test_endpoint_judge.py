@@ -142,8 +142,8 @@ def test_a_server_that_renders_the_prompts_gives_the_in_process_scores(
     ranker = _ranker(url, mode=mode)
     remote = ranker.rank_groups(GROUPS)
     event = _events(ranker, "endpoint")[0]
-    assert (event["api"], event["rendered_by"], event["model"]) == (
-        "completions", routes, "tiny-alias")
+    assert (event["api"], event["rendered_by"], event["model"], event["logprobs"]) == (
+        "completions", routes, "tiny-alias", True)  # llama.cpp's log-probabilities: chat form
     for a, b in zip(local, remote, strict=True):
         np.testing.assert_allclose(a.scores, b.scores, atol=1e-4)
     sent = [r for r in ranker.records if r["event"].endswith("_prompt")]

@@ -206,6 +206,7 @@ OTHER_FLAGS = frozenset({
     "--host", "--n_ctx", "--logits_all", "--model_alias",  # llama-cpp-python's server
     "--alias",  # llama.cpp's llama-server
     "--allow-requantize", "--modelfile",  # llama-quantize, ollama show
+    "--no-binary", "--build", "--target",  # pip download, cmake
 })
 """Flags the README and docstrings name that belong to other programs."""
 

@@ -153,20 +153,20 @@ class EndpointBackend:
     Attributes:
       model_name: the served model's name sent with every request.
       tokenizer: the served model's HF tokenizer, or None (chat API).
-      context_length: the server's `max_model_len` when `/v1/models` reports it, else large.
+      context_length: the served model's `max_model_len` when `/v1/models` reports it, else
+        large.
       usage: tokens reported so far (`TokenUsage`).
 
     Raises:
-      EndpointError: the server cannot be reached or lists no model (when `model` is None).
+      EndpointError: the server cannot be reached or lists no model.
     """
 
     def __init__(self, config: LLMRankerConfig) -> None:
         self._connect(config)
-        self.model_name, self.context_length = config.model, _UNKNOWN_CONTEXT
-        if config.model is None:
-            listed = self._models()[0]
-            self.model_name = listed.id
-            self.context_length = int(getattr(listed, "max_model_len", None) or _UNKNOWN_CONTEXT)
+        listed = self._models()
+        self.model_name = config.model or listed[0].id
+        served = next((m for m in listed if m.id == self.model_name), None)
+        self.context_length = int(getattr(served, "max_model_len", None) or _UNKNOWN_CONTEXT)
         self.tokenizer = _load_tokenizer(config.tokenizer or self.model_name,
                                          None if config.tokenizer else config.gguf_file)
         if self.tokenizer is not None:
@@ -177,7 +177,7 @@ class EndpointBackend:
         self.api = "chat" if self.tokenizer is None and self.served is None else "completions"
         if self.api == "chat":
             _log.warning(served_prompts.CHAT_NOTICE.format(model=self.model_name))
-        notice = served_prompts.precision_notice(self.url, self.model_name, self._request)
+        notice = served_prompts.precision_notice(getattr(served, "meta", None))
         if notice:
             _log.warning(notice)
         self.logprobs = True
@@ -187,7 +187,7 @@ class EndpointBackend:
     def _connect(self, config: LLMRankerConfig) -> None:
         import openai
 
-        self.config, self.url = config, config.endpoint
+        self.config, self.url, self.model_name = config, config.endpoint, config.model
         self._key = os.environ.get(API_KEY_ENV) or NO_KEY
         self.client = openai.OpenAI(api_key=self._key, base_url=config.endpoint,
                                     timeout=TIMEOUT_S, max_retries=MAX_RETRIES)
@@ -331,8 +331,7 @@ class EndpointBackend:
                 model=self.model_name, prompt=str(prompt), max_tokens=max_tokens,
                 temperature=0.0, **extra))
             choice = self._first_choice(response)
-            lp = choice.logprobs
-            top = None if not lp or not lp.top_logprobs else list(lp.top_logprobs[0].items())
+            top = _completion_top(choice.logprobs)
         else:
             extra = {"logprobs": True, "top_logprobs": top_logprobs} if top_logprobs else {}
             response = self._call(lambda: self.client.chat.completions.create(
@@ -384,3 +383,17 @@ class EndpointBackend:
 
     def _redact(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key != NO_KEY else text
+
+
+def _completion_top(logprobs: Any) -> list[tuple[str, float]] | None:
+    """`[(token, logprob)]` of a completion's first token, or None where there are none.
+
+    The legacy completions form (`top_logprobs`: one `{token: logprob}` per token, as vLLM
+    and llama-cpp-python answer) or the chat form that llama.cpp's `llama-server` also uses on
+    `/v1/completions` (`content`: per token a `top_logprobs` list of `{token, logprob}`).
+    """
+    legacy = getattr(logprobs, "top_logprobs", None)
+    if legacy:
+        return list(legacy[0].items())
+    content = getattr(logprobs, "content", None)  # an extra field: plain dicts
+    return [(t["token"], t["logprob"]) for t in content[0]["top_logprobs"]] if content else None

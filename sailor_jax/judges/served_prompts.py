@@ -7,10 +7,10 @@ prompts, so its scores. With the tokenizer on this machine it renders them itsel
 (a model served under an alias, vLLM's served name, a model file elsewhere) it asks the server,
 where the server offers it:
 
-* **llama.cpp's `llama-server`**: `GET /props` names its `chat_template`; `POST
-  /apply-template` `{"messages"}` -> `{"prompt"}` renders the messages with the generation
-  prompt; `POST /tokenize` `{"content", "add_special": false}` -> `{"tokens"}` and `POST
-  /detokenize` `{"tokens"}` -> `{"content"}` count and find the label tokens.
+* **llama.cpp's `llama-server`**: `POST /apply-template` `{"messages"}` -> `{"prompt"}`
+  renders the messages with the model's chat template and the generation prompt; `POST
+  /tokenize` `{"content", "add_special": false}` -> `{"tokens"}` and `POST /detokenize`
+  `{"tokens"}` -> `{"content"}` count and find the label tokens.
 * **vLLM**: `POST /tokenize` `{"model", "messages", "add_generation_prompt": true,
   "add_special_tokens": false}` -> `{"tokens"}`, then `POST /detokenize` `{"model",
   "tokens"}` -> `{"prompt"}` renders; `POST /tokenize` `{"model", "prompt",
@@ -21,8 +21,8 @@ rendered text, as `hf_backend.LLMBackend.render_chat` does. A server that offers
 (llama-cpp-python has `/extras/tokenize` and no template; hosted APIs) leaves the judge on the
 chat API, and `CHAT_NOTICE` says what gives it the completions API.
 
-**Precision.** llama.cpp reports the served file: `/v1/models` `meta` (`size` bytes over
-`n_params` weights) and `/props` `model_ftype` (its type's name). Below `MIN_BITS` bits per weight
+**Precision.** llama.cpp reports the served file in `/v1/models` `meta`: `size` bytes over
+`n_params` weights, and its type's name `ftype`. Below `MIN_BITS` bits per weight
 the judge orders worse: SmolLM2's Q4_1 file behind llama.cpp ordered the graded pool 0.05 to
 0.08 below an F16 copy of it (docs/llm_judge.md); `precision_notice` says so, once a run.
 """
@@ -116,17 +116,14 @@ def _answer(request: Request, method: str, url: str, body: dict | None = None) -
 
 
 def find(endpoint: str, model: str, request: Request) -> ServedPrompts | None:
-    """The server's own prompt rendering, if it offers it: llama.cpp's (`/props` with a chat
-    template, then `/apply-template` answering), else vLLM's (`/tokenize` of messages); None
-    when it offers neither. At most three requests; a route's refusal reads as "not
-    offered"."""
+    """The server's own prompt rendering, if it offers it: llama.cpp's (`/apply-template`
+    answering a prompt), else vLLM's (`/tokenize` of messages); None when it offers neither.
+    At most two requests; a route's refusal reads as "not offered"."""
     root = server_root(endpoint)
-    props = _answer(request, "GET", f"{root}/props")
-    if props and props.get("chat_template"):
-        probe = _answer(request, "POST", f"{root}/apply-template",
-                        {"messages": [{"role": "user", "content": "2048"}]})
-        if probe and isinstance(probe.get("prompt"), str):
-            return ServedPrompts("llama.cpp", root, model, request)
+    probe = _answer(request, "POST", f"{root}/apply-template",
+                    {"messages": [{"role": "user", "content": "2048"}]})
+    if probe and isinstance(probe.get("prompt"), str):
+        return ServedPrompts("llama.cpp", root, model, request)
     tokens = _answer(request, "POST", f"{root}/tokenize", {
         "model": model, "messages": [{"role": "user", "content": "2048"}],
         "add_generation_prompt": True})
@@ -142,19 +139,14 @@ def bits_per_weight(meta: dict | None) -> float | None:
     return 8.0 * float(meta["size"]) / float(meta["n_params"])
 
 
-def precision_notice(endpoint: str, model: str, request: Request) -> str | None:
-    """One line when the served `model` is stored below `MIN_BITS` bits per weight, from its
-    `/v1/models` entry (llama.cpp's `meta`) and `/props` `model_ftype`; None when it is not,
-    or when the server does not say. Two requests."""
-    listing = _answer(request, "GET", f"{endpoint.rstrip('/')}/models") or {}
-    entries = [e for e in listing.get("data") or [] if isinstance(e, dict)]
-    entry = next((e for e in entries if e.get("id") == model), entries[0] if entries else {})
-    bits = bits_per_weight(entry.get("meta"))
+def precision_notice(meta: dict | None) -> str | None:
+    """One line when the served model is stored below `MIN_BITS` bits per weight, from its
+    `/v1/models` entry's `meta` (llama.cpp's: `size`, `n_params` and the type's name `ftype`);
+    None when it is not, or when the server does not say."""
+    bits = bits_per_weight(meta)
     if bits is None or bits >= MIN_BITS:
         return None
-    props = _answer(request, "GET", f"{server_root(endpoint)}/props") or {}
-    ftype = props.get("model_ftype") or (entry.get("meta") or {}).get("ftype")
-    kind = f" ({ftype})" if ftype else ""
+    kind = f" ({meta['ftype']})" if meta.get("ftype") else ""
     return (f"the judge's endpoint serves its model at {bits:.1f} bits per weight{kind}: "
             f"below {MIN_BITS:g} bits the judge orders worse (SmolLM2's Q4_1 file: -0.05 to "
             f"-0.08 skill-order accuracy against F16, docs/llm_judge.md); serve an F16 or Q8_0 "
