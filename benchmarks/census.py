@@ -304,8 +304,8 @@ def arm_changes(arm: Arm):
 def compile_arm(arm: Arm, cfg) -> tuple:
     """`(compiled segment, runner state, theta, compile seconds)` of `arm` at `cfg`."""
     theta = jnp.asarray(RewardSpec().theta0)
-    with arm_changes(arm):
-        init, segment = ppo.make_train(cfg)
+    with arm_changes(arm):  # built afresh (not `make_train`'s cache): the patches trace in
+        init, segment = ppo.make_train.__wrapped__(cfg)
         runner = init(jax.random.PRNGKey(0))
         t0 = time.perf_counter()
         compiled = segment.lower(runner, theta).compile()

@@ -218,8 +218,10 @@ def td_target(reward_: jax.Array, terminated: jax.Array, q_next_online: jax.Arra
     return jax.lax.stop_gradient(reward_ + gamma * jnp.where(terminated, 0.0, bootstrap))
 
 
+@functools.lru_cache(maxsize=16)
 def make_train(cfg: DQNConfig, num_seeds: int | None = None, env_fns: EnvFns = GAME_2048):
-    """Build the compiled `(init, train_segment)` pair (the API of `ppo.make_train`).
+    """Build the compiled `(init, train_segment)` pair (the API of `ppo.make_train`, cached
+    like it).
 
     `init(key) -> DQNState`: fresh networks (target = online), optimiser, empty buffer and
     `num_envs` games. `train_segment(state, theta) -> (state, DQNMetrics)`: `cfg.num_steps`

@@ -29,7 +29,7 @@ MIXED = dataclasses.replace(
 def test_mixed_group_holds_the_reference_games_and_gives_cross_policy_pairs():
     key = jax.random.key(3)
     runner = ppo.make_train(MIXED.run_ppo)[0](jax.random.PRNGKey(0))
-    batch = jax.device_get(loop._collector(MIXED)(runner.params, key))
+    batch = jax.device_get(loop._collector(*loop.collector_fields(MIXED))(runner.params, key))
     assert batch.Phi.shape == (4, 8) and batch.boards.shape == (4, MIXED.max_len + 1, 16)
     expert = jax.device_get(make_act_collect(expert_act(1, 0.5), 2, MIXED.max_len)(
         jax.random.fold_in(key, 2)))
@@ -45,7 +45,8 @@ def test_mixed_group_holds_the_reference_games_and_gives_cross_policy_pairs():
 def test_windows_are_cut_from_both_policies():
     cfg = dataclasses.replace(MIXED, window=10)
     runner = ppo.make_train(cfg.run_ppo)[0](jax.random.PRNGKey(0))
-    batch = jax.device_get(loop._collector(cfg)(runner.params, jax.random.key(1)))
+    collect = loop._collector(*loop.collector_fields(cfg))
+    batch = jax.device_get(collect(runner.params, jax.random.key(1)))
     assert batch.boards.shape == (4, 11, 16) and np.all(batch.lengths <= 10)
 
 

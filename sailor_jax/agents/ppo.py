@@ -73,6 +73,7 @@ def _update_stats(stats: RunningStats, x: jax.Array, axis_name: str | None = Non
     return RunningStats(mean=new_mean, var=m2 / total, count=total)
 
 
+@functools.lru_cache(maxsize=16)
 def make_train(cfg: PPOConfig, num_seeds: int | None = None, env_fns: EnvFns = GAME_2048):
     """Build the compiled `(init, train_segment)` pair.
 
@@ -86,6 +87,9 @@ def make_train(cfg: PPOConfig, num_seeds: int | None = None, env_fns: EnvFns = G
     single-seed functions run on `jax.random.split(key, S)[s]`.
 
     `env_fns` swaps the environment (probe environments in tests); static.
+
+    Cached: the same arguments return the same compiled functions, so runs of one config in
+    one process (the arms of a comparison, a resumed run) trace and compile them once.
 
     Raises:
       ValueError: `num_seeds` not positive.

@@ -20,6 +20,7 @@ from sailor_jax.game.env import GAME_2048, EnvFns
 from sailor_jax.types import TrajectoryBatch
 
 
+@functools.lru_cache(maxsize=16)
 def make_collect(net: NetworkConfig, num: int, max_len: int = 2000, env_fns: EnvFns = GAME_2048,
                  greedy: bool = False):
     """Build the compiled `collect(params, key) -> TrajectoryBatch`.
@@ -29,7 +30,8 @@ def make_collect(net: NetworkConfig, num: int, max_len: int = 2000, env_fns: Env
     `greedy=True` plays the argmax of the legal logits instead (`policy.logits_policy`, the
     action `evaluation.make_evaluate` plays: with the same key, the same games). Static: `net`,
     `num`, `max_len`, `env_fns` (the environment; its states need a `terminated` field),
-    `greedy`. Vmap it over a leading seed axis of params and keys.
+    `greedy`. Vmap it over a leading seed axis of params and keys. Cached: the same arguments
+    return the same compiled function.
 
     The returned batch has boards `[num, max_len + 1, 16] int8`, actions `[num, max_len] int8`
     (-1 after the game ended), score gains `[num, max_len] float32`, and `Phi [num, F]`.
@@ -43,12 +45,14 @@ def make_collect(net: NetworkConfig, num: int, max_len: int = 2000, env_fns: Env
     return jax.jit(functools.partial(_collect, env_fns, apply, num, max_len, greedy))
 
 
+@functools.lru_cache(maxsize=16)
 def make_act_collect(act, num: int, max_len: int = 2000, env_fns: EnvFns = GAME_2048):
     """Build the compiled `collect(key) -> TrajectoryBatch` for any policy `act`.
 
     The protocol of `make_collect` for a policy that is not a network (e.g. the expert,
     `expert.expert_act`): `act(key, board [num, 16], legal_action_mask [num, 4]) -> (action
-    [num] int32, extra)`, as `policy.policy_step` takes it. Static: all arguments.
+    [num] int32, extra)`, as `policy.policy_step` takes it. Static: all arguments. Cached
+    like `make_collect` (`expert.expert_act` returns one `act` per depth and epsilon).
 
     Raises:
       ValueError: `num` or `max_len` not positive.

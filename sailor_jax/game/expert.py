@@ -227,12 +227,14 @@ def expert_policy(board: jax.Array, depth: int = 2) -> jax.Array:
     return jnp.argmax(expert_action_values(board, depth), axis=-1).astype(jnp.int32)
 
 
+@functools.lru_cache(maxsize=64)
 def expert_act(depth: int = 2, epsilon: float = 0.0):
     """The epsilon-greedy expert as a policy for `policy.policy_step` (and the collectors).
 
     With probability `epsilon` a uniformly random legal move, else the expert's move
     (`expert_policy`): `epsilon = 0` is the expert, `epsilon = 1` the uniform random player,
-    and values in between give players of graded skill.
+    and values in between give players of graded skill. Cached: the same arguments return the
+    same `act`, so the collectors built on it (`rollout.make_act_collect`) are shared.
 
     Returns:
       `act(key, board [N, 16], legal_action_mask [N, 4] bool) -> (action [N] int32, None)`.

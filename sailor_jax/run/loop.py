@@ -16,6 +16,7 @@ with `self_align=False` the judge phases are skipped (a fixed-reward variant).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ import numpy as np
 from sailor_jax.agents import ppo
 from sailor_jax.agents.rollout import cut_windows, make_act_collect, make_collect
 from sailor_jax.alignment import refinement
-from sailor_jax.config import SailorConfig
+from sailor_jax.config import NetworkConfig, SailorConfig
 from sailor_jax.config.run import REFERENCE_EPSILON
 from sailor_jax.game.expert import expert_act
 from sailor_jax.judges.base import Ranker
@@ -41,24 +42,38 @@ from sailor_jax.scale import memory, sharding
 __all__ = ["PHASES", "run"]
 
 
-def _collector(cfg: SailorConfig) -> Callable:
-    """`collect(params, key) -> TrajectoryBatch` of one seed: `trajectories - reference_games`
-    games of the agent (`params`), then `reference_games` of the epsilon-greedy expert (key
-    folded with 2); whole games, or one window of `cfg.window` moves per game (window starts
-    drawn from a key folded off the game key with 1)."""
-    agent = make_collect(cfg.ppo.network, cfg.trajectories - cfg.reference_games, cfg.max_len)
-    reference = make_act_collect(expert_act(1, REFERENCE_EPSILON), cfg.reference_games,
-                                 cfg.max_len) if cfg.reference_games else None
+def collector_fields(cfg: SailorConfig) -> tuple:
+    """What `_collector` reads of `cfg`: `(network, agent games, reference games, max_len,
+    window)`."""
+    return (cfg.ppo.network, cfg.trajectories - cfg.reference_games, cfg.reference_games,
+            cfg.max_len, cfg.window)
+
+
+def _collector(network: NetworkConfig, agent_games: int, reference_games: int, max_len: int,
+               window: int) -> Callable:
+    """`collect(params, key) -> TrajectoryBatch` of one seed: `agent_games` games of the
+    agent (`params`), then `reference_games` of the epsilon-greedy expert (key folded with 2);
+    whole games of at most `max_len` moves, or one window of `window` moves per game (window
+    starts drawn from a key folded off the game key with 1)."""
+    agent = make_collect(network, agent_games, max_len)
+    reference = make_act_collect(expert_act(1, REFERENCE_EPSILON), reference_games,
+                                 max_len) if reference_games else None
 
     def collect(params, key):
         batch = agent(params, key)
         if reference is not None:
             batch = jax.tree.map(lambda a, b: jax.numpy.concatenate([a, b]), batch,
                                  reference(jax.random.fold_in(key, 2)))
-        return cut_windows(batch, jax.random.fold_in(key, 1), cfg.window) if cfg.window \
-            else batch
+        return cut_windows(batch, jax.random.fold_in(key, 1), window) if window else batch
 
     return collect
+
+
+@functools.lru_cache(maxsize=16)
+def _seeds_collector(*fields) -> Callable:
+    """`jit(vmap(_collector(*fields)))` over the seed axis, cached: runs whose configs differ
+    elsewhere (iterations, judge, seeds) share one compiled collector."""
+    return jax.jit(jax.vmap(_collector(*fields)))
 
 
 def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | None = None,
@@ -118,7 +133,7 @@ def _run_claimed(cfg: SailorConfig, out_dir: str, config: dict, resume: bool,
     theta0 = spec.validate(spec.theta0)
     rows = cfg.rows
     init, segment = ppo.make_train(cfg.run_ppo, num_seeds=rows)
-    collect = jax.jit(jax.vmap(_collector(cfg)))
+    collect = _seeds_collector(*collector_fields(cfg))
     key_init, key_collect, key_eval = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
     if cfg.self_align and ranker is None and main:
         ranker = make_ranker(cfg.ranker, os.path.join(out_dir, "llm.jsonl"))
