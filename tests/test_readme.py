@@ -207,6 +207,7 @@ OTHER_FLAGS = frozenset({
     "--alias",  # llama.cpp's llama-server
     "--allow-requantize", "--modelfile",  # llama-quantize, ollama show
     "--no-binary", "--build", "--target",  # pip download, cmake
+    "--durations",  # pytest
 })
 """Flags the README and docstrings name that belong to other programs."""
 
