@@ -13,7 +13,7 @@ compilation cache (`SAILOR_TEST_JAX_CACHE`) at a new empty folder, and runs ther
 - with `--ci`, `bash .ci/run`: CI's from-scratch install (a new virtual environment in the
   clone) and then the same command, as CI times it.
 
-It writes `<out>/<rev>_<machine>.json` (the command, the wall time in seconds, pytest's own
+It writes `<out>/<rev>_<machine>.json.gz` (the command, the wall time in seconds, pytest's own
 seconds and counts, the 25 slowest test phases, `lscpu` and the machine) and prints a summary.
 Run it with nothing else running: the time is the machine's, and machines differ 3-5x.
 """
@@ -21,6 +21,7 @@ Run it with nothing else running: the time is the machine's, and machines differ
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import os
 import re
@@ -101,13 +102,13 @@ def run(args: Args) -> dict:
 
 
 def main(args: Args) -> dict:
-    """Run, write `<out>/<rev>_<cpu>.json`, print the summary; return the record."""
+    """Run, write `<out>/<rev>_<cpu>.json.gz`, print the summary; return the record."""
     record = run(args)
     os.makedirs(args.out, exist_ok=True)
     name = re.sub(r"\W+", "_", f"{record['rev'][:8]}_{'ci' if args.ci else 'tests'}_"
                   f"{record['cpu_type']}").strip("_")
-    path = os.path.join(args.out, f"{name}.json")
-    with open(path, "w", encoding="utf-8") as f:
+    path = os.path.join(args.out, f"{name}.json.gz")
+    with gzip.open(path, "wt", encoding="utf-8") as f:  # raw results are stored compressed
         json.dump(record, f, indent=1)
     print(f"{record['command']} at {record['rev'][:8]} on {record['cpu_type']}: "
           f"{record['wall_seconds']:.0f} s in all, pytest {record['pytest_seconds']} s "

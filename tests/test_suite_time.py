@@ -36,3 +36,22 @@ def test_a_revision_that_is_no_commit_is_refused(tmp_path):
     bench = _load("benchmarks/suite_time.py")
     with pytest.raises(bench.UserError, match="--rev no-such-rev: not a commit"):
         bench.run(bench.Args(rev="no-such-rev", out=str(tmp_path)))
+
+
+def test_the_record_is_written_compressed_and_summarised(tmp_path, monkeypatch, capsys):
+    import gzip
+    import json
+
+    bench = _load("benchmarks/suite_time.py")
+    record = {"rev": "0123456789abcdef", "command": "python -m pytest -q -n 2", "returncode": 0,
+              "wall_seconds": 12.5, **bench.parse_pytest(OUTPUT),
+              "cpu_type": "Some CPU, family 1 model 2", "lscpu": "", "tail": ""}
+    monkeypatch.setattr(bench, "run", lambda args: record)
+    assert bench.main(bench.Args(out=str(tmp_path))) == record
+    path = tmp_path / "01234567_tests_Some_CPU_family_1_model_2.json.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        assert json.load(f) == record
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("python -m pytest -q -n 2 at 01234567 on Some CPU, family 1 "
+                                 "model 2: 12 s in all, pytest 1627.23 s")
+    assert len(printed) == 1 + 3 and "tests/test_gpu_check.py::" in printed[1]
