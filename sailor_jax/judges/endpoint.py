@@ -112,7 +112,6 @@ def check_endpoint(config: LLMRankerConfig) -> None:
         or does not list `config.model` (the listed names are given).
     """
     backend = EndpointBackend.__new__(EndpointBackend)
-    backend.model_name = config.model
     backend._connect(config)
     names = [m.id for m in backend._models(then=", then rerun")]  # nothing written yet
     if config.model is not None and names and config.model not in names:
@@ -246,14 +245,12 @@ class EndpointBackend:
         return self._call(lambda: self.served.ids(text))
 
     def label_token_id(self, prompt: str, label: str) -> int | str:
-        """The label's token id (rendered here), its token's text (rendered by the server), or
-        the label's text (chat API: matched against the returned tokens without spaces)."""
-        if self.tokenizer is not None:
-            return self._local.label_token_id(prompt, label)
-        if self.served is not None:  # the token's text: the returned tokens are texts
-            token = next_token(self.token_ids(prompt), self.token_ids(prompt + label), label)
-            return self._call(lambda: self.served.piece(token))
-        return label.strip()
+        """The label's token id by the served model's tokenizer, here or on the server
+        (`hf_backend.next_token`), or the label's text (chat API: matched against the returned
+        tokens without spaces)."""
+        if self.api == "chat":
+            return label.strip()
+        return next_token(self.token_ids(prompt), self.token_ids(prompt + label), label)
 
     def next_token_logprobs(self, prompts: Sequence[str], token_ids: Sequence[int | str],
                             batch_size: int = 1) -> tuple[np.ndarray, np.ndarray]:
