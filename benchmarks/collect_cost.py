@@ -102,9 +102,9 @@ def main(args: Args) -> list[dict]:
         arm_cfg = dataclasses.replace(cfg, max_len=int(length)) if length else cfg
         with mock.patch.multiple(loop, make_collect=module.make_collect,
                                  make_act_collect=module.make_act_collect):
-            fns[arm] = (jax.jit(jax.vmap(loop._collector(*loop.collector_fields(arm_cfg)))),
-                        jax.jit(jax.vmap(loop._collector(*loop.collector_fields(
-                            dataclasses.replace(arm_cfg, window=0))))))
+            build = loop._seeds_collector.__wrapped__  # afresh: the patched collectors trace in
+            fns[arm] = (build(*loop.collector_fields(arm_cfg)),
+                        build(*loop.collector_fields(dataclasses.replace(arm_cfg, window=0))))
     init, segment = ppo.make_train(cfg.run_ppo, num_seeds=cfg.num_seeds)
     key_init, key_collect, _ = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
     state = init(key_init)

@@ -84,14 +84,13 @@ def _completion(served: Served, body: dict) -> dict:
     for i, prompt in enumerate(prompts):
         out = served.complete(prompt, int(body.get("max_tokens") or 16), k)
         lp = None
-        if out["first"] is not None and served.routes == "llama.cpp":  # llama-server's form
+        if out["first"] is not None:
             token, logprob, top = out["first"]
-            lp = {"content": [_entry(token, logprob)
-                              | {"top_logprobs": [_entry(t, x) for t, x in top]}]}
-        elif out["first"] is not None:
-            token, logprob, top = out["first"]
-            lp = {"tokens": [token], "token_logprobs": [logprob], "text_offset": [0],
-                  "top_logprobs": [dict(reversed(top))]}  # most likely wins a repeated text
+            lp = ({"content": [_entry(token, logprob)  # llama-server's form: the chat API's
+                               | {"top_logprobs": [_entry(t, x) for t, x in top]}]}
+                  if served.routes == "llama.cpp" else
+                  {"tokens": [token], "token_logprobs": [logprob], "text_offset": [0],
+                   "top_logprobs": [dict(reversed(top))]})  # most likely wins a repeated text
         choices.append({"index": i, "text": out["text"], "logprobs": lp,
                         "finish_reason": "length"})
         usage = {key: usage[key] + out["usage"][key] for key in usage}
