@@ -58,9 +58,10 @@ class Args:
 def parse_pytest(output: str) -> dict:
     """pytest's summary (`counts` text and `seconds`) and its `--durations` rows from its
     output; `seconds` None and no rows when the output has none. Host-only."""
-    summary = [m for m in map(SUMMARY.search, output.splitlines()) if m]
+    lines = output.splitlines()
+    summary = [m for m in map(SUMMARY.search, lines) if m]
     slowest = [{"seconds": float(m["seconds"]), "phase": m["phase"], "test": m["test"]}
-               for m in map(DURATION.match, output.splitlines()) if m]
+               for m in map(DURATION.match, lines) if m]
     last = summary[-1] if summary else None
     return {"counts": last["counts"] if last else None,
             "pytest_seconds": float(last["seconds"]) if last else None, "slowest": slowest}
@@ -94,8 +95,7 @@ def run(args: Args) -> dict:
         wall = time.perf_counter() - t0
     output = done.stdout + done.stderr
     lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    return {"rev": sha, "command": " ".join(["bash .ci/run"] if args.ci else
-                                             ["python -m pytest -q -n 2"]),
+    return {"rev": sha, "command": "bash .ci/run" if args.ci else "python -m pytest -q -n 2",
             "returncode": done.returncode, "wall_seconds": round(wall, 1),
             **parse_pytest(output), **report.machine(), "lscpu": lscpu,
             "tail": output[-2000:] if done.returncode else ""}
