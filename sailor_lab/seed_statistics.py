@@ -164,6 +164,14 @@ def power_summary(differences: Sequence[float]) -> dict:
             "detectable_80": detectable_difference(sd, int(d.size))}
 
 
+def score_distribution(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """The fraction of `scores` (any shape, every run of every task) above each tau: `[T]`
+    float64 for `taus` `[T]`. rliable's `score_distributions` (its `run_score_deviation` at each
+    tau through `np.vectorize`), computed for all taus at once: the same numbers, about a
+    hundred times faster inside the bootstrap."""
+    return np.mean(np.reshape(scores, (-1, 1)) > np.reshape(taus, (1, -1)), axis=0)
+
+
 def plot_profiles(scores: Mapping[str, Sequence[float]], path: str, title: str,
                   points: int = 101) -> None:
     """A performance-profile figure (score distributions): for each arm, the fraction of its
@@ -183,7 +191,8 @@ def plot_profiles(scores: Mapping[str, Sequence[float]], path: str, title: str,
     every = np.concatenate(list(data.values()))
     taus = np.linspace(every.min(), every.max(), points)
     with _seeded(0):
-        profiles, cis = library.create_performance_profile(data, taus, reps=2000)
+        profiles, cis = library.create_performance_profile(
+            data, taus, custom_profile_func=score_distribution, reps=2000)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     plot_utils.plot_performance_profiles(
         profiles, taus, performance_profile_cis=cis, ax=ax,

@@ -1,5 +1,5 @@
 """sailor_lab.seed_statistics against independent references: rliable's IQM and probability
-of improvement recomputed by hand, the power of a paired t-test from the noncentral t
+of improvement recomputed by hand, performance profiles against rliable's own, the power of a paired t-test from the noncentral t
 distribution (scipy), and bad input."""
 
 from __future__ import annotations
@@ -73,6 +73,24 @@ def test_power_summary_reads_the_paired_sd():
     assert got["seeds"] == 32 and got["paired_sd"] == pytest.approx(np.std(d, ddof=1))
     assert got["detectable_80"] == pytest.approx(
         seed_statistics.detectable_difference(got["paired_sd"], 32))
+
+
+def test_profiles_are_rliables_score_distributions_with_their_bands():
+    """The all-taus profile gives rliable's own profile and bootstrap bands (its default
+    `score_distributions`, one tau at a time), draw for draw."""
+    from rliable import library
+
+    data = {"x": X.reshape(-1, 1), "y": Y.reshape(-1, 1)}
+    taus = np.linspace(8_000, 14_000, 13)
+    with seed_statistics._seeded(0):
+        want = library.create_performance_profile(data, taus, reps=200)
+    with seed_statistics._seeded(0):
+        got = library.create_performance_profile(
+            data, taus, custom_profile_func=seed_statistics.score_distribution, reps=200)
+    for arm in data:
+        np.testing.assert_array_equal(got[0][arm], want[0][arm])
+        np.testing.assert_array_equal(got[1][arm], want[1][arm])
+    assert got[0]["x"][0] == np.mean(X > 8_000) and got[0]["x"].shape == (13,)
 
 
 def test_profiles_figure(tmp_path):
