@@ -2,7 +2,7 @@
 
 `experiments/sailor.py` runs a tiny SAILOR config (outcome judge) twice: as 2 processes
 joined by `jax.distributed` (one CPU device each, the seed rows sharded over both; process 0
-judges and broadcasts theta) and as one plain process. Process 0's results must equal the
+judges and broadcasts theta), and its `main` in the test's own process (one CPU device). Process 0's results must equal the
 single process's, and only process 0 writes files. Every process is bounded in time.
 """
 
@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from test_experiments import PAPER_UPDATE
+from test_experiments import PAPER_UPDATE, _load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAILOR = os.path.join(ROOT, "experiments", "sailor.py")
@@ -72,14 +72,13 @@ def test_two_processes_equal_one(tmp_path):
                  JAX_PROCESS_ID=str(i)), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True) for i in (0, 1)]
     finished = _finish(procs)
-    # The single-process reference runs after them: fewer processes competing for the cores.
-    finished += _finish([subprocess.Popen([sys.executable, SAILOR, *FLAGS, "--out", single],
-                                          env=_env(), stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT, text=True)])
     for rc, _ in finished:  # every process's output on failure, not only the first's
         assert rc == 0, "\n\n".join(f"process {i}, exit {r}:\n{o[-3000:]}"
                                      for i, (r, o) in enumerate(finished))
     assert "results:" in finished[0][1] and "results:" not in finished[1][1]  # 1 is quiet
+    # The single-process reference: the script's `main` in this process (one CPU device, the
+    # session's XLA flags, as the processes above), after them.
+    _load("experiments/sailor.py").main([*FLAGS, "--out", single])
     with open(os.path.join(multi, "results.json")) as f:
         a = json.load(f)
     with open(os.path.join(single, "results.json")) as f:
