@@ -7,7 +7,7 @@
   to a session temp folder (built offline by `llm_fixtures.build_tiny_llm`, ~2 s), for
   testing the real `LLMRanker` loading and scoring path without downloading weights.
 
-The `slow` and `gpu` markers are registered in pyproject.toml.
+The `slow` and `gpu` markers are registered in pyproject.toml; `slow` tests run first.
 """
 
 from __future__ import annotations
@@ -42,6 +42,13 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_S)
 OPT_FLAG = "--xla_backend_optimization_level=0"
 if OPT_FLAG not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {OPT_FLAG}".strip()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `slow` first (otherwise in collection order): xdist hands the first
+    tests out in turn, so the longest are split between the workers and none is left to run
+    alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")

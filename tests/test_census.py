@@ -39,6 +39,7 @@ def test_loop_tree_puts_ops_in_their_loops():
     assert "scatter" not in outer.top and "scatter" not in outer.fused
 
 
+@pytest.mark.slow
 def test_census_at_toy_sizes(tmp_path, capsys):
     census = _load("benchmarks/census.py")
     census.main(census.parse_args(census.Args, [

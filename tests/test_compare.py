@@ -98,6 +98,7 @@ class _Killed(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_compare_end_to_end_numbers_resume_and_figures(compare, tmp_path, monkeypatch, caplog):
     out = str(tmp_path / "cmp")
     base = dataclasses.replace(TINY_BASE, ranker=dataclasses.replace(TINY_BASE.ranker,
@@ -236,6 +237,7 @@ def test_a_kept_fixed_arm_is_the_same_cut_in_other_segments_and_is_read_back(
         "iterations: saved 2, given 4", "ppo.updates_per_segment: saved 2, given 1"]
 
 
+@pytest.mark.slow
 def test_blocks_pool_paired_seeds_resume_and_stay_on_one_cpu_type(compare, tmp_path,
                                                                    monkeypatch):
     """--blocks 2: each block a comparison of its own under its root seed, the pooled table

@@ -2,8 +2,9 @@
 
 `experiments/sailor.py` runs a tiny SAILOR config (outcome judge) twice: as 2 processes
 joined by `jax.distributed` (one CPU device each, the seed rows sharded over both; process 0
-judges and broadcasts theta), and its `main` in the test's own process (one CPU device). Process 0's results must equal the
-single process's, and only process 0 writes files. Every process is bounded in time.
+judges and broadcasts theta), and as its `main` in the test's own process (one CPU device).
+Process 0's results must equal the single process's, and only process 0 writes files. Every
+process is bounded in time.
 """
 
 from __future__ import annotations

@@ -362,6 +362,7 @@ def _iterations_logged(out: str) -> list[int]:
         return [r["iteration"] for r in map(json.loads, f) if r["event"] == "group"]
 
 
+@pytest.mark.slow
 def test_sailor_run_survives_a_dead_server(serve, tmp_path):
     """A run whose server dies in iteration 1 stops with one error line naming the endpoint
     and resumes against a new server on another port (the URL may change on --resume); the

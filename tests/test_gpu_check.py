@@ -36,6 +36,7 @@ is `census.run` at toy sizes with a profile (tests/test_census.py), `main_expert
 `decide_llm` there, and `decide_expert` is the same comparison with the expert judge."""
 
 
+@pytest.mark.slow
 def test_tiny_check_runs_its_parts(tmp_path):
     out = tmp_path / "out"
     done = _run("--tiny", "--parts", *TESTED_PARTS, "--out", str(out),
@@ -70,6 +71,7 @@ def test_tiny_check_runs_its_parts(tmp_path):
     assert "| main_llm | done |" in summary and "## ppo" in summary
 
 
+@pytest.mark.slow
 def test_tiny_decisive_part_pools_its_blocks(tmp_path):
     """decide_llm at toy sizes: 2 blocks of 1 paired seed (root seeds 200, 201), each block's
     scores per arm from its own results.json, then the pooled difference with its power."""

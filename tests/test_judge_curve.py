@@ -59,6 +59,7 @@ def test_predict_spans_the_two_measured_levels_around_the_accuracy():
     assert "bad recovery [-0.20, +0.70]" in line
 
 
+@pytest.mark.slow
 def test_judge_curve_end_to_end_shares_the_fixed_arms(tmp_path, monkeypatch):
     bench = _load("benchmarks/judge_curve.py")
     args = bench.Args(levels=(0.0, 3.0), starts=("pays_for_dying",), query_levels=(),

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from test_experiments import PAPER_UPDATE, ROOT, TINY_PPO
 from test_fault_injection import _files
 
@@ -108,6 +109,7 @@ def _resume_finishes(command, cwd, env, out: str, segments: int) -> None:
     assert {r["segment"] for r in records} == set(range(segments))
 
 
+@pytest.mark.slow
 def test_second_run_ctrl_c_resume_and_finished_resume(tmp_path, tiny_llm_dir):
     out = str(tmp_path / "run")
     command, env = _command(out, tiny_llm_dir), _env()
@@ -163,6 +165,7 @@ SEGMENTS = 30
 is seen and SIGTERM sent."""
 
 
+@pytest.mark.slow
 def test_sigterm_says_how_to_continue_and_resume_finishes(tmp_path):
     """Issue 35: SIGTERM (a scheduler's stop, `kill`) gives Ctrl-C's one line with
     `terminated`, exit 143 (128 + SIGTERM); `--resume` then finishes the run."""

@@ -1,6 +1,6 @@
 """sailor_lab.seed_statistics against independent references: rliable's IQM and probability
-of improvement recomputed by hand, performance profiles against rliable's own, the power of a paired t-test from the noncentral t
-distribution (scipy), and bad input."""
+of improvement recomputed by hand, performance profiles against rliable's own, the power of a
+paired t-test from the noncentral t distribution (scipy), and bad input."""
 
 from __future__ import annotations
 
