@@ -23,11 +23,13 @@ from sailor_jax.run import loop
 
 TINY = dataclasses.replace(
     PAPER, iterations=2, num_seeds=2, trajectories=4, max_len=60,
-    ppo=PPOConfig(num_envs=16, num_steps=8, updates_per_segment=1,
+    ppo=PPOConfig(num_envs=16, num_steps=8, updates_per_segment=1, lr_schedule="constant",
                   network=NetworkConfig(hidden_sizes=(16,))),
     ranker=RankerConfig(kind="outcome"),
     alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3),
     eval=EvalConfig(episodes=4, max_len=300), tensorboard=False)
+"""The tests' small SAILOR run. A constant learning rate: a linear one's length is baked into
+the compiled segment, so runs of different lengths would each compile their own."""
 
 RESULT_KEYS = {"config", "ranker", "theta_history", "feature_names", "preferences",
                "evaluation", "baseline_evaluation", "timings"}

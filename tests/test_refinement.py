@@ -111,7 +111,7 @@ def test_refine_config_validation():
 TINY = dataclasses.replace(
     PAPER, iterations=3, num_seeds=2, trajectories=4, max_len=60, baseline=False,
     # 128 moves per env and segment: random games end within the first segment.
-    ppo=PPOConfig(num_envs=16, num_steps=128, updates_per_segment=1,
+    ppo=PPOConfig(num_envs=16, num_steps=128, updates_per_segment=1, lr_schedule="constant",
                   network=NetworkConfig(hidden_sizes=(16,))),
     # A linear oracle whose hidden reward is theta0 itself: never a discordant pair.
     ranker=RankerConfig(kind="linear_oracle", theta_star=RewardSpec().theta0),
