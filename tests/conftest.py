@@ -3,6 +3,7 @@
 - A persistent JAX compilation cache (in the temp dir; `SAILOR_TEST_JAX_CACHE` overrides),
   also set in the environment for the scripts the tests start as subprocesses, and XLA:CPU's
   backend optimisation level 0 for both (faster compiles).
+- `few_resamples` (every test): rliable's bootstrap intervals from 500 resamples.
 - `tiny_llm_dir`: a tiny random Llama + byte-level BPE tokenizer saved with `save_pretrained`
   to a session temp folder (built offline by `llm_fixtures.build_tiny_llm`, ~2 s), for
   testing the real `LLMRanker` loading and scoring path without downloading weights.
@@ -49,6 +50,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests out in turn, so the longest are split between the workers and none is left to run
     alone at the end."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(autouse=True)
+def few_resamples(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rliable's intervals from 500 bootstrap resamples, not 10,000, in every test run in this
+    process: the tables' numbers are checked, not their precision
+    (tests/test_seed_statistics.py checks the intervals, at the resamples it names)."""
+    from sailor_lab import seed_statistics
+
+    monkeypatch.setattr(seed_statistics, "REPS", 500)
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from sailor_jax.config.arms import ARMS, DEFAULT_ARMS, PAPER_CHANGES, arm_config
 from sailor_jax.errors import UserError
 from sailor_jax.run import loop
 from sailor_jax.run.run_dir import config_json
-from sailor_lab import report, seed_statistics, variants
+from sailor_lab import report, variants
 from sailor_lab.starts import STARTS
 
 TINY_BASE = dataclasses.replace(
@@ -36,13 +36,6 @@ TINY_BASE = dataclasses.replace(
 @pytest.fixture(scope="module")
 def compare():
     return _load("experiments/compare.py")
-
-
-@pytest.fixture(autouse=True)
-def few_resamples(monkeypatch):
-    """rliable's intervals from 500 resamples: the tables' numbers are checked, not their
-    precision (tests/test_seed_statistics.py checks the intervals)."""
-    monkeypatch.setattr(seed_statistics, "REPS", 500)
 
 
 def test_every_arm_builds_and_changes_only_its_fields():
