@@ -1,6 +1,6 @@
 """`benchmarks/gpu_check.py --tiny`: the prepared GPU check's parts run at toy sizes on the CPU
-and write their JSON and the summary, so the script is known to work before device time is
-spent; a part past its deadline is stopped and recorded as such; bad flags are one line."""
+and write their rows, JSON and the summary, so the script is known to work before device time
+is spent; a part past its deadline is stopped and recorded as such; bad flags are one line."""
 
 from __future__ import annotations
 
@@ -36,27 +36,45 @@ is `census.run` at toy sizes with a profile (tests/test_census.py), `main_expert
 `decide_llm` there, and `decide_expert` is the same comparison with the expert judge."""
 
 
-@pytest.mark.slow
-def test_tiny_check_runs_its_parts(tmp_path):
+def test_tiny_check_runs_a_part_in_its_own_process_and_writes_the_summary(tmp_path):
+    """The script end to end: a part in its own process, its JSON, the summary files."""
     out = tmp_path / "out"
-    done = _run("--tiny", "--parts", *TESTED_PARTS, "--out", str(out),
-                "--work", str(tmp_path / "work"))
+    done = _run("--tiny", "--parts", "env", "--out", str(out), "--work", str(tmp_path / "work"))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert sorted(os.listdir(out)) == ["env.json", "summary.json", "summary.md"]
+    part = _part(out, "env")
+    assert part["status"] == "done" and part["tiny"] and part["deadline_s"] > 0, part["log_tail"]
+    assert part["rows"] and all(r["part"] == "env" and r["device_kind"] and r["jax"]
+                                for r in part["rows"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert [p["part"] for p in summary["parts"]] == ["env"]
+    assert summary["tables"]["env_features"][0]["env_steps_per_s"] > 0
+    assert "| env | done |" in (out / "summary.md").read_text()
+
+
+@pytest.mark.slow
+def test_tiny_parts_write_the_rows_of_the_summary_tables(tmp_path):
+    """Every tested part at toy sizes (`gpu_parts.run_part`, run here: the process each part
+    gets is the test above's), and the summary's tables from their rows."""
+    import gpu_parts
+
     check = _load("benchmarks/gpu_check.py")
     assert set(TESTED_PARTS) < set(check.PARTS)
-    assert sorted(os.listdir(out)) == sorted([f"{p}.json" for p in TESTED_PARTS]
-                                             + ["summary.json", "summary.md"])
+    results = []
     for name in TESTED_PARTS:
-        part = _part(out, name)
-        assert part["status"] == "done", (name, part["log_tail"])
-        assert part["rows"], name
-        for row in part["rows"]:
+        gpu_parts.run_part(name, True, str(tmp_path), check.TINY_DEADLINE)
+        with open(tmp_path / f"{name}.jsonl", encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f]
+        assert rows, name
+        for row in rows:
             assert row["part"] == name and row["device_kind"] and row["jax"]
-    tables = json.loads((out / "summary.json").read_text())["tables"]
+        results.append({"part": name, "status": "done", "deadline_s": check.TINY_DEADLINE,
+                        "wall_s": 1.0, "rows": rows})
+    tables = check.summary_tables(results)
     ppo = [r for r in tables["ppo"] if r["part"] == "ppo"]
     assert ppo and all(r["env_steps_per_s"] > 0 and r["tflops"] > 0 for r in ppo)
     assert {r["recipe"] for r in tables["ppo"] if r["part"] == "reference"} == {"v0"}
-    flops = [r for r in _part(out, "ppo")["rows"] if r["benchmark"] == "flops"]
+    flops = [r for r in results[1]["rows"] if r["benchmark"] == "flops"]
     assert flops and all(r["flops_per_env_step"] > 0 for r in flops)
     assert tables["env_features"][0]["env_steps_per_s"] > 0
     judge = tables["judge"]
@@ -67,20 +85,23 @@ def test_tiny_check_runs_its_parts(tmp_path):
     for row in main.values():
         assert row["finished"] and row["iterations"] == 1 and 0 <= row["host_share"] <= 1
         assert row["train"] > 0 and row["rank"] > 0
-    summary = (out / "summary.md").read_text()
+    summary = check.summary_markdown(results)
     assert "| main_llm | done |" in summary and "## ppo" in summary
 
 
 @pytest.mark.slow
 def test_tiny_decisive_part_pools_its_blocks(tmp_path):
     """decide_llm at toy sizes: 2 blocks of 1 paired seed (root seeds 200, 201), each block's
-    scores per arm from its own results.json, then the pooled difference with its power."""
-    out, work = tmp_path / "out", tmp_path / "work"
-    done = _run("--tiny", "--parts", "decide_llm", "--out", str(out), "--work", str(work))
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    part = _part(out, "decide_llm")
-    assert part["status"] == "done", part["log_tail"]
-    *blocks, pooled = part["rows"]
+    scores per arm from its own results.json, then the pooled difference with its power (the
+    part run here; `experiments/compare.py` in its own process, as on the device)."""
+    import gpu_parts
+
+    check, work = _load("benchmarks/gpu_check.py"), tmp_path / "work"
+    work.mkdir()
+    gpu_parts.run_part("decide_llm", True, str(work), check.TINY_DEADLINE)
+    with open(work / "decide_llm.jsonl", encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    *blocks, pooled = rows
     assert [b["root_seed"] for b in blocks] == [200, 201]
     scores = {"theta0.fixed": [], "theta0.sailor": []}
     for b in blocks:
@@ -96,7 +117,7 @@ def test_tiny_decisive_part_pools_its_blocks(tmp_path):
     assert pooled["mean"] == pytest.approx(sum(d) / 2) and pooled["returncode"] == 0
     assert pooled["detectable_80"] >= 0 and "--blocks 2" in pooled["command"]
     assert 0 <= pooled["p_improvement"][0] <= 1 and set(pooled["rliable"]) == {"fixed", "sailor"}
-    table = json.loads((out / "summary.json").read_text())["tables"]["decide"]
+    table = check.summary_tables([{"rows": rows}])["decide"]
     assert [(r["judge"], r["seeds"]) for r in table] == [("llm", 2)]
 
 
