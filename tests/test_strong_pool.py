@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import jax
 import numpy as np
 import pytest
 from test_experiments import _load
 
+from sailor_jax.config import SMALL_NETWORK
 from sailor_jax.errors import UserError
 from sailor_jax.judges import OutcomeRanker
 from sailor_jax.types import Ranking
 from sailor_lab import judge_eval, policy_groups, strong_pool
+from sailor_lab.starts import STARTS
 from sailor_lab.strong_pool import StrongPoolArgs
 
 # Experts only (no PPO training): the depth-1 expert against random play, tiny games.
@@ -96,10 +100,22 @@ def test_pair_table_counts_cross_player_pairs(tiny):
     assert rows[0]["accuracy"] == pytest.approx(right.sum() / total.sum())
 
 
-def test_a_ppo_player_is_trained_on_its_start():
-    collect = policy_groups.policy_collect("ppo_1k:ones", 2, 5, seed=0)
-    batch = collect(__import__("jax").random.key(0))
-    assert batch.boards.shape == (2, 6, 16)
+def test_a_ppo_player_is_trained_on_its_start(monkeypatch):
+    """`ppo_<n>:<start>`: the recipe's PPO trained on that start's theta for n env steps from
+    the seed, then its network plays (trained here at 8 envs x 8 steps, the recipe's network)."""
+    real, calls = policy_groups.train_ppo_params, []
+
+    def small(cfg, steps, seed=0, theta=None):
+        calls.append((cfg, steps, seed, theta))
+        return real(dataclasses.replace(cfg, num_envs=8, num_steps=8, updates_per_segment=1),
+                    steps, seed, theta)
+
+    monkeypatch.setattr(policy_groups, "train_ppo_params", small)
+    batch = policy_groups.policy_collect("ppo_1k:ones", 2, 5, seed=3)(jax.random.key(0))
+    assert batch.boards.shape == (2, 6, 16) and batch.actions.shape == (2, 5)
+    ((cfg, steps, seed, theta),) = calls
+    assert (steps, seed, tuple(theta)) == (1000, 3, tuple(STARTS["ones"].theta))
+    assert cfg.num_envs == 256 and cfg.network == SMALL_NETWORK
 
 
 def test_judge_quality_strong_setting_end_to_end(tiny, capsys):
