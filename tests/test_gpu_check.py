@@ -24,6 +24,15 @@ def _run(*argv: str) -> subprocess.CompletedProcess:
                           text=True, env={**os.environ, "PYTHONPATH": ROOT})
 
 
+def _part_rows(work, name: str) -> list[dict]:
+    """Part `name` at toy sizes run in this process (`gpu_parts.run_part`): its rows."""
+    import gpu_parts
+
+    gpu_parts.run_part(name, True, str(work), _load("benchmarks/gpu_check.py").TINY_DEADLINE)
+    with open(os.path.join(work, f"{name}.jsonl"), encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
 def _part(out, name: str) -> dict:
     with open(os.path.join(out, f"{name}.json"), encoding="utf-8") as f:
         return json.load(f)
@@ -56,25 +65,20 @@ def test_tiny_check_runs_a_part_in_its_own_process_and_writes_the_summary(tmp_pa
 def test_tiny_parts_write_the_rows_of_the_summary_tables(tmp_path):
     """Every tested part at toy sizes (`gpu_parts.run_part`, run here: the process each part
     gets is the test above's), and the summary's tables from their rows."""
-    import gpu_parts
-
     check = _load("benchmarks/gpu_check.py")
     assert set(TESTED_PARTS) < set(check.PARTS)
-    results = []
-    for name in TESTED_PARTS:
-        gpu_parts.run_part(name, True, str(tmp_path), check.TINY_DEADLINE)
-        with open(tmp_path / f"{name}.jsonl", encoding="utf-8") as f:
-            rows = [json.loads(line) for line in f]
-        assert rows, name
-        for row in rows:
+    rows = {name: _part_rows(tmp_path, name) for name in TESTED_PARTS}
+    for name, part_rows in rows.items():
+        assert part_rows, name
+        for row in part_rows:
             assert row["part"] == name and row["device_kind"] and row["jax"]
-        results.append({"part": name, "status": "done", "deadline_s": check.TINY_DEADLINE,
-                        "wall_s": 1.0, "rows": rows})
+    results = [{"part": name, "status": "done", "deadline_s": check.TINY_DEADLINE, "wall_s": 1.0,
+                "rows": part_rows} for name, part_rows in rows.items()]
     tables = check.summary_tables(results)
     ppo = [r for r in tables["ppo"] if r["part"] == "ppo"]
     assert ppo and all(r["env_steps_per_s"] > 0 and r["tflops"] > 0 for r in ppo)
     assert {r["recipe"] for r in tables["ppo"] if r["part"] == "reference"} == {"v0"}
-    flops = [r for r in results[1]["rows"] if r["benchmark"] == "flops"]
+    flops = [r for r in rows["ppo"] if r["benchmark"] == "flops"]
     assert flops and all(r["flops_per_env_step"] > 0 for r in flops)
     assert tables["env_features"][0]["env_steps_per_s"] > 0
     judge = tables["judge"]
@@ -94,13 +98,9 @@ def test_tiny_decisive_part_pools_its_blocks(tmp_path):
     """decide_llm at toy sizes: 2 blocks of 1 paired seed (root seeds 200, 201), each block's
     scores per arm from its own results.json, then the pooled difference with its power (the
     part run here; `experiments/compare.py` in its own process, as on the device)."""
-    import gpu_parts
-
-    check, work = _load("benchmarks/gpu_check.py"), tmp_path / "work"
+    work = tmp_path / "work"
     work.mkdir()
-    gpu_parts.run_part("decide_llm", True, str(work), check.TINY_DEADLINE)
-    with open(work / "decide_llm.jsonl", encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f]
+    rows = _part_rows(work, "decide_llm")
     *blocks, pooled = rows
     assert [b["root_seed"] for b in blocks] == [200, 201]
     scores = {"theta0.fixed": [], "theta0.sailor": []}
@@ -117,7 +117,7 @@ def test_tiny_decisive_part_pools_its_blocks(tmp_path):
     assert pooled["mean"] == pytest.approx(sum(d) / 2) and pooled["returncode"] == 0
     assert pooled["detectable_80"] >= 0 and "--blocks 2" in pooled["command"]
     assert 0 <= pooled["p_improvement"][0] <= 1 and set(pooled["rliable"]) == {"fixed", "sailor"}
-    table = check.summary_tables([{"rows": rows}])["decide"]
+    table = _load("benchmarks/gpu_check.py").summary_tables([{"rows": rows}])["decide"]
     assert [(r["judge"], r["seeds"]) for r in table] == [("llm", 2)]
 
 
