@@ -61,36 +61,64 @@ def test_tiny_check_runs_a_part_in_its_own_process_and_writes_the_summary(tmp_pa
     assert "| env | done |" in (out / "summary.md").read_text()
 
 
-@pytest.mark.slow
-def test_tiny_parts_write_the_rows_of_the_summary_tables(tmp_path):
-    """Every tested part at toy sizes (`gpu_parts.run_part`, run here: the process each part
-    gets is the test above's), and the summary's tables from their rows."""
-    check = _load("benchmarks/gpu_check.py")
-    assert set(TESTED_PARTS) < set(check.PARTS)
-    rows = {name: _part_rows(tmp_path, name) for name in TESTED_PARTS}
-    for name, part_rows in rows.items():
-        assert part_rows, name
-        for row in part_rows:
-            assert row["part"] == name and row["device_kind"] and row["jax"]
-    results = [{"part": name, "status": "done", "deadline_s": check.TINY_DEADLINE, "wall_s": 1.0,
-                "rows": part_rows} for name, part_rows in rows.items()]
-    tables = check.summary_tables(results)
+def _ppo_table(tables, rows):
     ppo = [r for r in tables["ppo"] if r["part"] == "ppo"]
     assert ppo and all(r["env_steps_per_s"] > 0 and r["tflops"] > 0 for r in ppo)
-    assert {r["recipe"] for r in tables["ppo"] if r["part"] == "reference"} == {"v0"}
-    flops = [r for r in rows["ppo"] if r["benchmark"] == "flops"]
+    flops = [r for r in rows if r["benchmark"] == "flops"]
     assert flops and all(r["flops_per_env_step"] > 0 for r in flops)
-    assert tables["env_features"][0]["env_steps_per_s"] > 0
+
+
+def _reference_table(tables, rows):
+    assert {r["recipe"] for r in tables["ppo"] if r["part"] == "reference"} == {"v0"}
+
+
+def _judge_table(tables, rows):
     judge = tables["judge"]
     assert [r["batch_size"] for r in judge] == [2, 4]
     assert all(r["windows_per_s"] > 0 and r["prompt_tokens_per_window"] > 10 for r in judge)
+
+
+def _main_table(tables, rows):
     main = {r["judge"]: r for r in tables["main_job"]}
     assert set(main) == {"main_llm"}
     for row in main.values():
         assert row["finished"] and row["iterations"] == 1 and 0 <= row["host_share"] <= 1
         assert row["train"] > 0 and row["rank"] > 0
-    summary = check.summary_markdown(results)
-    assert "| main_llm | done |" in summary and "## ppo" in summary
+
+
+TABLE_CHECKS = {"ppo": ("ppo", _ppo_table), "reference": ("ppo", _reference_table),
+                "judge": ("judge", _judge_table), "main_llm": ("main_job", _main_table)}
+"""The summary table each part's rows fill, and what they put there (`env`'s: the script's
+test above)."""
+
+
+def test_every_tested_part_is_a_part_of_the_check():
+    assert set(TESTED_PARTS) < set(_load("benchmarks/gpu_check.py").PARTS)
+    assert set(TABLE_CHECKS) | {"env"} == set(TESTED_PARTS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("names", [("ppo",), ("reference",), ("judge", "main_llm")],
+                         ids=lambda names: "+".join(names))
+def test_tiny_parts_write_the_rows_of_their_summary_tables(tmp_path, names):
+    """Tested parts at toy sizes, in the check's order in one work folder (`main_llm` judges
+    with the model `judge` saved there), each run here (`gpu_parts.run_part`; the process each
+    part gets is the script's test above): its rows, its summary table and markdown."""
+    check = _load("benchmarks/gpu_check.py")
+    assert list(names) == [p for p in check.PARTS if p in names]
+    for name in names:
+        rows = _part_rows(tmp_path, name)
+        assert rows
+        for row in rows:
+            assert row["part"] == name and row["device_kind"] and row["jax"]
+        results = [{"part": name, "status": "done", "deadline_s": check.TINY_DEADLINE,
+                    "wall_s": 1.0, "rows": rows}]
+        table, check_table = TABLE_CHECKS[name]
+        tables = check.summary_tables(results)
+        assert [t for t, t_rows in tables.items() if t_rows] == [table]
+        check_table(tables, rows)
+        summary = check.summary_markdown(results)
+        assert f"| {name} | done |" in summary and f"## {table}" in summary
 
 
 @pytest.mark.slow
