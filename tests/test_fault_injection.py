@@ -276,16 +276,20 @@ def test_parallel_updates_killed_and_resumed_equal_an_uninterrupted_serial_run(t
 
 
 def _disk_full(monkeypatch, step: int) -> None:
-    """orbax's save of `step` fails as on a full disk: `OSError(ENOSPC)` inside orbax."""
-    original = ocp.handlers.JsonCheckpointHandler.async_save
+    """orbax's save of `step` fails as on a full disk: `OSError(ENOSPC)` inside orbax, raised
+    before its items' writes start. (Raised in one item's handler, the other item's
+    TensorStore writes go on in their threads after the save failed, and the resume's cleanup
+    of the step's temporary folder raced them: "Directory not empty". A run that fails ends
+    its process, and its writes with it, before the user resumes.)"""
+    original = ocp.handlers.CompositeCheckpointHandler.async_save
 
     async def full(self, directory, *args, **kwargs):
-        if f"{os.sep}{step}.orbax-checkpoint-tmp" in str(directory):
+        if str(directory).endswith(f"{os.sep}{step}.orbax-checkpoint-tmp"):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC),
-                          os.path.join(str(directory), "meta"))
+                          os.path.join(str(directory), "state"))
         return await original(self, directory, *args, **kwargs)
 
-    monkeypatch.setattr(ocp.handlers.JsonCheckpointHandler, "async_save", full)
+    monkeypatch.setattr(ocp.handlers.CompositeCheckpointHandler, "async_save", full)
 
 
 def test_disk_full_while_checkpointing_is_one_line_and_resume_is_exact(
