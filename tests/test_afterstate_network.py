@@ -76,8 +76,9 @@ def test_gradients_match_the_hand_written_forward_pass():
         logits = _tower(p, "actor", jnp.asarray(after))
         return jnp.sum(logits * weights) + jnp.sum(_tower(p, "critic", jnp.asarray(boards)) ** 2)
 
+    loss, reference = jax.jit(loss), jax.jit(reference)
     np.testing.assert_allclose(loss(params), reference(params), rtol=1e-5)
-    got, want = jax.grad(loss)(params), jax.grad(reference)(params)
+    got, want = jax.jit(jax.grad(loss))(params), jax.jit(jax.grad(reference))(params)
     for path, g in jax.tree_util.tree_leaves_with_path(got):
         w = want
         for k in path:
@@ -98,6 +99,7 @@ def test_q_head_scores_every_afterstate_unmasked():
 def test_canonical_afterstate_network_is_exactly_equivariant_and_vmaps():
     cfg = NetworkConfig(hidden_sizes=(16,), actions="afterstates", symmetry="canonical")
     init, apply = make_network(cfg)
+    apply = jax.jit(apply)
     stacked = jax.vmap(init)(jax.random.split(jax.random.PRNGKey(7), 2))
     boards = _boards(8, 30)
     mask = np.ones((30, 4), bool)

@@ -33,13 +33,14 @@ def test_policy_step_plays_legal_moves_and_only_auto_resets_when_asked():
     def first_legal(key, board, mask):
         return jnp.argmax(mask, -1), board.sum(-1)
 
-    key, move, extra = policy_step(GAME_2048, first_legal, state, jax.random.PRNGKey(1))
+    step = jax.jit(policy_step, static_argnums=(0, 1), static_argnames="auto_reset")
+    key, move, extra = step(GAME_2048, first_legal, state, jax.random.PRNGKey(1))
     assert move.board.shape == (n, 16) and move.legal_action_mask.shape == (n, 4)
     assert np.all(np.asarray(move.legal_action_mask)[np.arange(n), np.asarray(move.action)])
     np.testing.assert_array_equal(extra, np.asarray(move.board).sum(-1))
     assert key.shape == jax.random.PRNGKey(0).shape
     ended = state.replace(terminated=jnp.ones(n, bool))
-    _, still, _ = policy_step(GAME_2048, first_legal, ended, key, auto_reset=False)
+    _, still, _ = step(GAME_2048, first_legal, ended, key, auto_reset=False)
     assert np.all(still.env_state.terminated)  # play: a finished game stays finished
 
 

@@ -60,12 +60,16 @@ def test_collect_phi_matches_recomputed_features():
     params = make_network(net)[0](jax.random.PRNGKey(0))
     batch = jax.device_get(rollout.make_collect(net, 6, 400)(params, jax.random.PRNGKey(1)))
     assert batch.boards.shape == (6, 401, 16) and batch.Phi.shape == (6, 8)
+    # phi of every (board, next board) pair of the padded batch in one compiled call; a
+    # game's sum keeps its first `length` moves.
+    moves = np.arange(400)
+    terminated = (moves == batch.lengths[:, None] - 1) & ~batch.truncated[:, None]
+    feats = np.asarray(jax.jit(phi)(batch.boards[:, :-1], batch.boards[:, 1:],
+                                    batch.score_gains, terminated))
+    assert feats.shape == (6, 400, 8)
     for i in range(6):
         n = int(batch.lengths[i])
-        terminated = np.zeros(n, bool)
-        terminated[-1] = not batch.truncated[i]
-        expected = np.asarray(phi(batch.boards[i, :n], batch.boards[i, 1:n + 1],
-                                  batch.score_gains[i, :n], terminated)).sum(0)
+        expected = feats[i, :n].sum(0)
         np.testing.assert_allclose(batch.Phi[i], expected, rtol=1e-5, atol=1e-4)
         assert batch.score[i] == pytest.approx(batch.score_gains[i].sum())
         assert (batch.actions[i, n:] == -1).all() and (batch.actions[i, :n] >= 0).all()
@@ -124,10 +128,11 @@ def test_collect_jit_of_the_compiled_function_changes_nothing():
 def test_windows_are_contiguous_slices_with_reference_feature_sums():
     """Issue 11: `cut_windows` cuts W consecutive moves; Phi = the NumPy phi summed over them."""
     full = jax.device_get(rollout.make_act_collect(expert_act(1, 0.5), 6, 80)(jax.random.key(0)))
-    whole = jax.device_get(rollout.cut_windows(full, jax.random.key(1), 80))
+    cut = jax.jit(rollout.cut_windows, static_argnums=2)  # compiled, as the loop runs it
+    whole = jax.device_get(cut(full, jax.random.key(1), 80))
     np.testing.assert_array_equal(whole.boards, full.boards)
     np.testing.assert_allclose(whole.Phi, full.Phi, rtol=1e-5, atol=1e-4)
-    window = jax.device_get(rollout.cut_windows(full, jax.random.key(2), 12))
+    window = jax.device_get(cut(full, jax.random.key(2), 12))
     assert window.boards.shape == (6, 13, 16) and window.actions.shape == (6, 12)
     for m in range(6):
         n = int(window.lengths[m])
