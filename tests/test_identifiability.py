@@ -40,7 +40,8 @@ def test_game_over_is_flagged_on_finished_whole_games(games):
 
 def test_game_over_varies_on_windows_that_cut_some_games(games):
     window = int(np.median(games.lengths))  # shorter games stay whole, longer ones are cut
-    windows = jax.device_get(cut_windows(games, jax.random.key(1), window))
+    windows = jax.device_get(jax.jit(cut_windows, static_argnums=2)(games, jax.random.key(1),
+                                                                   window))
     assert np.any(windows.truncated) and not np.all(windows.truncated)
     phis, _ = _groups(windows)
     rows = {r["feature"]: r for r in feature_spread(phis, FEATURE_NAMES)}

@@ -45,7 +45,7 @@ def test_mixed_group_holds_the_reference_games_and_gives_cross_policy_pairs():
 def test_windows_are_cut_from_both_policies():
     cfg = dataclasses.replace(MIXED, window=10)
     runner = ppo.make_train(cfg.run_ppo)[0](jax.random.PRNGKey(0))
-    collect = loop._collector(*loop.collector_fields(cfg))
+    collect = jax.jit(loop._collector(*loop.collector_fields(cfg)))  # as the loop runs it
     batch = jax.device_get(collect(runner.params, jax.random.key(1)))
     assert batch.boards.shape == (4, 11, 16) and np.all(batch.lengths <= 10)
 

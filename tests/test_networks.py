@@ -74,6 +74,7 @@ def test_embedding_first_layer_equals_the_one_hot_matmul(head):
     embedding = NetworkConfig(hidden_sizes=(64, 32), first_layer="embedding", trunk="separate")
     init, apply_a = make_network(one_hot, head)
     _, apply_b = make_network(embedding, head)
+    apply_a, apply_b = jax.jit(apply_a), jax.jit(apply_b)
     params = init(jax.random.PRNGKey(4))
     # Non-zero biases, so the bias path is checked too.
     params = jax.tree.map(lambda x: x + 0.01, params)
@@ -88,8 +89,8 @@ def test_embedding_first_layer_equals_the_one_hot_matmul(head):
     for a, b in zip(jax.tree.leaves(apply_a(params, *args)),
                     jax.tree.leaves(apply_b(params, *args)), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
-    grads_a = jax.grad(lambda p: total(apply_a, p))(params)
-    grads_b = jax.grad(lambda p: total(apply_b, p))(params)
+    grads_a = jax.jit(jax.grad(lambda p: total(apply_a, p)))(params)
+    grads_b = jax.jit(jax.grad(lambda p: total(apply_b, p)))(params)
     for a, b in zip(jax.tree.leaves(grads_a), jax.tree.leaves(grads_b), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
     first = "actor_0" if head == "actor_critic" else "q_0"
