@@ -68,9 +68,6 @@ def run_and_see_devices(out: str, devices: int, resume: bool = False) -> dict:
 
 
 def main(root: str) -> None:
-    # Runs on the same device count compile the same programs: cache them across runs.
-    jax.config.update("jax_compilation_cache_dir", f"{root}/jax_cache")
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     report = {"device_count": jax.device_count(),
               "one": run_and_see_devices(f"{root}/one", 1),
               "four": run_and_see_devices(f"{root}/four", 4)}
