@@ -278,9 +278,9 @@ def test_parallel_updates_killed_and_resumed_equal_an_uninterrupted_serial_run(t
 def _disk_full(monkeypatch, step: int) -> None:
     """orbax's save of `step` fails as on a full disk: `OSError(ENOSPC)` inside orbax, raised
     before its items' writes start. (Raised in one item's handler, the other item's
-    TensorStore writes go on in their threads after the save failed, and the resume's cleanup
-    of the step's temporary folder raced them: "Directory not empty". A run that fails ends
-    its process, and its writes with it, before the user resumes.)"""
+    TensorStore writes would go on in their threads after the save failed, and the in-process
+    resume's cleanup of the step's temporary folder could race them: "Directory not empty". A
+    run that fails ends its process, and its writes with it, before the user resumes.)"""
     original = ocp.handlers.CompositeCheckpointHandler.async_save
 
     async def full(self, directory, *args, **kwargs):

@@ -62,7 +62,7 @@ def test_collect_phi_matches_recomputed_features():
     assert batch.boards.shape == (6, 401, 16) and batch.Phi.shape == (6, 8)
     # phi of every (board, next board) pair of the padded batch in one compiled call; a
     # game's sum keeps its first `length` moves.
-    moves = np.arange(400)
+    moves = np.arange(batch.actions.shape[1])
     terminated = (moves == batch.lengths[:, None] - 1) & ~batch.truncated[:, None]
     feats = np.asarray(jax.jit(phi)(batch.boards[:, :-1], batch.boards[:, 1:],
                                     batch.score_gains, terminated))
