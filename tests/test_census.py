@@ -17,6 +17,20 @@ from test_experiments import _load
 REGIONS = {"segment", "update", "rollout_step", "gae_step", "epoch", "minibatch"}
 
 
+@pytest.fixture(autouse=True)
+def fusion_emitters(monkeypatch):
+    """Ahead-of-time compiles (`lower(...).compile()`, what the census reads) with XLA:CPU's
+    fusion emitters, as users' runs compile: the suite turns them off to compile fast
+    (`conftest.FAST_COMPILE_FLAGS`), and without them XLA expands scatters into loops."""
+    compile_ = jax.stages.Lowered.compile
+
+    def with_fusion_emitters(self, compiler_options=None, **kwargs):
+        options = {"xla_cpu_use_fusion_emitters": True, **(compiler_options or {})}
+        return compile_(self, options, **kwargs)
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", with_fusion_emitters)
+
+
 def test_loop_tree_puts_ops_in_their_loops():
     census = _load("benchmarks/census.py")
 
