@@ -17,18 +17,27 @@ from test_experiments import _load
 REGIONS = {"segment", "update", "rollout_step", "gae_step", "epoch", "minibatch"}
 
 
-@pytest.fixture(autouse=True)
-def fusion_emitters(monkeypatch):
-    """Ahead-of-time compiles (`lower(...).compile()`, what the census reads) with XLA:CPU's
-    fusion emitters, as users' runs compile: the suite turns them off to compile fast
-    (`conftest.FAST_COMPILE_FLAGS`), and without them XLA expands scatters into loops."""
-    compile_ = jax.stages.Lowered.compile
+FUSION_EMITTERS = {"xla_cpu_use_fusion_emitters": True}
+"""Compiler options of the programs whose ops these tests count: XLA:CPU's fusion emitters, as
+users' runs compile. The suite turns them off to compile fast (`conftest.FAST_COMPILE_FLAGS`),
+and without them XLA expands scatters into loops."""
 
-    def with_fusion_emitters(self, compiler_options=None, **kwargs):
-        options = {"xla_cpu_use_fusion_emitters": True, **(compiler_options or {})}
-        return compile_(self, options, **kwargs)
 
-    monkeypatch.setattr(jax.stages.Lowered, "compile", with_fusion_emitters)
+@pytest.fixture
+def census(monkeypatch):
+    """`benchmarks/census.py`, each arm's segment (the program the census reads) compiled with
+    `FUSION_EMITTERS`; the programs that only count FLOPs and bytes compile as the suite's do."""
+    module = _load("benchmarks/census.py")
+    compile_arm, compile_ = module.compile_arm, jax.stages.Lowered.compile
+
+    def with_fusion_emitters(arm, cfg):
+        with monkeypatch.context() as patch:
+            patch.setattr(jax.stages.Lowered, "compile",
+                          lambda self, **kwargs: compile_(self, FUSION_EMITTERS, **kwargs))
+            return compile_arm(arm, cfg)
+
+    monkeypatch.setattr(module, "compile_arm", with_fusion_emitters)
+    return module
 
 
 def test_loop_tree_puts_ops_in_their_loops():
@@ -43,7 +52,8 @@ def test_loop_tree_puts_ops_in_their_loops():
             return jnp.sort(c) * 2, None
         return jax.lax.scan(outer, x, length=5)[0]
 
-    root = census.loop_tree(jax.jit(f).lower(jnp.zeros(8), jnp.arange(4)).compile().as_text())
+    compiled = jax.jit(f).lower(jnp.zeros(8), jnp.arange(4)).compile(FUSION_EMITTERS)
+    root = census.loop_tree(compiled.as_text())
     (outer,) = root.children
     (inner,) = outer.children
     assert (root.trip, outer.trip, inner.trip) == (1, 5, 3)
@@ -54,8 +64,7 @@ def test_loop_tree_puts_ops_in_their_loops():
 
 
 @pytest.mark.slow
-def test_census_at_toy_sizes(tmp_path, capsys):
-    census = _load("benchmarks/census.py")
+def test_census_at_toy_sizes(tmp_path, capsys, census):
     census.main(census.parse_args(census.Args, [
         "--json", "--out", str(tmp_path), "--arms", "afterstates_64:first_layer_grad_stopped",
         "--num-envs", "16", "--num-steps", "8", "--update-epochs", "2",
