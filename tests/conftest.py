@@ -40,9 +40,9 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_S)
 # - Backend optimisation level 0: in a clean clone with an empty cache on a 2-core AMD EPYC the
 #   tests took 1,128 s against 1,407 s at the default level.
 # - No fusion emitters (XLA:CPU's older elemental emitters instead; scatters become loops): the
-#   tests took 463 s against 646-658 s with level 0 alone (the same machine, back to back).
+#   tests took 463-519 s against 646-658 s with level 0 alone (the same machine).
 # Results differ from the default build only by float rounding; users' runs keep the defaults.
-# tests/test_census.py, which reads the ops XLA compiles, compiles with the fusion emitters.
+# tests/test_census.py compiles the programs whose ops it counts with the fusion emitters.
 FAST_COMPILE_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 _flags = os.environ.get("XLA_FLAGS", "")
 os.environ["XLA_FLAGS"] = " ".join(
