@@ -27,6 +27,7 @@ FLAGS = ["--preset", "smoke", "--sailor.ranker.kind", "outcome", "--sailor.itera
          "--sailor.ppo.num-envs", "16", "--sailor.ppo.num-steps", "8",
          "--sailor.ppo.updates-per-segment", "1", "--sailor.ppo.network.hidden-sizes", "16",
          "--sailor.alignment.bo-calls", "6", "--sailor.alignment.bo-initial-points", "3",
+         "--sailor.alignment.update-workers", "1",  # as test_loop.TINY
          "--sailor.eval.episodes", "4", "--sailor.eval.max-len", "300",
          "--sailor.no-tensorboard"]
 

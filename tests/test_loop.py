@@ -26,10 +26,14 @@ TINY = dataclasses.replace(
     ppo=PPOConfig(num_envs=16, num_steps=8, updates_per_segment=1, lr_schedule="constant",
                   network=NetworkConfig(hidden_sizes=(16,))),
     ranker=RankerConfig(kind="outcome"),
-    alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3),
+    alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3,
+                              update_workers=1),
     eval=EvalConfig(episodes=4, max_len=300), tensorboard=False)
 """The tests' small SAILOR run. A constant learning rate: a linear one's length is baked into
-the compiled segment, so runs of different lengths would each compile their own."""
+the compiled segment, so runs of different lengths would each compile their own. The seeds'
+theta updates run serially in the run's process (`update_workers=1`): the results are the same
+as in worker processes, which a run this small would spend seconds starting
+(`test_fault_injection` runs them in workers)."""
 
 RESULT_KEYS = {"config", "ranker", "theta_history", "feature_names", "preferences",
                "evaluation", "baseline_evaluation", "timings"}
