@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pytest
 from llm_fixtures import random_games, write_gguf_tokenizer
-from test_experiments import PAPER_UPDATE, ROOT, TINY_PPO
+from test_experiments import PAPER_UPDATE, ROOT, TINY_PPO, _load
 from test_fault_injection import _files
 
 from sailor_jax.config import LLMRankerConfig
@@ -341,18 +341,23 @@ WITH_TRANSPORT = (
 asked for and a short timeout and one retry (`endpoint`'s constants)."""
 
 
+def _sailor_args(out: str, url: str, *extra: str) -> list[str]:
+    """The README's smoke command's arguments against `url`, shrunk to 2 iterations with the
+    sizes and update of `test_run_failures` (their compiled programs come from the shared
+    cache)."""
+    return ["--preset", "smoke", "--out", out, "--sailor.ranker.kind", "llm",
+            "--sailor.ranker.llm.endpoint", url, "--sailor.iterations", "2",
+            "--sailor.num-seeds", "1",
+            "--sailor.trajectories", "4", *PAPER_UPDATE, "--sailor.ranker.llm.mode",
+            "pairwise", "--sailor.max-len", "20", "--sailor.eval.episodes", "2",
+            "--sailor.eval.max-len", "50", *TINY_PPO,
+            "--sailor.ranker.llm.max-pairs-per-group", "6", "--sailor.alignment.bo-calls",
+            "6", "--sailor.alignment.bo-initial-points", "3", *extra]
+
+
 def _sailor(out: str, url: str, *extra: str) -> subprocess.CompletedProcess:
-    """The README's smoke command against `url`, shrunk to 2 iterations with the sizes and
-    update of `test_run_failures` (their compiled programs come from the shared cache)."""
-    command = [sys.executable, "-c", WITH_TRANSPORT, SAILOR, "--preset", "smoke", "--out", out,
-               "--sailor.ranker.kind", "llm",
-               "--sailor.ranker.llm.endpoint", url, "--sailor.iterations", "2",
-               "--sailor.num-seeds", "1",
-               "--sailor.trajectories", "4", *PAPER_UPDATE, "--sailor.ranker.llm.mode",
-               "pairwise", "--sailor.max-len", "20", "--sailor.eval.episodes", "2",
-               "--sailor.eval.max-len", "50", *TINY_PPO,
-               "--sailor.ranker.llm.max-pairs-per-group", "6", "--sailor.alignment.bo-calls",
-               "6", "--sailor.alignment.bo-initial-points", "3", *extra]
+    """`_sailor_args` run by the script in its own process (`WITH_TRANSPORT`)."""
+    command = [sys.executable, "-c", WITH_TRANSPORT, SAILOR, *_sailor_args(out, url, *extra)]
     env = {k: v for k, v in os.environ.items() if k != "SAILOR_DEBUG"} | {"OPENAI_API_KEY": KEY}
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
 
@@ -363,10 +368,12 @@ def _iterations_logged(out: str) -> list[int]:
 
 
 @pytest.mark.slow
-def test_sailor_run_survives_a_dead_server(serve, tmp_path):
+def test_sailor_run_survives_a_dead_server(serve, tmp_path, monkeypatch):
     """A run whose server dies in iteration 1 stops with one error line naming the endpoint
-    and resumes against a new server on another port (the URL may change on --resume); the
-    tokens are counted per iteration and per run, and the key is in no file of the run."""
+    (the script in its own process: its exit status and stderr) and resumes against a new
+    server on another port (the URL may change on --resume; the script's `main` in this
+    process, with `WITH_TRANSPORT`'s constants); the tokens are counted per iteration and per
+    run, and the key is in no file of the run."""
     out = str(tmp_path / "run")
     server, url = serve()
 
@@ -389,8 +396,10 @@ def test_sailor_run_survives_a_dead_server(serve, tmp_path):
                     if r["event"].endswith("_prompt"))  # one completion token each
 
     _, url = serve()
-    finished = _sailor(out, url, "--resume")
-    assert finished.returncode == 0, finished.stderr
+    monkeypatch.setattr(endpoint, "TOP_LOGPROBS", VOCAB)
+    _transport(monkeypatch, retries=1, timeout_s=5.0)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    _load("experiments/sailor.py").main(_sailor_args(out, url, "--resume"))
     assert _iterations_logged(out) == [0, 1]
     with open(os.path.join(out, "results.json"), encoding="utf-8") as f:
         results = json.load(f)
@@ -405,7 +414,6 @@ def test_sailor_run_survives_a_dead_server(serve, tmp_path):
 def test_judge_quality_measures_the_served_model(serve, tiny_llm_dir, capsys):
     """`benchmarks/judge_quality.py --judge llm --llm.endpoint URL` measures the served model
     as the in-process judge measures the same model."""
-    from test_experiments import _load
     from test_judge_quality import TINY_POOL
 
     bench = _load("benchmarks/judge_quality.py")
@@ -480,8 +488,6 @@ START_FAULTS = {
 def test_every_fault_at_start_up_is_one_error_line(fault, serve, tmp_path, monkeypatch, capsys):
     """`experiments/sailor.py` against a misbehaving server: one `error:` line saying what and
     how to fix it, exit 2, nothing written (the start-up check, before any compile)."""
-    from test_experiments import _load
-
     from sailor_jax import errors
 
     server, url = serve()
