@@ -111,6 +111,8 @@ class Args:
     """Run only these arms (`START.ARM`, e.g. `pays_for_dying.sailor`) and write no table:
     several processes can then run the arms of one `--out` side by side on one GPU;
     `--finished-only` writes the tables afterwards."""
+    resamples: int = seed_statistics.REPS
+    """Bootstrap resamples of the tables' rliable intervals (IQM, mean, P(X > Y))."""
 
 
 _CPU = SailorConfig(
@@ -241,10 +243,11 @@ def record_machine(out: str, machine: dict) -> None:
             json.dump(machine, f, indent=1)
 
 
-def write_outputs(out: str, base: SailorConfig, runs, samples: dict, meta: dict) -> list[dict]:
+def write_outputs(out: str, base: SailorConfig, runs, samples: dict, meta: dict,
+                  reps: int = seed_statistics.REPS) -> list[dict]:
     """`compare.json` (`meta`, the table's rows), `compare.md` and the performance profiles
-    in `out`; returns the rows."""
-    rows = summarize(runs, samples)
+    in `out` (rliable's intervals from `reps` bootstrap resamples); returns the rows."""
+    rows = summarize(runs, samples, reps)
     with open(os.path.join(out, "compare.json"), "w", encoding="utf-8") as f:
         json.dump(to_jsonable({
             "starts": {s.name: {"theta": s.theta, "why": s.why} for _, s, _, _ in runs},
@@ -289,10 +292,12 @@ def _selected(runs, out: str, only: tuple[str, ...], finished_only: bool, block:
 
 
 def run_block(base: SailorConfig, folder: str, todo, machine: dict, console, progress,
-              write: bool = True) -> tuple[dict, list[dict], int]:
+              write: bool = True, reps: int = seed_statistics.REPS
+              ) -> tuple[dict, list[dict], int]:
     """Run (or read back) the runs `todo` of one comparison folder; with `write`, its tables
-    (`write_outputs`), `theta_trajectories.csv` and theta figures. Returns the `arm_samples`
-    per run name, the table's rows ([] without `write`) and the env steps per seed."""
+    (`write_outputs`, `reps` bootstrap resamples), `theta_trajectories.csv` and theta figures.
+    Returns the `arm_samples` per run name, the table's rows ([] without `write`) and the env
+    steps per seed."""
     block = {name: run_variant(name, cfg, os.path.join(folder, "variants", name), console,
                                progress) for name, _, _, cfg in todo}
     samples, rows = {n: arm_samples(r) for n, r in block.items()}, []
@@ -301,18 +306,20 @@ def run_block(base: SailorConfig, folder: str, todo, machine: dict, console, pro
         rows = write_outputs(folder, base, todo, samples, {
             "env_steps_per_seed": steps,
             "theta_history": {n: r.theta_history for n, r in block.items()},
-            "machine": machine})
+            "machine": machine}, reps)
         write_theta_csv(os.path.join(folder, "theta_trajectories.csv"), block)
         plot_thetas(folder, todo, block)
     return samples, rows, steps
 
 
 def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
-            finished_only: bool = False, blocks: int = 1) -> list[dict]:
+            finished_only: bool = False, blocks: int = 1,
+            reps: int = seed_statistics.REPS) -> list[dict]:
     """Run (or read back) every run of `runs` (`arm_list`) in `out/variants/` (with
     `blocks` > 1: in `out/seed<ROOT>/variants/` for each block's root seed `base.seed` + k),
-    then write the tables (each block's as soon as it has finished, then the pooled one);
-    returns the (pooled) table's rows ([] with `only`: no table).
+    then write the tables (each block's as soon as it has finished, then the pooled one; their
+    rliable intervals from `reps` bootstrap resamples); returns the (pooled) table's rows ([]
+    with `only`: no table).
 
     Raises:
       UserError: `only` names no run, `finished_only` before the reference finished (in no
@@ -343,7 +350,8 @@ def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
             if folder in to_run:  # before its first arm runs
                 record_machine(folder, machines[folder])
             done.append(run_block(dataclasses.replace(base, seed=root), folder, todo,
-                                  machines[folder], console, progress, write=not only))
+                                  machines[folder], console, progress, write=not only,
+                                  reps=reps))
     if only:
         print(f"finished: {' '.join(n for n, *_ in plan[0][2])}; tables: the same command with "
               "--finished-only instead of --only")
@@ -353,7 +361,7 @@ def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
         rows = write_outputs(out, base, plan[0][2], pool([d[0] for d in done]), {
             "env_steps_per_seed": steps, "blocks": [
                 {"seed": root, "folder": os.path.relpath(folder, out), "seeds": base.num_seeds,
-                 "machine": machines[folder]} for root, folder, _ in plan]})
+                 "machine": machines[folder]} for root, folder, _ in plan]}, reps)
     seeds = len(rows[0]["per_seed"]["score"])
     print(f"\nComparison (final greedy-policy evaluation, {base.eval.episodes} games per seed, "
           f"{seeds} seeds{f' in {len(plan)} blocks' if blocks > 1 else ''}, {steps:,} env "
@@ -373,8 +381,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     base = base_config(preset, args)
     if args.blocks < 1:
         raise UserError(f"--blocks must be at least 1, got {args.blocks}")
+    if args.resamples < 1:
+        raise UserError(f"--resamples must be at least 1, got {args.resamples}")
     return compare(base, arm_list(base, args.starts, args.arms), args.out, args.only,
-                   args.finished_only, args.blocks)
+                   args.finished_only, args.blocks, args.resamples)
 
 
 if __name__ == "__main__":

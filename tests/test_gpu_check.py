@@ -145,6 +145,8 @@ def test_tiny_decisive_part_pools_its_blocks(tmp_path):
     assert pooled["mean"] == pytest.approx(sum(d) / 2) and pooled["returncode"] == 0
     assert pooled["detectable_80"] >= 0 and "--blocks 2" in pooled["command"]
     assert 0 <= pooled["p_improvement"][0] <= 1 and set(pooled["rliable"]) == {"fixed", "sailor"}
+    compared = json.loads((work / "decide_llm" / "compare.json").read_text())["rows"]
+    assert {r["rliable"]["reps"] for r in compared} == {500}  # the toy sizes' --resamples
     table = _load("benchmarks/gpu_check.py").summary_tables([{"rows": rows}])["decide"]
     assert [(r["judge"], r["seeds"]) for r in table] == [("llm", 2)]
 

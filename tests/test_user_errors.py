@@ -243,6 +243,8 @@ CASES = {
     "repeated arm": ("compare", ["--arms", "fixed", "fixed", "--out", "o"],
                          "repeats a name"),
     "no blocks": ("compare", ["--blocks", "0", "--out", "o"], "--blocks must be at least 1"),
+    "no resamples": ("compare", ["--resamples", "0", "--out", "o"],
+                     "--resamples must be at least 1"),
     "plot, not a run": ("plot", ["empty"], "no results.json in empty"),
     # An unfinished run or comparison says what finishes it.
     "plot, unfinished run": ("plot", ["started"], re.escape(

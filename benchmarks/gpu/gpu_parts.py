@@ -79,7 +79,8 @@ TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], p
                         "--sailor.reference-games", "0"),
              census_arms=("afterstates_64",), census_envs=8,
              decide_args=("--preset", "smoke", "--iterations", "1", "--updates-per-segment", "1",
-                          "--num-seeds", "1", "--blocks", "2", "--seed", "200"))
+                          "--num-seeds", "1", "--blocks", "2", "--seed", "200",
+                          "--resamples", "500"))
 WINDOW = 100
 """Moves per judged window: the `gpu` preset's (`SailorConfig().window`)."""
 DECIDE_ARMS = ("theta0.fixed", "theta0.sailor")
