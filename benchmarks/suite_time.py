@@ -14,7 +14,8 @@ compilation cache (`SAILOR_TEST_JAX_CACHE`) at a new empty folder, and runs ther
   clone) and then the same command, as CI times it.
 
 It writes `<out>/<rev>_<machine>.json.gz` (the command, the wall time in seconds, pytest's own
-seconds and counts, the 25 slowest test phases, `lscpu` and the machine) and prints a summary.
+seconds and counts, the 25 slowest test phases, pytest's report of what failed, `lscpu` and the
+machine) and prints a summary.
 Run it with nothing else running: the time is the machine's, and machines differ 3-5x.
 """
 
@@ -41,6 +42,9 @@ SLOWEST = 25
 """Test phases listed (`--durations`)."""
 SUMMARY = re.compile(r"=* ?(?P<counts>\d+ (?:passed|failed).*?) in (?P<seconds>[\d.]+)s")
 DURATION = re.compile(r"^(?P<seconds>[\d.]+)s (?P<phase>call|setup|teardown) +(?P<test>\S+)$")
+FAILED_HEADER = re.compile(r"^=+ (FAILURES|ERRORS) =+$")
+FAILURES_CHARS = 8000
+"""Characters of pytest's failure report kept in the record."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -65,6 +69,21 @@ def parse_pytest(output: str) -> dict:
     last = summary[-1] if summary else None
     return {"counts": last["counts"] if last else None,
             "pytest_seconds": float(last["seconds"]) if last else None, "slowest": slowest}
+
+
+def failure_report(stdout: str, limit: int = FAILURES_CHARS) -> str:
+    """pytest's report of what failed in its `stdout`: from its first `FAILURES` or `ERRORS`
+    header up to its `--durations` rows (at most `limit` characters), then its short test
+    summary; "" when nothing failed. Host-only."""
+    lines = stdout.splitlines()
+    start = next((i for i, line in enumerate(lines) if FAILED_HEADER.match(line)), None)
+    if start is None:
+        return ""
+    end = next((i for i in range(start + 1, len(lines)) if "slowest" in lines[i]
+                and lines[i].startswith("=")), len(lines))
+    summary = next((i for i, line in enumerate(lines) if "short test summary" in line), None)
+    report = "\n".join(lines[start:end])[:limit]
+    return report + ("\n" + "\n".join(lines[summary:]) if summary is not None else "")
 
 
 def run(args: Args) -> dict:
@@ -98,6 +117,7 @@ def run(args: Args) -> dict:
     return {"rev": sha, "command": "bash .ci/run" if args.ci else "python -m pytest -q -n 2",
             "returncode": done.returncode, "wall_seconds": round(wall, 1),
             **parse_pytest(output), **report.machine(), "lscpu": lscpu,
+            "failures": failure_report(done.stdout),
             "tail": output[-2000:] if done.returncode else ""}
 
 
@@ -115,6 +135,8 @@ def main(args: Args) -> dict:
           f"({record['counts']}), exit {record['returncode']}; {path}")
     for row in record["slowest"]:
         print(f"  {row['seconds']:7.1f} s  {row['phase']:8s} {row['test']}")
+    if record["failures"]:
+        print(record["failures"])
     return record
 
 

@@ -32,6 +32,19 @@ def test_pytest_summary_and_slowest_phases_are_read():
                                                 "slowest": []}
 
 
+def test_the_failure_report_is_kept():
+    bench = _load("benchmarks/suite_time.py")
+    failed = ("....F.. [100%]\n=================== FAILURES ===================\n"
+              "___ test_x ___\n    assert 1 == 2\nE   assert 1 == 2\n"
+              "============ slowest 25 durations ============\n0.50s call     tests/t.py::test_x\n"
+              "=========== short test summary info ===========\n"
+              "FAILED tests/t.py::test_x - assert 1 == 2\n1 failed, 6 passed in 1.00s\n")
+    report = bench.failure_report(failed)
+    assert report.startswith("=================== FAILURES") and "E   assert 1 == 2" in report
+    assert "0.50s call" not in report and report.endswith("1 failed, 6 passed in 1.00s")
+    assert bench.failure_report(OUTPUT) == ""
+
+
 def test_a_revision_that_is_no_commit_is_refused(tmp_path):
     bench = _load("benchmarks/suite_time.py")
     with pytest.raises(bench.UserError, match="--rev no-such-rev: not a commit"):
@@ -45,7 +58,7 @@ def test_the_record_is_written_compressed_and_summarised(tmp_path, monkeypatch, 
     bench = _load("benchmarks/suite_time.py")
     record = {"rev": "0123456789abcdef", "command": "python -m pytest -q -n 2", "returncode": 0,
               "wall_seconds": 12.5, **bench.parse_pytest(OUTPUT),
-              "cpu_type": "Some CPU, family 1 model 2", "lscpu": "", "tail": ""}
+              "cpu_type": "Some CPU, family 1 model 2", "lscpu": "", "failures": "", "tail": ""}
     monkeypatch.setattr(bench, "run", lambda args: record)
     assert bench.main(bench.Args(out=str(tmp_path))) == record
     path = tmp_path / "01234567_tests_Some_CPU_family_1_model_2.json.gz"
