@@ -111,8 +111,9 @@ class Args:
     """Run only these arms (`START.ARM`, e.g. `pays_for_dying.sailor`) and write no table:
     several processes can then run the arms of one `--out` side by side on one GPU;
     `--finished-only` writes the tables afterwards."""
-    resamples: int = seed_statistics.REPS
-    """Bootstrap resamples of the tables' rliable intervals (IQM, mean, P(X > Y))."""
+    resamples: int | None = None
+    """Bootstrap resamples of the tables' rliable intervals (IQM, mean, P(X > Y)); None =
+    `sailor_lab.seed_statistics.REPS` (10,000)."""
 
 
 _CPU = SailorConfig(
@@ -244,9 +245,10 @@ def record_machine(out: str, machine: dict) -> None:
 
 
 def write_outputs(out: str, base: SailorConfig, runs, samples: dict, meta: dict,
-                  reps: int = seed_statistics.REPS) -> list[dict]:
+                  reps: int | None = None) -> list[dict]:
     """`compare.json` (`meta`, the table's rows), `compare.md` and the performance profiles
-    in `out` (rliable's intervals from `reps` bootstrap resamples); returns the rows."""
+    in `out` (rliable's intervals from `reps` bootstrap resamples, None: `seed_statistics.REPS`);
+    returns the rows."""
     rows = summarize(runs, samples, reps)
     with open(os.path.join(out, "compare.json"), "w", encoding="utf-8") as f:
         json.dump(to_jsonable({
@@ -292,8 +294,7 @@ def _selected(runs, out: str, only: tuple[str, ...], finished_only: bool, block:
 
 
 def run_block(base: SailorConfig, folder: str, todo, machine: dict, console, progress,
-              write: bool = True, reps: int = seed_statistics.REPS
-              ) -> tuple[dict, list[dict], int]:
+              write: bool = True, reps: int | None = None) -> tuple[dict, list[dict], int]:
     """Run (or read back) the runs `todo` of one comparison folder; with `write`, its tables
     (`write_outputs`, `reps` bootstrap resamples), `theta_trajectories.csv` and theta figures.
     Returns the `arm_samples` per run name, the table's rows ([] without `write`) and the env
@@ -314,12 +315,12 @@ def run_block(base: SailorConfig, folder: str, todo, machine: dict, console, pro
 
 def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
             finished_only: bool = False, blocks: int = 1,
-            reps: int = seed_statistics.REPS) -> list[dict]:
+            reps: int | None = None) -> list[dict]:
     """Run (or read back) every run of `runs` (`arm_list`) in `out/variants/` (with
     `blocks` > 1: in `out/seed<ROOT>/variants/` for each block's root seed `base.seed` + k),
     then write the tables (each block's as soon as it has finished, then the pooled one; their
-    rliable intervals from `reps` bootstrap resamples); returns the (pooled) table's rows ([]
-    with `only`: no table).
+    rliable intervals from `reps` bootstrap resamples, None: `seed_statistics.REPS`); returns
+    the (pooled) table's rows ([] with `only`: no table).
 
     Raises:
       UserError: `only` names no run, `finished_only` before the reference finished (in no
@@ -381,7 +382,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     base = base_config(preset, args)
     if args.blocks < 1:
         raise UserError(f"--blocks must be at least 1, got {args.blocks}")
-    if args.resamples < 1:
+    if args.resamples is not None and args.resamples < 1:
         raise UserError(f"--resamples must be at least 1, got {args.resamples}")
     return compare(base, arm_list(base, args.starts, args.arms), args.out, args.only,
                    args.finished_only, args.blocks, args.resamples)

@@ -19,7 +19,7 @@ from sailor_jax.config.arms import ARMS, DEFAULT_ARMS, PAPER_CHANGES, arm_config
 from sailor_jax.errors import UserError
 from sailor_jax.run import loop
 from sailor_jax.run.run_dir import config_json
-from sailor_lab import report, variants
+from sailor_lab import report, seed_statistics, variants
 from sailor_lab.starts import STARTS
 
 TINY_BASE = dataclasses.replace(
@@ -161,6 +161,7 @@ def test_compare_end_to_end_numbers_resume_and_figures(compare, tmp_path, monkey
         assert r["rliable"]["iqm"][0] == pytest.approx(scipy.stats.trim_mean(x, 0.25))
         assert r["rliable"]["mean"][0] == pytest.approx(np.mean(x))
         assert r["rliable"]["mean"][1] <= np.mean(x) <= r["rliable"]["mean"][2]
+        assert r["rliable"]["reps"] == seed_statistics.REPS  # as set when the tables were made
     assert arm["vs_fixed_start"]["power"]["paired_sd"] == pytest.approx(np.std(d, ddof=1))
     assert arm["p_improvement_vs_fixed_start"][0] == pytest.approx(np.mean(
         [(a > b) + 0.5 * (a == b) for a in scores["mine.sailor"] for b in scores["mine.fixed"]]))
