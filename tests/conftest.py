@@ -3,6 +3,7 @@
 - A persistent JAX compilation cache (in the temp dir; `SAILOR_TEST_JAX_CACHE` overrides),
   also set in the environment for the scripts the tests start as subprocesses, and XLA:CPU
   flags that compile fast (`FAST_COMPILE_FLAGS`) for both.
+- The cyclic garbage collector's thresholds in the tests' processes (`GC_THRESHOLDS`).
 - `few_resamples` (every test): rliable's bootstrap intervals from 500 resamples.
 - `tiny_llm_dir`: a tiny random Llama + byte-level BPE tokenizer saved with `save_pretrained`
   to a session temp folder (built offline by `llm_fixtures.build_tiny_llm`, ~2 s), for
