@@ -54,7 +54,7 @@ os.environ["XLA_FLAGS"] = " ".join(
 # start): tracing allocates millions of short-lived objects, and every few thousand the default
 # thresholds (700, 10, 10) ran a full collection over a heap that jax's caches keep growing
 # (1.2 million objects after three test files): in one process, test_rollout, test_ppo and
-# test_loop spent 7-9.5 s of 43-61 s collecting, and 1.7-1.9 s at these thresholds (4 runs
+# test_loop spent 7-9.5 s of 43-61 s collecting, and 1.7-1.8 s at these thresholds (4 runs
 # against 3, alternated, warm cache, 2-core AMD EPYC).
 GC_THRESHOLDS = (50_000, 20, 20)
 gc.set_threshold(*GC_THRESHOLDS)

@@ -333,12 +333,14 @@ SAILOR = os.path.join(ROOT, "experiments", "sailor.py")
 KEY = "sk-e2e-3c9b71f0"
 
 
+TRANSPORT = {"TOP_LOGPROBS": VOCAB, "TIMEOUT_S": 5.0, "MAX_RETRIES": 1}
+"""`endpoint`'s constants for the SAILOR runs here: every label's log-probability asked for, a
+short timeout and one retry."""
 WITH_TRANSPORT = (
     "import runpy, sys; from sailor_jax.judges import endpoint; "
-    f"endpoint.TOP_LOGPROBS, endpoint.TIMEOUT_S, endpoint.MAX_RETRIES = {VOCAB}, 5.0, 1; "
-    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
-"""`python -c WITH_TRANSPORT SCRIPT ARGS...`: the script with every label's log-probability
-asked for and a short timeout and one retry (`endpoint`'s constants)."""
+    + "".join(f"endpoint.{name} = {value!r}; " for name, value in TRANSPORT.items())
+    + "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+"""`python -c WITH_TRANSPORT SCRIPT ARGS...`: the script with `TRANSPORT`'s constants."""
 
 
 def _sailor_args(out: str, url: str, *extra: str) -> list[str]:
@@ -372,7 +374,7 @@ def test_sailor_run_survives_a_dead_server(serve, tmp_path, monkeypatch):
     """A run whose server dies in iteration 1 stops with one error line naming the endpoint
     (the script in its own process: its exit status and stderr) and resumes against a new
     server on another port (the URL may change on --resume; the script's `main` in this
-    process, with `WITH_TRANSPORT`'s constants); the tokens are counted per iteration and per
+    process, with `TRANSPORT`'s constants); the tokens are counted per iteration and per
     run, and the key is in no file of the run."""
     out = str(tmp_path / "run")
     server, url = serve()
@@ -396,8 +398,8 @@ def test_sailor_run_survives_a_dead_server(serve, tmp_path, monkeypatch):
                     if r["event"].endswith("_prompt"))  # one completion token each
 
     _, url = serve()
-    monkeypatch.setattr(endpoint, "TOP_LOGPROBS", VOCAB)
-    _transport(monkeypatch, retries=1, timeout_s=5.0)
+    for name, value in TRANSPORT.items():
+        monkeypatch.setattr(endpoint, name, value)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     _load("experiments/sailor.py").main(_sailor_args(out, url, "--resume"))
     assert _iterations_logged(out) == [0, 1]
