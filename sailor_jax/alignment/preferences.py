@@ -19,7 +19,6 @@ import warnings
 
 import numpy as np
 import scipy.special
-import scipy.stats
 
 from sailor_jax.config import PreferenceConfig
 from sailor_jax.types import Preferences, Ranking
@@ -209,6 +208,8 @@ def kendall_tau(r_theta, ranking: Ranking) -> float:
     Raises:
       ValueError: `r_theta` has the wrong shape or a non-finite entry.
     """
+    import scipy.stats  # deferred: a third of the scripts' start-up time
+
     r = _as_returns(r_theta, ranking)
     key = _judge_key(ranking)
     if len(r) < 2 or np.ptp(r) == 0 or np.ptp(key) == 0:

@@ -13,11 +13,7 @@ import functools
 import warnings
 
 import numpy as np
-import scipy.optimize
-import skopt
 import threadpoolctl
-from skopt.space import Space
-from skopt.utils import cook_estimator
 
 from sailor_jax.alignment.pair_objectives import (
     bt_nll,
@@ -146,6 +142,8 @@ def _gp_fit(obj_func, initial_theta, bounds, maxiter: int) -> tuple[np.ndarray, 
     """scikit-learn's GP hyperparameter fit (L-BFGS-B on the negative log marginal likelihood,
     with its gradient) capped at `maxiter` iterations: the `optimizer` callable that
     `GaussianProcessRegressor` documents."""
+    import scipy.optimize
+
     res = scipy.optimize.minimize(obj_func, initial_theta, method="L-BFGS-B", jac=True,
                                   bounds=bounds, options={"maxiter": maxiter})
     return res.x, float(res.fun)
@@ -153,6 +151,10 @@ def _gp_fit(obj_func, initial_theta, bounds, maxiter: int) -> tuple[np.ndarray, 
 
 def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, int, str]:
     """`skopt.gp_minimize` from the current theta: `(best point [D], evaluations, note)`."""
+    import skopt  # deferred: with scikit-learn, a third of the scripts' start-up
+    from skopt.space import Space
+    from skopt.utils import cook_estimator
+
     cfg, free = problem.cfg, problem.free
     x0 = problem.theta[problem.index[free]].astype(np.float64)
     y0 = float(problem.objective(x0[None])[0])
