@@ -83,10 +83,16 @@ def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> Tr
     key_reset, key_play = jax.random.split(key)
     state = jax.vmap(fns.reset)(jax.random.split(key_reset, num))
     move = functools.partial(_move, fns, act, max_len)
-    size = -(-max_len // CHUNK) * CHUNK
-    buffers = tuple(jnp.full((size, *out.shape), fill, out.dtype)
-                    for out, fill in zip(_move_outputs(fns, state), (0, -1, 0.0, 0.0, False),
-                                         strict=True))
+    size, rows = -(-max_len // CHUNK) * CHUNK, (num,)
+    # The buffers of `move`'s outputs, shaped from the board and `fns.phi` alone: tracing a
+    # move (the env's step) again would be a quarter of a collect's trace. A mismatch fails
+    # in `chunk`.
+    board = jax.eval_shape(jax.vmap(fns.board), state)
+    feats = jax.eval_shape(fns.phi, board, board, jax.ShapeDtypeStruct(rows, jnp.float32),
+                           jax.ShapeDtypeStruct(rows, jnp.bool_))
+    buffers = tuple(jnp.full((size, *shape), fill, dtype) for shape, fill, dtype in (
+        (board.shape, 0, jnp.int8), (rows, -1, jnp.int8), (rows, 0.0, jnp.float32),
+        (feats.shape, 0.0, jnp.float32), (rows, False, jnp.bool_)))
 
     def unfinished(carry):
         return (carry[0] < max_len) & jnp.any(~carry[1].terminated)
@@ -109,20 +115,6 @@ def _collect_act(fns: EnvFns, act, num: int, max_len: int, key: jax.Array) -> Tr
         lengths=jnp.sum(running, axis=0).astype(jnp.int32), truncated=~state.terminated,
         score=jnp.sum(gains, axis=0), Phi=jnp.sum(feats, axis=0),
         max_tile=(2 ** jnp.max(final.astype(jnp.int32), axis=-1)).astype(jnp.int32))
-
-
-def _move_outputs(fns: EnvFns, state) -> tuple[jax.ShapeDtypeStruct, ...]:
-    """The shapes and dtypes of one `_move`'s outputs for the games of `state`, from the
-    board and `fns.phi` alone: the collect's buffers, without tracing a move (the env's step)
-    a second time. A mismatch with `_move` fails when the buffers are updated."""
-    board = jax.eval_shape(jax.vmap(fns.board), state)
-    num = board.shape[0]
-    feats = jax.eval_shape(fns.phi, board, board, jax.ShapeDtypeStruct((num,), jnp.float32),
-                           jax.ShapeDtypeStruct((num,), jnp.bool_))
-    return (jax.ShapeDtypeStruct(board.shape, jnp.int8), jax.ShapeDtypeStruct((num,), jnp.int8),
-            jax.ShapeDtypeStruct((num,), jnp.float32),
-            jax.ShapeDtypeStruct(feats.shape, jnp.float32),
-            jax.ShapeDtypeStruct((num,), jnp.bool_))
 
 
 def _move(fns: EnvFns, act, max_len: int, carry, t: jax.Array):

@@ -152,8 +152,6 @@ def _gp_fit(obj_func, initial_theta, bounds, maxiter: int) -> tuple[np.ndarray, 
 def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, int, str]:
     """`skopt.gp_minimize` from the current theta: `(best point [D], evaluations, note)`."""
     import skopt  # deferred: with scikit-learn, a third of the scripts' start-up
-    from skopt.space import Space
-    from skopt.utils import cook_estimator
 
     cfg, free = problem.cfg, problem.free
     x0 = problem.theta[problem.index[free]].astype(np.float64)
@@ -164,8 +162,8 @@ def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, in
         x0 = x0.tolist()
     dimensions = list(zip(problem.lo[free].tolist(), problem.hi[free].tolist(), strict=True))
     seed = int(rng.integers(2**31 - 1))
-    gp = cook_estimator("GP", space=Space(dimensions), random_state=seed, noise="gaussian",
-                        n_restarts_optimizer=BO_GP_RESTARTS)
+    gp = skopt.utils.cook_estimator("GP", space=skopt.space.Space(dimensions), random_state=seed,
+                                    noise="gaussian", n_restarts_optimizer=BO_GP_RESTARTS)
     gp.set_params(optimizer=functools.partial(_gp_fit, maxiter=BO_GP_FIT_MAXITER))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The objective has been evaluated")
