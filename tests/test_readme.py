@@ -209,7 +209,7 @@ OTHER_FLAGS = frozenset({
     "--alias",  # llama.cpp's llama-server
     "--allow-requantize", "--modelfile",  # llama-quantize, ollama show
     "--no-binary", "--build", "--target",  # pip download, cmake
-    "--durations", "--dist",  # pytest, pytest-xdist
+    "--durations", "--collect-only", "--dist",  # pytest, pytest-xdist
     "--subprocesses",  # py-spy record
 })
 """Flags the README and docstrings name that belong to other programs."""
