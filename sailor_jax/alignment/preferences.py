@@ -208,7 +208,7 @@ def kendall_tau(r_theta, ranking: Ranking) -> float:
     Raises:
       ValueError: `r_theta` has the wrong shape or a non-finite entry.
     """
-    import scipy.stats  # deferred: a third of the scripts' start-up time
+    import scipy.stats  # deferred: with scikit-optimize, a third of a script's start
 
     r = _as_returns(r_theta, ranking)
     key = _judge_key(ranking)

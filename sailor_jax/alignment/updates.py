@@ -151,7 +151,7 @@ def _gp_fit(obj_func, initial_theta, bounds, maxiter: int) -> tuple[np.ndarray, 
 
 def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, int, str]:
     """`skopt.gp_minimize` from the current theta: `(best point [D], evaluations, note)`."""
-    import skopt  # deferred: with scikit-learn, a third of the scripts' start-up
+    import skopt  # deferred: with scipy.stats, a third of a script's start
 
     cfg, free = problem.cfg, problem.free
     x0 = problem.theta[problem.index[free]].astype(np.float64)

@@ -228,7 +228,7 @@ class ExpertRanker(Ranker):
         """The dialled-quality judge's ranking of one group's verdicts `float64 [M]` (module
         docstring): normal scores plus `noise` x N(0, 1), one draw per trajectory from the
         judge's generator; a NaN verdict stays NaN (ranked last)."""
-        import scipy.stats  # deferred: a third of the scripts' start-up time
+        import scipy.stats  # deferred: with scikit-optimize, a third of a script's start
 
         draws = self._rng.standard_normal(verdicts.shape)
         finite = np.isfinite(verdicts)
@@ -255,7 +255,7 @@ def _mean_and_stderr(per_move: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def pairwise_probabilities(mean: np.ndarray, stderr: np.ndarray) -> np.ndarray:
     """`float32 [M, M]`: `P[i, j] = Phi((mean_i - mean_j) / sqrt(se_i^2 + se_j^2))`, 0.5 on the
     diagonal and where either mean is NaN. Host-only."""
-    import scipy.stats  # deferred: a third of the scripts' start-up time
+    import scipy.stats  # deferred: with scikit-optimize, a third of a script's start
 
     diff = mean[:, None] - mean[None, :]
     scale = np.sqrt(stderr[:, None] ** 2 + stderr[None, :] ** 2)
