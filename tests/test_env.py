@@ -459,10 +459,12 @@ def _assert_result_shapes(result: env.StepResult, batch: tuple[int, ...]) -> Non
 
 
 def test_step_jit_equals_eager():
-    # One eager call (slow op-by-op): the terminal move, so it covers play, spawn and auto-reset.
+    # One eager call (slow op-by-op; `env.step` is jitted): the terminal move, so it covers
+    # play, spawn and auto-reset.
     near = STATE_FROM_BOARD(jnp.asarray(NEAR_TERMINAL))
     key = jax.random.key(42)
-    eager = env.step(near, jnp.int32(LEFT), key)
+    with jax.disable_jit():
+        eager = env.step(near, jnp.int32(LEFT), key)
     jitted = STEP(near, jnp.int32(LEFT), key)
     chex.assert_trees_all_equal(eager, jitted)
     _assert_result_shapes(eager[1], ())

@@ -2,7 +2,8 @@
 
 The only module that reads pgx's private board field (`State._board`); tests check it
 against the public one-hot observation. All functions handle one game; `jax.vmap` them
-for a batch of `N` games.
+for a batch of `N` games. `reset`, `play` and `step` are jitted: programs that play moves
+hold them as calls XLA inlines, so a process traces pgx's step once, not once per program.
 
 Board layout (tile exponents, 0 = empty, k = tile 2**k), row 0 on top::
 
@@ -60,6 +61,7 @@ def legal_action_mask(state: State) -> jax.Array:
     return state.legal_action_mask
 
 
+@jax.jit
 def reset(key: jax.Array) -> State:
     """Start a new game: an empty board with two random tiles (2 w.p. 0.9, else 4).
 
@@ -72,6 +74,7 @@ def reset(key: jax.Array) -> State:
     return _ENV.init(key)
 
 
+@jax.jit
 def play(state: State, action: jax.Array, key: jax.Array) -> tuple[State, StepResult]:
     """Play one move without auto-reset (a finished game stays finished, with zero gain).
 
@@ -96,6 +99,7 @@ def play(state: State, action: jax.Array, key: jax.Array) -> tuple[State, StepRe
     return stepped, result
 
 
+@jax.jit
 def step(state: State, action: jax.Array, key: jax.Array) -> tuple[State, StepResult]:
     """Play one move, then auto-reset if the game ended.
 

@@ -136,8 +136,9 @@ def _moves(rows: jax.Array, cols: jax.Array):
     return new_rows, new_cols, grid, legal
 
 
+@jax.jit
 def afterstates(board: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """The board after each move, before the spawn. Compiled-safe.
+    """The board after each move, before the spawn. Jitted: traced once per process.
 
     Args:
       board: `[..., 16]` integer exponents (row-major, row 0 on top).
