@@ -29,6 +29,8 @@ ALPHA = 0.05
 """The two-sided level of every test and the 95% of every interval."""
 REPS = 10_000
 """Bootstrap resamples of every rliable interval."""
+PROFILE_REPS = 2_000
+"""Bootstrap resamples of a performance profile's bands (`plot_profiles`)."""
 
 
 def _matrix(values: Sequence[float], what: str) -> np.ndarray:
@@ -193,7 +195,7 @@ def plot_profiles(scores: Mapping[str, Sequence[float]], path: str, title: str,
     taus = np.linspace(every.min(), every.max(), points)
     with _seeded(0):
         profiles, cis = library.create_performance_profile(
-            data, taus, custom_profile_func=score_distribution, reps=2000)
+            data, taus, custom_profile_func=score_distribution, reps=PROFILE_REPS)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     plot_utils.plot_performance_profiles(
         profiles, taus, performance_profile_cis=cis, ax=ax,

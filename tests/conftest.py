@@ -4,7 +4,7 @@
   also set in the environment for the scripts the tests start as subprocesses, and XLA:CPU
   flags that compile fast (`FAST_COMPILE_FLAGS`) for both.
 - The cyclic garbage collector's thresholds in the tests' processes (`GC_THRESHOLDS`).
-- `few_resamples` (every test): rliable's bootstrap intervals from 500 resamples.
+- `few_resamples` (every test): rliable's bootstrap intervals and profile bands from 100 resamples.
 - `tiny_llm_dir`: a tiny random Llama + byte-level BPE tokenizer saved with `save_pretrained`
   to a session temp folder (built offline by `llm_fixtures.build_tiny_llm`, ~2 s), for
   testing the real `LLMRanker` loading and scoring path without downloading weights.
@@ -69,12 +69,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def few_resamples(monkeypatch: pytest.MonkeyPatch) -> None:
-    """rliable's intervals from 500 bootstrap resamples, not 10,000, in every test run in this
-    process: the tables' numbers are checked, not their precision
-    (tests/test_seed_statistics.py checks the intervals, at the resamples it names)."""
+    """rliable's intervals from 100 bootstrap resamples, not 10,000, and performance profiles'
+    bands from 100, not 2,000, in every test run in this process: the tables' and figures'
+    numbers are checked, not their precision (tests/test_seed_statistics.py checks the
+    intervals, at the resamples it names). Resampling is a Python loop: at 500 resamples it
+    took 25 of the 90 s of the comparison's end-to-end test (2-core AMD EPYC)."""
     from sailor_lab import seed_statistics
 
-    monkeypatch.setattr(seed_statistics, "REPS", 500)
+    monkeypatch.setattr(seed_statistics, "REPS", 100)
+    monkeypatch.setattr(seed_statistics, "PROFILE_REPS", 100)
 
 
 @pytest.fixture(scope="session")
