@@ -25,14 +25,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_FIELDS_CAP = 110
 SAILOR_FLAGS_CAP = 80
 COMPARE_FLAGS_CAP = 60
-PACKAGE_CODE_CAP = 5_947  # 12 of them cache programs or traces: make_train, the collectors
+PACKAGE_CODE_CAP = 5_944  # 12 of them cache programs or traces: make_train, the collectors
 """The package's code lines (`code_lines`): 5,820 when the cap began to count code only,
 116 more for the prompts the judge's server renders (`judges/served_prompts.py` and its use in
 `judges/endpoint.py`), a behaviour the package did not have, and 3 for the collect's buffers
 shaped from the board and the features (`agents/rollout.py`), which spares every collect a
 second trace of the env's step (a quarter of its trace), and 4 `jax.jit` decorators
 (`game/env.py`'s reset, play and step, `game/expert.py`'s afterstates) by which a process
-traces pgx's step and the afterstates once, not once per program that holds them."""
+traces pgx's step and the afterstates once, not once per program that holds them, less 3
+for the expert's line tables built by NumPy over all lines at once (`slide_lines`,
+`line_heuristics`), not line by line."""
 HISTORY = re.compile(r"\b[Ii]ssue[ -]?\d+|\b[Rr]ound \d+|\b20\d\d-\d\d-\d\d")
 """An issue or round number, or a date: history, which belongs in docs/history.md and git."""
 FLAG = re.compile(r"^[│ ]*\s(--[a-z0-9][\w.-]*)", re.M)

@@ -44,60 +44,68 @@ HEURISTIC_WEIGHTS = {"lost_penalty": 200000.0, "monotonicity_power": 4.0,
 """nneonneo/2048-ai's line-heuristic constants (SCORE_* in 2048.cpp)."""
 
 
-def slide_line(line: np.ndarray) -> np.ndarray:
-    """Slide one line of exponents towards index 0 with 2048's merge rule. Host-only.
+def slide_lines(lines: np.ndarray) -> np.ndarray:
+    """Slide lines of exponents towards index 0 with 2048's merge rule. Host (NumPy).
 
-    Returns the new line, `[4] int32`: each pair merges once, the leading pair first.
+    Args:
+      lines: `[L, 4]` integer exponents.
+
+    Returns:
+      `[L, 4] int32`: each pair merges once, the leading pair first.
     """
-    tiles = [int(e) for e in line if e]
-    out, k = [], 0
-    while k < len(tiles):
-        if k + 1 < len(tiles) and tiles[k] == tiles[k + 1]:
-            out.append(min(tiles[k] + 1, _BASE - 1))
-            k += 2
-        else:
-            out.append(tiles[k])
-            k += 1
-    return np.array(out + [0] * (4 - len(out)), np.int32)
+    tiles = np.take_along_axis(lines, np.argsort(lines == 0, axis=1, kind="stable"), 1)
+    tiles = np.concatenate([tiles, np.zeros_like(tiles[:, :2])], axis=1)  # reads past the end
+    out, k, rows = np.zeros((len(lines), 4), np.int32), np.zeros(len(lines), np.int64), \
+        np.arange(len(lines))
+    for j in range(4):  # out[:, j] from the tiles at read position k (non-zeros come first)
+        a, b = tiles[rows, k], tiles[rows, k + 1]
+        merge = (a != 0) & (a == b)
+        out[:, j] = np.where(merge, np.minimum(a + 1, _BASE - 1), a)
+        k = np.minimum(k + 1 + merge, 4)
+    return out
 
 
-def line_heuristic(line: np.ndarray) -> float:
-    """nneonneo/2048-ai's heuristic score of one line of exponents (higher is better). Host."""
+def line_heuristics(lines: np.ndarray) -> np.ndarray:
+    """nneonneo/2048-ai's heuristic score of lines of exponents (higher is better). Host (NumPy).
+
+    Args:
+      lines: `[L, 4]` integer exponents.
+
+    Returns:
+      `[L] float64`, in the float64 operations and order of 2048.cpp's per-line loop.
+    """
     w = HEURISTIC_WEIGHTS
-    line = [int(e) for e in line]
-    empty = sum(e == 0 for e in line)
-    merges, prev, counter = 0, 0, 0
-    for e in line:
-        if e == 0:
-            continue
-        if e == prev:
-            counter += 1
-        elif counter > 0:
-            merges += 1 + counter
-            counter = 0
-        prev = e
-    if counter > 0:
-        merges += 1 + counter
-    p = w["monotonicity_power"]
-    mono_left = sum(line[i - 1] ** p - line[i] ** p for i in range(1, 4) if line[i - 1] > line[i])
-    mono_right = sum(line[i] ** p - line[i - 1] ** p for i in range(1, 4)
-                     if line[i - 1] <= line[i])
-    tile_sum = sum(e ** w["sum_power"] for e in line)
+    mono_pow = np.array([float(e) ** w["monotonicity_power"] for e in range(_BASE)])
+    sum_pow = np.array([float(e) ** w["sum_power"] for e in range(_BASE)])
+    empty = np.sum(lines == 0, axis=1)
+    merges = prev = counter = np.zeros(len(lines), np.int64)
+    for i in range(4):  # runs of equal non-zero tiles (zeros skipped): a run of n adds n
+        e = lines[:, i]
+        nz, same = e != 0, (e != 0) & (e == prev)
+        merges = merges + np.where(nz & ~same & (counter > 0), 1 + counter, 0)
+        counter = np.where(same, counter + 1, np.where(nz, 0, counter))
+        prev = np.where(nz, e, prev)
+    merges = merges + np.where(counter > 0, 1 + counter, 0)
+    m = mono_pow[lines]
+    mono_left = mono_right = tile_sum = 0.0
+    for i in range(1, 4):
+        down = lines[:, i - 1] > lines[:, i]
+        mono_left = mono_left + np.where(down, m[:, i - 1] - m[:, i], 0.0)
+        mono_right = mono_right + np.where(down, 0.0, m[:, i] - m[:, i - 1])
+    for i in range(4):
+        tile_sum = tile_sum + sum_pow[lines[:, i]]
     return (w["lost_penalty"] + w["empty"] * empty + w["merges"] * merges
-            - w["monotonicity"] * min(mono_left, mono_right) - w["sum"] * tile_sum)
+            - w["monotonicity"] * np.minimum(mono_left, mono_right) - w["sum"] * tile_sum)
 
 
 @functools.cache
 def _tables() -> dict[str, np.ndarray]:
-    """Line tables over all `18^4` line indices, built once per process (~2 s): the line slid
+    """Line tables over all `18^4` line indices, built once per process: the line slid
     towards cell 0 (`to0_*`) and towards cell 3 (`to3_*`) as an index and as 4 cells, and the
     heuristic of each line."""
     cells = (np.arange(_NUM_LINES)[:, None] // _POWERS[None, :]) % _BASE
-    to0 = np.empty_like(cells)
-    heuristic = np.empty(_NUM_LINES, np.float32)
-    for index in range(_NUM_LINES):
-        to0[index] = slide_line(cells[index])
-        heuristic[index] = line_heuristic(cells[index])
+    to0 = slide_lines(cells)
+    heuristic = line_heuristics(cells).astype(np.float32)
     reverse = cells[:, ::-1] @ _POWERS  # index of the mirrored line
     to3 = to0[reverse][:, ::-1]
     return {"to0_index": (to0 @ _POWERS).astype(np.int32), "to0_cells": to0.astype(np.int8),
