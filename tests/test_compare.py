@@ -28,9 +28,10 @@ TINY_BASE = dataclasses.replace(
     ppo=PPOConfig(network=dataclasses.replace(SMALL_NETWORK, hidden_sizes=(16,)), num_envs=16,
                   num_steps=32, updates_per_segment=1),
     alignment=dataclasses.replace(SailorConfig().alignment, bo_calls=5, bo_initial_points=3,
-                                  mcmc_samples=200, mcmc_burn_in=50),
+                                  mcmc_samples=200, mcmc_burn_in=50, update_workers=1),
     eval=EvalConfig(episodes=4, max_len=400))
-"""A comparison's base config small enough for the tests (the outcome judge set per test)."""
+"""A comparison's base config small enough for the tests (the outcome judge set per test). The
+seeds' theta updates run serially in the run's process, as in `test_loop.TINY`."""
 
 
 @pytest.fixture(scope="module")

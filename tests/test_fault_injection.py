@@ -44,7 +44,8 @@ def cfg(tiny_llm_dir):
                           max_prompt_tokens=768, max_pairs_per_group=2, device="cpu")
     return dataclasses.replace(
         TINY, baseline=False, max_len=20, ranker=RankerConfig(kind="llm", llm=llm),
-        alignment=AlignmentConfig(method="bt_mcmc", mcmc_samples=200, mcmc_burn_in=50),
+        alignment=AlignmentConfig(method="bt_mcmc", mcmc_samples=200, mcmc_burn_in=50,
+                                  update_workers=1),
         eval=EvalConfig(episodes=2, max_len=50))
 
 

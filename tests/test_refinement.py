@@ -115,7 +115,8 @@ TINY = dataclasses.replace(
                   network=NetworkConfig(hidden_sizes=(16,))),
     # A linear oracle whose hidden reward is theta0 itself: never a discordant pair.
     ranker=RankerConfig(kind="linear_oracle", theta_star=RewardSpec().theta0),
-    alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3),
+    alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3,
+                              update_workers=1),
     # min_improvement 1e9: the score never "improves" after iteration 0, so every seed stalls.
     refine=RefineConfig(enabled=True, patience=1, min_improvement=1e9, min_step=0.05),
     eval=EvalConfig(episodes=4, max_len=300), tensorboard=False)
