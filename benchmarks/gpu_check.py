@@ -50,15 +50,14 @@ import sys
 import tempfile
 import time
 
+from sailor_jax.cli import parse_args
+from sailor_jax.errors import UserError, report_user_errors
+from sailor_jax.logging import json_line
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "gpu"))
-
-from gpu_parts import PARTS, run_part  # noqa: E402
-
-from sailor_jax.cli import parse_args  # noqa: E402
-from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
-from sailor_jax.logging import json_line  # noqa: E402
-
+PARTS = ("env", "ppo", "reference", "census", "judge", "main_llm", "main_expert",
+         "decide_expert", "decide_llm")
+"""The parts, in the order they run (`gpu/gpu_parts.py` runs each in its own process)."""
 DEADLINES = {"env": 30, "ppo": 200, "reference": 45, "census": 150, "judge": 60,
              "main_llm": 120, "main_expert": 90, "decide_expert": 540, "decide_llm": 540}
 """Seconds per part on one H100 (695 in all), set from the first H100 run: its 4
@@ -211,6 +210,11 @@ def main(args: Args) -> list[dict]:
       UserError: an unknown part, or deadlines that do not match the parts.
     """
     if args.part is not None:
+        # Only a part's process imports the parts (JAX, the benchmarks): the check itself
+        # parses, starts the parts and writes the summary.
+        sys.path.insert(0, os.path.join(HERE, "gpu"))
+        from gpu_parts import run_part
+
         run_part(args.part, args.tiny, args.work or tempfile.mkdtemp(prefix="gpu_check_"),
                  args.part_deadline)
         return []

@@ -28,8 +28,6 @@ from sailor_jax.config.recipes import recipe  # noqa: E402
 from sailor_jax.logging import json_line  # noqa: E402
 from sailor_lab import report  # noqa: E402
 
-PARTS = ("env", "ppo", "reference", "census", "judge", "main_llm", "main_expert",
-         "decide_expert", "decide_llm")
 TRUNKS = ("afterstates_64", "default")
 """The (64, 64) afterstate trunk (`SMALL_NETWORK`) and `PPOConfig()`'s (256, 256) one."""
 
