@@ -16,7 +16,7 @@ from test_experiments import ROOT, _load
 
 from sailor_jax import errors
 from sailor_jax.errors import UserError
-from sailor_jax.judges import model_source
+from sailor_jax.judges import endpoint, model_source
 from sailor_jax.run import run_dir
 
 # ------------------------------------------------------------------- the reporting path
@@ -291,6 +291,7 @@ def test_cli_user_mistakes_are_one_line(case, scripts, tmp_path, monkeypatch, ca
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv(errors.DEBUG_ENV, raising=False)
+    monkeypatch.setattr(endpoint, "MAX_RETRIES", 1)  # a dead endpoint: one retry, not four
     (tmp_path / "empty").mkdir()
     for folder, text in (("badconfig", '{"model_type": "llama",'),
                          ("bert", '{"architectures": ["BertForMaskedLM"]}')):
