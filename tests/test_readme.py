@@ -210,7 +210,7 @@ OTHER_FLAGS = frozenset({
     "--allow-requantize", "--modelfile",  # llama-quantize, ollama show
     "--no-binary", "--build", "--target",  # pip download, cmake
     "--durations", "--collect-only", "--dist",  # pytest, pytest-xdist
-    "--subprocesses",  # py-spy record
+    "--subprocesses", "--native",  # py-spy record
 })
 """Flags the README and docstrings name that belong to other programs."""
 
