@@ -163,13 +163,12 @@ def test_throughput_benchmark_prints_json(capsys):
 
 
 def test_throughput_ppo_rows_report_devices_and_memory(capsys):
-    """The rows of the (64, 64) trunk at the GPU check's toy sizes (`gpu_parts.TINY`'s
-    `ppo_train_seeds` segment is the same program: the compilation cache serves the second)."""
+    """The rows of the default recipe's segment (the (256, 256) trunk: the suite's only
+    compile of it) at 8 envs per seed."""
     bench = _load("benchmarks/throughput.py")
     bench.main(bench.parse_args(bench.Args, [
         "--json", "--only", "ppo_train_seeds", "ppo_train_envs", "--num-envs", "8",
-        "--recipe", "afterstates_64", "--ppo-updates", "1", "--num-seeds", "2", "--repeats",
-        "1", "--devices", "1"]))
+        "--ppo-updates", "1", "--num-seeds", "2", "--repeats", "1", "--devices", "1"]))
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["name"], r["num_seeds"]) for r in rows] == [("ppo_train_seeds", 2),
                                                            ("ppo_train_envs", 1)]
