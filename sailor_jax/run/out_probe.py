@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import tempfile
 
 from sailor_jax.errors import UserError
@@ -42,10 +43,10 @@ def check_writable(out_dir: str, shown: str | None = None) -> None:
         existing = path
         while not os.path.exists(existing):
             existing = os.path.dirname(existing)
-        if not os.path.isdir(existing):
-            raise UserError(f"--out {shown}: {existing} is a file, not a folder",
-                            "choose another --out")
-        try:
+        try:  # one stat: a folder a run beside this one removes since is not taken for a file
+            if not stat.S_ISDIR(os.stat(existing).st_mode):
+                raise UserError(f"--out {shown}: {existing} is a file, not a folder",
+                                "choose another --out")
             _create_and_probe(existing, path)
             return
         except FileNotFoundError as error:  # a run beside this one removed a shared parent
@@ -55,7 +56,7 @@ def check_writable(out_dir: str, shown: str | None = None) -> None:
             raise _unwritable(shown, out_dir, path, existing, error) from None
 
 
-PROBE_ATTEMPTS = 5
+PROBE_ATTEMPTS = 20
 """`check_writable` tries this often: runs started side by side into sibling folders create
 and remove their shared missing parents at the same time."""
 
@@ -73,11 +74,10 @@ def _create_and_probe(existing: str, path: str) -> None:
         for folder in _missing_folders(existing, path):
             try:
                 os.mkdir(folder)
-            except FileExistsError:
-                if not os.path.isdir(folder):
+                created.append(folder)
+            except FileExistsError:  # a folder removed since raises FileNotFoundError: retried
+                if not stat.S_ISDIR(os.stat(folder).st_mode):
                     raise
-                continue
-            created.append(folder)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".write-probe-"):
             pass
     finally:
