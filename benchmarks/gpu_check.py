@@ -55,9 +55,6 @@ from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.logging import json_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PARTS = ("env", "ppo", "reference", "census", "judge", "main_llm", "main_expert",
-         "decide_expert", "decide_llm")
-"""The parts, in the order they run (`gpu/gpu_parts.py` runs each in its own process)."""
 DEADLINES = {"env": 30, "ppo": 200, "reference": 45, "census": 150, "judge": 60,
              "main_llm": 120, "main_expert": 90, "decide_expert": 540, "decide_llm": 540}
 """Seconds per part on one H100 (695 in all), set from the first H100 run: its 4
@@ -65,6 +62,8 @@ iterations of the `gpu` preset need about 70 s with the expert, PureJaxRL's comp
 the census (never run on a GPU) is given 150 s; each decisive part 540 s, a call of its own.
 The device tool runs at most 600 s a command: run the parts in calls (`benchmarks/gpu/check.sh`'s
 header)."""
+PARTS = tuple(DEADLINES)
+"""The parts, in the order they run (`gpu/gpu_parts.py` runs each in its own process)."""
 TINY_DEADLINE = 600
 """Seconds per part with `--tiny` (generous: CI machines differ 3-5x in speed)."""
 
