@@ -209,8 +209,8 @@ def main(args: Args) -> list[dict]:
       UserError: an unknown part, or deadlines that do not match the parts.
     """
     if args.part is not None:
-        # Only a part's process imports the parts (JAX, the benchmarks): the check itself
-        # parses, starts the parts and writes the summary.
+        # Only a part's process imports the parts and the benchmarks they run: the check
+        # itself parses, starts the parts and writes the summary.
         sys.path.insert(0, os.path.join(HERE, "gpu"))
         from gpu_parts import run_part
 
