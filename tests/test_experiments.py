@@ -25,7 +25,12 @@ def _load(relpath: str):
 
 
 TINY_PPO = ["--sailor.ppo.num-envs", "16", "--sailor.ppo.num-steps", "8",
-            "--sailor.ppo.updates-per-segment", "1", "--sailor.ppo.network.hidden-sizes", "16"]
+            "--sailor.ppo.updates-per-segment", "1", "--sailor.ppo.network.hidden-sizes", "16",
+            "--sailor.ppo.lr-schedule", "constant"]
+"""The CLI tests' PPO: `test_loop.TINY`'s sizes on the presets' network. A constant learning
+rate, as there: a linear one's length (the run's updates) is baked into the compiled segment, so
+runs of 1, 2 or 3 iterations would each compile their own; with it, every CLI test of these
+sizes and rows (`train_ppo.py`'s too, with `--train.ppo.lr-schedule constant`) shares one."""
 PAPER_UPDATE = ["--sailor.reference-games", "0", "--sailor.window", "0",
                 "--sailor.alignment.method", "bo", "--sailor.alignment.heldout", "0",
                 "--sailor.alignment.no-survival-guard", "--sailor.preferences.compare", "sum",
@@ -131,6 +136,7 @@ def test_train_ppo_cli_runs_and_resumes(tmp_path, capsys, monkeypatch):
     argv = ["--out", out, "--train.total-timesteps", "200", "--train.num-seeds", "2",
             "--train.ppo.num-envs", "16", "--train.ppo.num-steps", "8",
             "--train.ppo.updates-per-segment", "1", "--train.ppo.network.hidden-sizes", "16",
+            "--train.ppo.lr-schedule", "constant",
             "--train.eval.episodes", "4", "--train.eval.max-len", "300",
             "--train.no-tensorboard"]
     results = train_ppo.main(train_ppo.parse(argv))

@@ -35,6 +35,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 TRAIN_ARGV = ["--train.total-timesteps", "200", "--train.num-seeds", "2",
               "--train.ppo.num-envs", "16", "--train.ppo.num-steps", "8",
               "--train.ppo.updates-per-segment", "1", "--train.ppo.network.hidden-sizes", "16",
+              "--train.ppo.lr-schedule", "constant",
               "--train.eval.episodes", "4", "--train.eval.max-len", "300"]
 """The run of `test_experiments.test_train_ppo_cli_runs_and_resumes` (today's default network,
 afterstates, at width 16; 2 seeds x 2 segments of 128 env steps): in the full suite, whichever
