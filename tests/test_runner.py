@@ -10,9 +10,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_loop import TINY
 
 from sailor_jax.agents import ppo
-from sailor_jax.config import EvalConfig, NetworkConfig, PPOConfig, TrainConfig
+from sailor_jax.config import TrainConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.logging import MetricLogger
 from sailor_jax.run import fixed_reward, runner
@@ -144,17 +145,17 @@ def test_log_updates_averages_seeds_nan_aware(tmp_path):
     assert records[1]["charts/learning_rate"] == pytest.approx(2e-3)
 
 
-TINY_PPO = PPOConfig(num_envs=8, num_steps=8, updates_per_segment=1, lr=3e-4,
-                     lr_schedule="constant", network=NetworkConfig(hidden_sizes=(16,)))
-TINY_EVAL = EvalConfig(episodes=3, max_len=200)
+TINY_PPO, TINY_EVAL = TINY.ppo, TINY.eval
+"""`test_loop.TINY`'s PPO and evaluation: 2 seeds of it compile the segment the 2-seed loop
+tests (`test_fault_injection`) run, so the suite compiles it once."""
 
 
 def test_train_fixed_equals_the_bare_compiled_program(tmp_path):
     theta = (1.0, 0.1, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0)
-    cfg = TrainConfig(total_timesteps=128, num_seeds=2, seed=3, theta=theta, ppo=TINY_PPO,
+    cfg = TrainConfig(total_timesteps=256, num_seeds=2, seed=3, theta=theta, ppo=TINY_PPO,
                       eval=TINY_EVAL, evaluate_random=False, tensorboard=False)
     results = fixed_reward.train_fixed(cfg, str(tmp_path / "run"))
-    assert cfg.num_segments == 2 and results["env_steps_per_seed"] == 128
+    assert cfg.num_segments == 2 and results["env_steps_per_seed"] == 256
     assert set(results["timings"]) == {"compile_s", "train_s", "checkpoint_s", "eval_s"}
     # Independently: the compiled program and the evaluation, without the runner.
     init, segment = ppo.make_train(TINY_PPO, num_seeds=2)
