@@ -95,8 +95,11 @@ class _Killed(Exception):
 @pytest.mark.slow
 def test_compare_end_to_end_numbers_resume_and_figures(compare, tmp_path, monkeypatch, caplog):
     out = str(tmp_path / "cmp")
-    base = dataclasses.replace(TINY_BASE, ranker=dataclasses.replace(TINY_BASE.ranker,
-                                                                     kind="outcome"))
+    # The CLI tests' segment (`test_experiments.TINY_PPO`: 8 steps, a constant learning rate):
+    # the arms' tables and files are what this test reads, not the schedule.
+    base = dataclasses.replace(
+        TINY_BASE, ranker=dataclasses.replace(TINY_BASE.ranker, kind="outcome"),
+        ppo=dataclasses.replace(TINY_BASE.ppo, num_steps=8, lr_schedule="constant"))
     starts, arms = ("pays_for_dying", "mine:score_gain=0.2,game_over=1"), (
         "fixed", "sailor", "sailor_random_judge")
     runs = compare.arm_list(base, starts, arms)
@@ -121,7 +124,7 @@ def test_compare_end_to_end_numbers_resume_and_figures(compare, tmp_path, monkey
                      "mine.fixed", "mine.sailor", "mine.sailor_random_judge"]
     assert [r["arm"] for r in rows] == [r[0] for r in runs]
     saved = json.load(open(os.path.join(out, "compare.json")))
-    assert saved["env_steps_per_seed"] == 2 * 16 * 32
+    assert saved["env_steps_per_seed"] == 2 * 16 * 8
     assert saved["starts"]["mine"]["theta"] == [0.2] + [0.0] * 6 + [1.0]
     by = {r["arm"]: r for r in rows}
     scores = {a: r["per_seed"]["score"] for a, r in by.items()}
