@@ -30,7 +30,9 @@ TINY_PPO = ["--sailor.ppo.num-envs", "16", "--sailor.ppo.num-steps", "8",
 """The CLI tests' PPO: `test_loop.TINY`'s sizes on the presets' network. A constant learning
 rate, as there: a linear one's length (the run's updates) is baked into the compiled segment, so
 runs of 1, 2 or 3 iterations would each compile their own; with it, every CLI test of these
-sizes and rows (`train_ppo.py`'s too, with `--train.ppo.lr-schedule constant`) shares one."""
+sizes and rows (`train_ppo.py`'s too, through `TINY_TRAIN_PPO`) shares one."""
+TINY_TRAIN_PPO = [flag.replace("--sailor.", "--train.", 1) for flag in TINY_PPO]
+"""`TINY_PPO` as `train_ppo.py`'s flags: the same segment program."""
 PAPER_UPDATE = ["--sailor.reference-games", "0", "--sailor.window", "0",
                 "--sailor.alignment.method", "bo", "--sailor.alignment.heldout", "0",
                 "--sailor.alignment.no-survival-guard", "--sailor.preferences.compare", "sum",
@@ -134,10 +136,7 @@ def test_train_ppo_cli_runs_and_resumes(tmp_path, capsys, monkeypatch):
     train_ppo = _load("experiments/train_ppo.py")
     out = str(tmp_path / "ppo")
     argv = ["--out", out, "--train.total-timesteps", "200", "--train.num-seeds", "2",
-            "--train.ppo.num-envs", "16", "--train.ppo.num-steps", "8",
-            "--train.ppo.updates-per-segment", "1", "--train.ppo.network.hidden-sizes", "16",
-            "--train.ppo.lr-schedule", "constant",
-            "--train.eval.episodes", "4", "--train.eval.max-len", "300",
+            *TINY_TRAIN_PPO, "--train.eval.episodes", "4", "--train.eval.max-len", "300",
             "--train.no-tensorboard"]
     results = train_ppo.main(train_ppo.parse(argv))
     assert results["env_steps_per_seed"] == 256

@@ -18,7 +18,7 @@ import sys
 import time
 
 import pytest
-from test_experiments import PAPER_UPDATE, ROOT, TINY_PPO, _load
+from test_experiments import PAPER_UPDATE, ROOT, TINY_PPO, TINY_TRAIN_PPO, _load
 from test_fault_injection import _files
 
 from sailor_jax.errors import INTERRUPT_STATUS, TERMINATE_STATUS
@@ -169,9 +169,7 @@ def test_sigterm_says_how_to_continue_and_resume_finishes(tmp_path):
     `terminated`, exit 143 (128 + SIGTERM); `--resume` then finishes the run."""
     out = str(tmp_path / "run")
     command = [sys.executable, TRAIN_PPO, "--out", out, "--train.total-timesteps",
-               str(SEGMENTS * 16 * 8), "--train.num-seeds", "2", "--train.ppo.num-envs", "16",
-               "--train.ppo.num-steps", "8", "--train.ppo.updates-per-segment", "1",
-               "--train.ppo.network.hidden-sizes", "16", "--train.ppo.lr-schedule", "constant",
+               str(SEGMENTS * 16 * 8), "--train.num-seeds", "2", *TINY_TRAIN_PPO,
                "--train.eval.episodes", "2", "--train.eval.max-len", "50",
                "--train.no-evaluate-random", "--train.no-tensorboard"]
     run = subprocess.Popen(command, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,

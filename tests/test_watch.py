@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from reference.numpy_2048 import legal_mask, move
-from test_experiments import _load
+from test_experiments import TINY_TRAIN_PPO, _load
 
 from sailor_jax import errors
 from sailor_jax.agents import ppo
@@ -32,10 +32,7 @@ from sailor_jax.run.checkpoint import Checkpointer
 from sailor_lab import render
 
 SVG = "{http://www.w3.org/2000/svg}"
-TRAIN_ARGV = ["--train.total-timesteps", "200", "--train.num-seeds", "2",
-              "--train.ppo.num-envs", "16", "--train.ppo.num-steps", "8",
-              "--train.ppo.updates-per-segment", "1", "--train.ppo.network.hidden-sizes", "16",
-              "--train.ppo.lr-schedule", "constant",
+TRAIN_ARGV = ["--train.total-timesteps", "200", "--train.num-seeds", "2", *TINY_TRAIN_PPO,
               "--train.eval.episodes", "4", "--train.eval.max-len", "300"]
 """The run of `test_experiments.test_train_ppo_cli_runs_and_resumes` (today's default network,
 afterstates, at width 16; 2 seeds x 2 segments of 128 env steps): in the full suite, whichever
