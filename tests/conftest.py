@@ -60,30 +60,6 @@ GC_THRESHOLDS = (50_000, 20, 20)
 gc.set_threshold(*GC_THRESHOLDS)
 
 
-def worker_cpus(worker: str | None, workers: int, cpus: set[int]) -> set[int] | None:
-    """The CPUs xdist worker `worker` ("gw0", "gw1", ...) of `workers` runs on: its own
-    contiguous share of `cpus` (at least one each), or None (not a worker, or fewer CPUs than
-    workers: left as it is)."""
-    if not worker or workers < 2 or len(cpus) < workers:
-        return None
-    share, ordered = len(cpus) // workers, sorted(cpus)
-    index = int(worker.removeprefix("gw"))
-    return set(ordered[index * share:(index + 1) * share])
-
-
-# Each xdist worker on its own share of the CPUs (one core each for `-n 2` on 2 cores), set
-# before JAX starts its thread pools so that they and every process the worker starts inherit
-# it: unpinned, each worker's XLA:CPU runtime ran threads on both cores against the other
-# worker's. Eight in-process test files, `pytest -n 2`, warm cache (2-core AMD EPYC, family 25
-# model 1, alternated): 108.8 and 98.5 s (190 and 171 s of user CPU) unpinned, 90.1 and 83.3 s
-# (161 and 149 s) pinned.
-_cpus = worker_cpus(os.environ.get("PYTEST_XDIST_WORKER"),
-                    int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")),
-                    os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set())
-if _cpus:
-    os.sched_setaffinity(0, _cpus)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests marked `slow` first (otherwise in collection order): xdist hands the first
     tests out in turn, so the longest are split between the workers and none is left to run
