@@ -69,9 +69,12 @@ TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], p
              ppo_seeds=(2,), ppo_updates=1, repeats=1, flops_envs=8, reference_envs=(8,),
              judge_size="tiny", judge_batches=(2, 4), judge_groups=2, pool_epsilons=(1.0,),
              pool_games=8,
+             # The PPO of the CLI tests (`tests/test_experiments.TINY_PPO`): with the run's
+             # baseline row, the segment program they compile (shared through the tests' cache).
              main_args=("--sailor.iterations", "1", "--sailor.num-seeds", "1",
-                        "--sailor.ppo.num-envs", "8", "--sailor.ppo.updates-per-segment", "1",
+                        "--sailor.ppo.num-envs", "16", "--sailor.ppo.updates-per-segment", "1",
                         "--sailor.ppo.num-steps", "8", "--sailor.ppo.network.hidden-sizes", "16",
+                        "--sailor.ppo.lr-schedule", "constant",
                         "--sailor.eval.episodes", "2", "--sailor.eval.max-len", "300",
                         "--sailor.max-len", "300", "--sailor.ranker.llm.batch-size", "4",
                         "--sailor.reference-games", "0"),
