@@ -204,6 +204,7 @@ OTHER_FLAGS = frozenset({
     "--xla_force_host_platform_device_count", "--xla_backend_optimization_level",  # XLA_FLAGS
     "--xla_llvm_disable_expensive_passes", "--xla_cpu_parallel_codegen_split_count",
     "--xla_cpu_use_fusion_emitters", "--xla_cpu_use_thunk_runtime", "--xla_disable_hlo_passes",
+    "--xla_cpu_multi_thread_eigen",
     "--port", "--gpu-memory-utilization", "--max-logprobs",  # vllm serve, the test server
     "--host", "--n_ctx", "--logits_all", "--model_alias",  # llama-cpp-python's server
     "--alias",  # llama.cpp's llama-server
