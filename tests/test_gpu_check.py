@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from test_experiments import _load
+from test_experiments import TINY_PPO, _load
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "benchmarks", "gpu"))
@@ -90,6 +90,17 @@ TABLE_CHECKS = {"ppo": ("ppo", _ppo_table), "reference": ("ppo", _reference_tabl
                 "judge": ("judge", _judge_table), "main_llm": ("main_job", _main_table)}
 """The summary table each part's rows fill, and what they put there (`env`'s: the script's
 test above)."""
+
+
+def test_the_tiny_main_job_trains_the_cli_tests_ppo():
+    """`gpu_parts.TINY`'s main job asks for every flag of `TINY_PPO` with its value (a copy:
+    benchmarks do not import the tests), so its segment program stays the CLI tests'."""
+    import gpu_parts
+
+    args = gpu_parts.TINY.main_args
+    asked = dict(zip(args[::2], args[1::2], strict=True))
+    assert {flag: asked.get(flag) for flag in TINY_PPO[::2]} == dict(
+        zip(TINY_PPO[::2], TINY_PPO[1::2], strict=True))
 
 
 def test_every_tested_part_is_a_part_of_the_check():
