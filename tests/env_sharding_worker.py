@@ -2,8 +2,9 @@
 
 A script, not a test module: XLA reads `--xla_force_host_platform_device_count` when JAX
 starts, and the pytest process has already started it with one CPU device. The tests run
-`python tests/env_sharding_worker.py CHECK...` with `XLA_FLAGS` set to 4 devices; it prints
-one JSON line of measured differences and facts per named check, and the tests assert on them.
+`python tests/env_sharding_worker.py` once with `XLA_FLAGS` set to 4 devices; it prints one
+JSON line of measured differences and facts per check (every check, or those named after the
+script), and the tests assert on them.
 """
 
 from __future__ import annotations

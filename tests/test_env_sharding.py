@@ -1,9 +1,11 @@
 """Tests for `sailor_lab.env_sharding`: one PPO run with its envs split over a device mesh.
 
 The multi-device checks need `--xla_force_host_platform_device_count=4` before JAX starts, so
-each runs `tests/env_sharding_worker.py` in a subprocess with 4 CPU devices and asserts on the
-JSON it prints (measured differences to the unsharded computation, and facts about the
-compiled segment). Validation and the 1-device mesh are tested in this process (1 CPU device).
+`tests/env_sharding_worker.py` runs them all in one subprocess with 4 CPU devices (the module's
+`four_devices` fixture: one JAX start and one import of the package for the four tests), and
+each test asserts on its part of the JSON it prints (measured differences to the unsharded
+computation, and facts about the compiled segment). Validation and the 1-device mesh are tested
+in this process (1 CPU device).
 """
 
 from __future__ import annotations
@@ -36,12 +38,18 @@ PROBE_CFG = PPOConfig(num_envs=32, num_steps=8, update_epochs=2, num_minibatches
                       network=NetworkConfig(hidden_sizes=(32,)))  # as in test_ppo
 
 
-def run_worker(*checks: str) -> dict:
-    """Run the named worker checks on 4 forced CPU devices; return its JSON output."""
+# ---------------------------------------------------------------------------------------------
+# 4 devices (subprocess)
+
+
+@pytest.fixture(scope="module")
+def four_devices() -> dict:
+    """Every check of the worker (`env_sharding_worker.CHECKS`), run once in one subprocess on
+    4 forced CPU devices: its JSON output."""
     flags = os.environ.get("XLA_FLAGS", "")
     env = dict(os.environ, JAX_PLATFORMS="cpu",
                XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count={DEVICES}".strip())
-    proc = subprocess.run([sys.executable, str(WORKER), *checks], env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, str(WORKER)], env=env, capture_output=True,
                           text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -49,18 +57,14 @@ def run_worker(*checks: str) -> dict:
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# 4 devices (subprocess)
-
-
-def test_minibatch_step_split_over_devices_equals_whole_minibatch():
+def test_minibatch_step_split_over_devices_equals_whole_minibatch(four_devices):
     # One minibatch step (advantage normalisation, clipped loss, grads, optimiser update) with
     # each device holding a quarter of the minibatch and pmean'd grads, vs the plain step on
     # the whole minibatch; with the PPO optimiser (clipping + Adam, nearly scale-invariant) and
     # with plain SGD, which would expose a gradient psum'd instead of averaged (4x). The
     # segment runs shard_map with check_vma=False (pgx); SGD also runs with check_vma=True,
     # where differentiating at replicated params would psum the gradient (ppo.minibatch_step).
-    out = run_worker("step_adam", "step_sgd")
+    out = four_devices
     for optimizer, vma_modes in (("step_adam", (False,)), ("step_sgd", (True, False))):
         res = out[optimizer]
         assert res["moved"] > 10 * TOL, res  # the step really changes the parameters
@@ -69,26 +73,26 @@ def test_minibatch_step_split_over_devices_equals_whole_minibatch():
             assert res[f"aux_vma_{check_vma}"] < TOL, res
 
 
-def test_learning_phase_equals_unsharded_steps_on_global_minibatches():
+def test_learning_phase_equals_unsharded_steps_on_global_minibatches(four_devices):
     # GAE + update_epochs x num_minibatches steps on one fixed [T, N] rollout, sharded, vs
     # plain (axis_name=None) minibatch steps on the concatenation over devices of each
     # device's locally permuted minibatch.
-    out = run_worker("learn")["learn"]
+    out = four_devices["learn"]
     assert out["moved"] > 10 * TOL
     assert out["params"] < TOL and out["opt_state"] < TOL and out["aux"] < TOL, out
 
 
-def test_global_statistics_equal_the_unsharded_ones():
+def test_global_statistics_equal_the_unsharded_ones(four_devices):
     # mean/var/std/sum/max, the running return statistics and the episode metrics, on [8, 16]
     # moves split 4 ways; episodes end only on device 0's games (NaN-aware means).
-    out = run_worker("statistics")["statistics"]
+    out = four_devices["statistics"]
     assert out["rel_diff"] < 1e-6, out
     assert out["episodes"] == 2
     assert out["count"] == 10 + 8 * 16  # global batch count merged into the running stats
 
 
-def test_sharded_segment_on_four_devices():
-    out = run_worker("segment", "bad_input")
+def test_sharded_segment_on_four_devices(four_devices):
+    out = four_devices
     seg = out["segment"]
     assert seg["init_equals_unsharded"]  # init is ppo's, laid out on the mesh
     assert (seg["env_spec"], seg["params_spec"]) == ("P('env',)", "P()")
