@@ -168,8 +168,8 @@ def test_throughput_benchmark_prints_json(capsys):
 
 
 def test_throughput_ppo_rows_report_devices_and_memory(capsys):
-    """The rows of the default recipe's segment (the (256, 256) trunk: the suite's only
-    compile of it) at 8 envs per seed."""
+    """The rows of the default recipe's segment (the (256, 256) trunk) at 8 envs per seed; the
+    2-seed row's program is the one the GPU check's tiny ppo part times."""
     bench = _load("benchmarks/throughput.py")
     bench.main(bench.parse_args(bench.Args, [
         "--json", "--only", "ppo_train_seeds", "ppo_train_envs", "--num-envs", "8",

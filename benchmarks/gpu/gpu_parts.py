@@ -65,7 +65,10 @@ FULL = Sizes(env_batches=tuple(2**k for k in (22, 20, 18, 16, 14, 12)),
                           "default:gather"), census_envs=16384,
              decide_args=("--preset", "cpu", "--updates-per-segment", "20", "--num-seeds", "16",
                           "--blocks", "4", "--seed", "200"))
-TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10, trunks=TRUNKS[:1], ppo_envs=(8,),
+TINY = Sizes(env_batches=(2**6,), env_steps_per_call=2**10,
+             # The (256, 256) trunk: its row (8 envs, 2 seeds, 1 update, 1 repeat) is the
+             # segment program the throughput benchmark's test compiles.
+             trunks=TRUNKS[1:], ppo_envs=(8,),
              ppo_seeds=(2,), ppo_updates=1, repeats=1, flops_envs=8, reference_envs=(8,),
              judge_size="tiny", judge_batches=(2, 4), judge_groups=2, pool_epsilons=(1.0,),
              pool_games=8,
