@@ -61,9 +61,9 @@ gc.set_threshold(*GC_THRESHOLDS)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests marked `slow` first (otherwise in collection order): xdist hands the first
-    tests out in turn, so the longest are split between the workers and none is left to run
-    alone at the end."""
+    """The tests marked `slow` first (otherwise in collection order), so that none of them is
+    left to run alone at the end: xdist starts each worker on a run of consecutive tests, so
+    the first worker begins with all of them while the other takes the short tests after."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
