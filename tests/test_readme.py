@@ -198,13 +198,14 @@ FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w.-]*")
 """A `--flag` in prose, help text or a command (`--base.*` gives `--base.`)."""
 
 OTHER_FLAGS = frozenset({
-    "--index-url", "--no-deps", "--dry-run",  # pip
+    "--index-url", "--no-deps", "--dry-run", "--no-compile",  # pip
     "--exclude",  # ruff
     "--nodes", "--ntasks-per-node", "--gpus-per-node", "--time",  # sbatch
     "--xla_force_host_platform_device_count", "--xla_backend_optimization_level",  # XLA_FLAGS
     "--xla_llvm_disable_expensive_passes", "--xla_cpu_parallel_codegen_split_count",
     "--xla_cpu_use_fusion_emitters", "--xla_cpu_use_thunk_runtime", "--xla_disable_hlo_passes",
-    "--xla_cpu_multi_thread_eigen",
+    "--xla_cpu_multi_thread_eigen", "--xla_cpu_opt_preset", "--xla_cpu_emitter_verification_level",
+    "--xla_cpu_copy_insertion_use_region_analysis",
     "--port", "--gpu-memory-utilization", "--max-logprobs",  # vllm serve, the test server
     "--host", "--n_ctx", "--logits_all", "--model_alias",  # llama-cpp-python's server
     "--alias",  # llama.cpp's llama-server
