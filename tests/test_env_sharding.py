@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ import chex
 import jax
 import probe_envs
 import pytest
+from test_sharding import _forced_devices_env
 
 from sailor_jax.agents import ppo
 from sailor_jax.config import NetworkConfig, PPOConfig
@@ -46,11 +46,8 @@ PROBE_CFG = PPOConfig(num_envs=32, num_steps=8, update_epochs=2, num_minibatches
 def four_devices() -> dict:
     """Every check of the worker (`env_sharding_worker.CHECKS`), run once in one subprocess on
     4 forced CPU devices: its JSON output."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count={DEVICES}".strip())
-    proc = subprocess.run([sys.executable, str(WORKER)], env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    proc = subprocess.run([sys.executable, str(WORKER)], env=_forced_devices_env(DEVICES),
+                          capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["devices"] == DEVICES
