@@ -159,7 +159,8 @@ def shown_iterations(columns: int, fit: int) -> list[int]:
 
 
 OUTCOMES_HELP = ("moved: the judge's update was accepted; held out: refused, it ordered the "
-                 "held-out windows no better than theta did; guard: refused by the survival "
+                 "held-out windows no better than theta did; no evidence: refused, the judge-"
+                 "evidence gate was closed; guard: refused by the survival "
                  "guard; no gain: it did not lower the fitted pairs' error; no judge: no "
                  "ranking")
 """What the `update` row of the theta table says."""
@@ -167,8 +168,8 @@ OUTCOMES_HELP = ("moved: the judge's update was accepted; held out: refused, it 
 
 def update_outcome(updates: list) -> str:
     """What one update did to theta (one seed: its `SeedUpdate.outcome`, `moved`, `held out`,
-    `guard`, `no gain` or `no judge`; `-` where none was recorded); over several seeds, how
-    many moved (`n/S moved`)."""
+    `no evidence`, `guard`, `no gain` or `no judge`; `-` where none was recorded); over several
+    seeds, how many moved (`n/S moved`)."""
     if len(updates) > 1:
         return f"{sum(u.outcome == 'moved' for u in updates)}/{len(updates)} moved"
     return updates[0].outcome or "-"

@@ -2,7 +2,7 @@
 flags, and no history (issue or round numbers, dates) in the code.
 
 The caps are the lean core's targets: config fields at most 110, the main job's `--help` at
-most 80 flags and the comparison's at most 60, the package's code at most `PACKAGE_CODE_CAP`
+most 81 flags and the comparison's at most 60, the package's code at most `PACKAGE_CODE_CAP`
 lines. Code lines are lines with a token of code: docstrings, comments and blank lines do not
 count, so documentation costs nothing and the package cannot grow in logic without removing
 logic. A change that grows one past its cap says so here, where the reviewer sees it.
@@ -23,9 +23,9 @@ from test_experiments import _load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_FIELDS_CAP = 110
-SAILOR_FLAGS_CAP = 80
+SAILOR_FLAGS_CAP = 81  # 80, and `--sailor.alignment.evidence-z`, the judge-evidence gate
 COMPARE_FLAGS_CAP = 60
-PACKAGE_CODE_CAP = 5_944  # 12 of them cache programs or traces: make_train, the collectors
+PACKAGE_CODE_CAP = 6_004  # 12 of them cache programs or traces: make_train, the collectors
 """The package's code lines (`code_lines`): 5,820 when the cap began to count code only,
 116 more for the prompts the judge's server renders (`judges/served_prompts.py` and its use in
 `judges/endpoint.py`), a behaviour the package did not have, and 3 for the collect's buffers
@@ -34,7 +34,9 @@ second trace of the env's step (a quarter of its trace), and 4 `jax.jit` decorat
 (`game/env.py`'s reset, play and step, `game/expert.py`'s afterstates) by which a process
 traces pgx's step and the afterstates once, not once per program that holds them, less 3
 for the expert's line tables built by NumPy over all lines at once (`slide_lines`,
-`line_heuristics`), not line by line."""
+`line_heuristics`), not line by line; 60 more for the judge-evidence gate
+(`alignment.heldout.heldout_p` and `judge_evidence`, the gate in `run.theta_update`, the
+per-seed history in `run.phases`), a behaviour the package did not have."""
 HISTORY = re.compile(r"\b[Ii]ssue[ -]?\d+|\b[Rr]ound \d+|\b20\d\d-\d\d-\d\d")
 """An issue or round number, or a date: history, which belongs in docs/history.md and git."""
 FLAG = re.compile(r"^[│ ]*\s(--[a-z0-9][\w.-]*)", re.M)

@@ -21,6 +21,16 @@ with `g` pairs it newly gets right and `l` it newly gets wrong, accept iff
 exchangeable, so the update stays put except by chance (by the normal approximation, about
 16% of the updates that change some held-out pairs at z = 1).
 
+Judge evidence. The sign test asks whether one update orders one iteration's held-out pairs
+better; at z = 1 a judge with no information passes it now and then, and over 40 updates its
+accepted steps add up to a drift (the random-judge control). `heldout_p` asks, per update,
+whether the fitted theta orders the held-out trajectories as the judge does better than chance
+(a one-sided Kendall tau test); `judge_evidence` combines a seed's earlier updates' tests
+(Stouffer's z). With `AlignmentConfig.evidence_z > 0` an update is accepted only while that z
+reaches the threshold: a judge that knows nothing keeps its p-values uniform (the fitted theta
+never saw the held-out verdicts, so their order is independent of it) and rarely opens the gate,
+while a judge a theta can follow opens it after a few updates.
+
 Survival guard. The per-move level of `R_theta` (its mean per move, the terminal feature
 left out) decides how much the agent wants to live: below zero every move costs and the agent
 learns to end the game; near zero it barely cares. Features such as smoothness and
@@ -158,6 +168,58 @@ def pairs_test(theta, candidate, phi, win, lose, z: float = 1.0) -> HeldoutResul
     message = (f"held-out {verdict}: {len(win)} pairs, agreement {before:.3f} -> {after:.3f} "
                f"(+{gained:g} -{lost:g}, need a net >= max(1, {z:g} sqrt(n)))")
     return HeldoutResult(accepted, gained, lost, before, after, message)
+
+
+def heldout_p(theta, phi, ranking: Ranking) -> float:
+    """One-sided p-value that `R_theta` orders the held-out trajectories as the judge does.
+
+    Kendall's tau-b between `phi @ theta` and the judge's order (its score ties kept as ties),
+    tested against "no association" with the alternative "positive", by the normal
+    approximation with the tie-corrected variance (`scipy.stats.kendalltau`). Host-only.
+
+    Args:
+      theta: `float[F]` weights fitted without these trajectories' verdicts.
+      phi: `float[N, F]` comparison features of the held-out trajectories.
+      ranking: the judge's `Ranking` of those N trajectories (`subset_ranking`).
+
+    Returns:
+      The p-value in (0, 1), or NaN when there is nothing to test (fewer than 2 trajectories,
+      or `R_theta` or the judge ties all of them).
+
+    Raises:
+      ValueError: `phi` and `ranking` of different lengths.
+    """
+    from scipy import stats  # deferred: scipy.stats is a large import
+
+    r = np.asarray(phi, np.float64) @ np.asarray(theta, np.float64)
+    if len(r) != len(ranking.order):
+        raise ValueError(f"phi has {len(r)} rows, the ranking {len(ranking.order)} entries")
+    key = -ranking.rank.astype(np.float64)
+    if ranking.scores is not None:  # equal scores: a tie, as `judged_pairs` counts it
+        _, group = np.unique(np.asarray(ranking.scores, np.float64), return_inverse=True)
+        best = np.full(group.max() + 1, -np.inf)
+        np.maximum.at(best, group, key)
+        key = best[group]
+    if len(r) < 2 or np.ptp(r) == 0 or np.ptp(key) == 0:
+        return float("nan")
+    test = stats.kendalltau(r, key, alternative="greater", method="asymptotic")
+    return float(test.pvalue)
+
+
+def judge_evidence(pvalues) -> float:
+    """Stouffer's z of a seed's earlier `heldout_p` values (`scipy.stats.combine_pvalues`).
+
+    None and NaN entries (nothing tested) are left out; 0.0 when none is left. Each p is
+    clipped into [1e-12, 1 - 1e-12] so that one extreme update cannot give an infinite z.
+    Under a judge with no information the z is standard normal (the p-values are uniform).
+    """
+    from scipy import stats
+
+    p = np.asarray([v for v in pvalues if v is not None and np.isfinite(v)], np.float64)
+    if p.size == 0:
+        return 0.0
+    return float(stats.combine_pvalues(np.clip(p, 1e-12, 1 - 1e-12),
+                                       method="stouffer").statistic)
 
 
 def survival_level(theta, Phi, lengths, names) -> float:

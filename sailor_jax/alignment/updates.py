@@ -66,6 +66,8 @@ class UpdateResult:
     error_after: float
     num_evaluations: int
     message: str
+    proposal: np.ndarray | None = None
+    """`float32[F]` the optimiser's point whatever the decision (None: no optimiser ran)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,10 +243,12 @@ def _decide(problem: _Problem, candidate: np.ndarray, before: tuple[float, float
     if not accepted:
         relation = "is above" if accept_ties else "is not below"
         message = f"{note}rejected: {what} {new:.6g} {relation} {old:.6g}; theta unchanged"
-        candidate, obj_new, err_new = problem.theta, obj, err
+        proposal, candidate, obj_new, err_new = candidate, problem.theta, obj, err
+    else:
+        proposal = candidate
     return UpdateResult(theta=candidate, accepted=accepted, objective_before=obj,
                         objective_after=obj_new, error_before=err, error_after=err_new,
-                        num_evaluations=evaluations, message=message)
+                        num_evaluations=evaluations, message=message, proposal=proposal)
 
 
 def update_theta(theta, Phi, prefs: Preferences, spec: RewardSpec, cfg: AlignmentConfig,

@@ -68,6 +68,12 @@ ARMS: Mapping[str, Arm] = MappingProxyType({
                   {}, control="sailor_random_judge"),
     "sailor_random_judge": Arm("its control: the same update fitted to a uniformly random "
                                "order (a judge with no information)", _RANDOM),
+    "sailor_evidence": Arm("the recommended SAILOR with the judge-evidence gate: an update is "
+                           "accepted only while the judge's earlier held-out tests combine to "
+                           "z >= 3", {"alignment.evidence_z": 3.0},
+                           control="sailor_evidence_random_judge"),
+    "sailor_evidence_random_judge": Arm("its control: the gated update fitted to a uniformly "
+                                        "random order", _RANDOM, base="sailor_evidence"),
     "sailor_value": Arm("the recommended SAILOR judged by the expert's value verdict (score "
                         "gained + change of the expert's value of the position)",
                         {"ranker.kind": "expert", "ranker.expert_verdict": "value"},

@@ -100,6 +100,12 @@ class AlignmentConfig:
     """With `survival_guard`, the per-move level above which an update may lower it (never
     below this floor; reward units per move, the terminal feature left out). None = never
     lower it; the recommended update (`RECOMMENDED_ALIGNMENT`) uses 0.5."""
+    evidence_z: float = 0.0
+    """The judge-evidence gate: accept an update only while the seed's judge has shown, over its
+    earlier updates, that a theta fitted to its verdicts orders held-out trajectories better
+    than chance: Stouffer's z of the earlier updates' one-sided Kendall tests at least this
+    (`alignment.heldout.judge_evidence`). A judge with no information opens it in about 1% of
+    40-update runs at 3. 0 = no gate; needs `heldout > 0`."""
 
     def __post_init__(self) -> None:
         _check(self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}")
@@ -121,6 +127,10 @@ class AlignmentConfig:
         _check(self.survival_floor is None
                or (np.isfinite(self.survival_floor) and self.survival_floor >= 0),
                f"survival_floor must be None or finite and >= 0, got {self.survival_floor}")
+        _check(np.isfinite(self.evidence_z) and self.evidence_z >= 0,
+               f"evidence_z must be finite and >= 0, got {self.evidence_z}")
+        _check(self.evidence_z == 0 or self.heldout > 0,
+               f"evidence_z {self.evidence_z} needs a held-out part: set heldout in (0, 1)")
         _check(self.update_workers >= 0,
                f"update_workers must be >= 0 (0 = one per core), got {self.update_workers}")
         for name in ("beta", "mcmc_trust_region", "trust_region"):

@@ -122,12 +122,21 @@ def update_theta(ctx: Context, state: LoopState, batch: Any, rankings: list | No
     history = [r.train_score for r in state.iterations if r.train_score] + [train_score]
     new_thetas, updates = align_step(state.thetas, batch, rankings, ctx.spec, cfg, t,
                                      ctx.advisor, stalled, history,
-                                     aggregate=getattr(ctx.ranker, "aggregate", "sum"))
+                                     aggregate=getattr(ctx.ranker, "aggregate", "sum"),
+                                     evidence=heldout_history(state, s))
     refined = [k for k, update in enumerate(updates) if update.refine is not None]
     usage = getattr(ctx.ranker, "token_usage", None)
     tokens = None if usage is None else {  # the judge's and a sharing refinement advisor's
         "prompt": usage.prompt, "completion": usage.completion}
     return Judgement(new_thetas, updates, {"update": time.perf_counter() - t0}, refined, tokens)
+
+
+def heldout_history(state: LoopState, num_seeds: int) -> list[list[float | None]]:
+    """Per seed, the `heldout_p` of every earlier update (the warm-up's, then the iterations'):
+    what the judge-evidence gate combines (`theta_update.align_step`)."""
+    records = state.warmup + state.iterations
+    return [[r.seeds[k].heldout_p for r in records if k < len(r.seeds)]
+            for k in range(num_seeds)]
 
 
 def judge(ctx: Context, state: LoopState, batch: Any, train_score: list[float | None],

@@ -53,10 +53,17 @@ class SeedUpdate:
     accepted: bool | None = None
     outcome: str | None = None
     """What the update did to theta, set where it was decided (`OUTCOMES`): "moved" (accepted),
-    "held out" (refused: it ordered the held-out windows no better than theta did), "guard"
+    "held out" (refused: it ordered the held-out windows no better than theta did), "no
+    evidence" (refused: the judge-evidence gate was closed, `AlignmentConfig.evidence_z`), "guard"
     (refused by the survival guard), "no gain" (the fit did not lower the pair error) or "no
     judge" (no ranking). None: no update was attempted (a fixed reward, another process)."""
     evaluations: int | None = None
+    heldout_p: float | None = None
+    """One-sided p-value that the fitted theta orders the held-out windows as the judge does
+    (`alignment.heldout.heldout_p`; NaN: nothing to test; None: no held-out part)."""
+    evidence_z: float | None = None
+    """The seed's judge evidence before this update: Stouffer's z of its earlier updates'
+    `heldout_p` (`alignment.heldout.judge_evidence`; None: no held-out part)."""
     refine: dict | None = None
     """LLM-guided refinement of this seed: answer, suggestion, invalid_reason, accepted, ..."""
 
@@ -70,10 +77,11 @@ class SeedUpdate:
                                   for k, v in d.items()})
 
 
-OUTCOMES = ("moved", "held out", "guard", "no gain", "no judge")
+OUTCOMES = ("moved", "held out", "no evidence", "guard", "no gain", "no judge")
 """The values of `SeedUpdate.outcome`, in the order a decision is made."""
 
-_NAN_FIELDS = ("kendall_tau_before", "kendall_tau_after", "error_before", "error_after")
+_NAN_FIELDS = ("kendall_tau_before", "kendall_tau_after", "error_before", "error_after",
+               "heldout_p")
 
 
 @dataclasses.dataclass

@@ -26,7 +26,8 @@ from sailor_jax.types import Ranking
 def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
                spec: RewardSpec, cfg: SailorConfig, iteration: int,
                advisor: refinement.Advisor | None = None, stalled: list[bool] | None = None,
-               score_history: list[list[float | None]] | None = None, aggregate: str = "sum"
+               score_history: list[list[float | None]] | None = None, aggregate: str = "sum",
+               evidence: list[list[float | None]] | None = None
                ) -> tuple[np.ndarray, list[SeedUpdate]]:
     """Build preferences and update theta for every seed; refine where asked. Host-only.
 
@@ -34,7 +35,9 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     judge's `aggregate`: sums of `Phi`, or per-move means); with `cfg.alignment.heldout > 0`
     the update is fitted on part of each group and accepted only if it orders the held-out
     part better (`alignment.heldout`); with `cfg.alignment.survival_guard` an update that
-    lowers the group's per-move reward is rejected (`heldout.survival_check`).
+    lowers the group's per-move reward is rejected (`heldout.survival_check`); with
+    `cfg.alignment.evidence_z > 0` an update is accepted only while the seed's judge evidence
+    (`heldout.judge_evidence` of its earlier updates' held-out p-values) reaches it.
 
     Args:
       thetas: `float32[S, F]` current weights.
@@ -49,9 +52,11 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
         pair this iteration.
       score_history: per iteration, the `[S]` segment game scores (for the advisor's prompt).
       aggregate: what the judge's verdict is about, "sum" or "mean" (`Ranker.aggregate`).
+      evidence: per seed, the `heldout_p` of its earlier updates (None: none yet).
 
     Returns:
-      `(new thetas float32[S, F], S SeedUpdate)`; a refined seed's update has `refine` set.
+      `(new thetas float32[S, F], S SeedUpdate)`; a refined seed's update has `refine` set;
+      with a held-out part each update records its `heldout_p` and the `evidence_z` before it.
 
     Raises:
       ValueError: an unknown comparison or aggregate.
@@ -76,18 +81,9 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     results = update_many(calls, cfg.alignment.update_workers)
     for s, result in zip(judged, results, strict=True):
         prefs, tau = fresh[s]
-        theta, accepted, message = result.theta, result.accepted, result.message
-        outcome = "moved" if accepted else "no gain"
-        if s in tests and accepted:
-            test = heldout.pairs_test(thetas[s], theta, *tests[s])
-            accepted, message = test.accepted, f"{message}; {test.message}"
-            theta, outcome = (theta, outcome) if accepted else (thetas[s], "held out")
-        if cfg.alignment.survival_guard and accepted:
-            accepted, guard = heldout.survival_check(thetas[s], theta, batch.Phi[s],
-                                                     batch.lengths[s], spec.names,
-                                                     cfg.alignment.survival_floor)
-            message = f"{message}; {guard}"
-            theta, outcome = (theta, outcome) if accepted else (thetas[s], "guard")
+        theta, accepted, outcome, message, p, z = _decide(
+            thetas[s], result, tests.get(s), batch, s, spec, cfg,
+            (evidence[s] if evidence is not None else []))
         new_thetas[s] = theta
         updates[s] = SeedUpdate(
             num_discordant=prefs.num_discordant, num_concordant=prefs.num_concordant,
@@ -95,23 +91,51 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
             error_before=result.error_before,
             error_after=result.error_after if accepted else result.error_before,
             accepted=accepted, outcome=outcome, evaluations=result.num_evaluations,
-            message=message)
+            message=message, heldout_p=p, evidence_z=z)
     if advisor is not None and stalled is not None:
         refine_stalled(new_thetas, updates, batch, rankings, spec, cfg, iteration, advisor,
                        stalled, score_history or [])
     return new_thetas, updates
 
 
+def _decide(theta: np.ndarray, result: Any, test: tuple | None, batch: Any, s: int,
+            spec: RewardSpec, cfg: SailorConfig, prior: list) -> tuple:
+    """Seed `s`'s update through the held-out test, the judge-evidence gate and the survival
+    guard: `(theta, accepted, outcome, message, held-out p or None, evidence z or None)`."""
+    accepted, message = result.accepted, result.message
+    candidate, outcome = result.theta, "moved" if result.accepted else "no gain"
+    p = z = None
+    if test is not None:
+        phi_out, win, lose, out_ranking = test
+        fitted = result.proposal if result.proposal is not None else theta
+        p, z = heldout.heldout_p(fitted, phi_out, out_ranking), heldout.judge_evidence(prior)
+        if accepted:
+            check = heldout.pairs_test(theta, candidate, phi_out, win, lose)
+            accepted, message = check.accepted, f"{message}; {check.message}"
+            outcome = outcome if accepted else "held out"
+        if accepted and cfg.alignment.evidence_z > 0 and z < cfg.alignment.evidence_z:
+            accepted, outcome = False, "no evidence"
+            message = (f"{message}; judge evidence z {z:+.2f} below {cfg.alignment.evidence_z:g}"
+                       f" (theta unchanged)")
+    if cfg.alignment.survival_guard and accepted:
+        accepted, guard = heldout.survival_check(theta, candidate, batch.Phi[s],
+                                                 batch.lengths[s], spec.names,
+                                                 cfg.alignment.survival_floor)
+        message, outcome = f"{message}; {guard}", outcome if accepted else "guard"
+    return (candidate if accepted else theta), accepted, outcome, message, p, z
+
+
 def _window_fit(theta: np.ndarray, batch: Any, s: int, ranking: Ranking, comparison: str,
                 rng: np.random.Generator, cfg: SailorConfig) -> tuple:
     """Seed `s`'s windows: `(phi [N, F] of the fitted windows, their preferences, tau(theta)
-    on them, the held-out test's (phi, win, lose) or None)`."""
+    on them, the held-out test's (phi, win, lose, judge's ranking) or None)`."""
     phi_all = heldout.comparison_phi(batch.Phi[s], batch.lengths[s], comparison)
     phi_sum, fit_ranking, test = phi_all, ranking, None
     if cfg.alignment.heldout > 0:
         fit, out = heldout.split_group(len(phi_all), cfg.alignment.heldout, rng)
         phi_sum, fit_ranking = phi_all[fit], heldout.subset_ranking(ranking, fit)
-        test = (phi_all[out], *judged_pairs(heldout.subset_ranking(ranking, out)))
+        out_ranking = heldout.subset_ranking(ranking, out)
+        test = (phi_all[out], *judged_pairs(out_ranking), out_ranking)
     prefs = build_preferences(phi_sum @ theta, fit_ranking, rng, cfg.preferences)
     return phi_sum, prefs, lambda th: kendall_tau(phi_sum @ th, fit_ranking), test
 
