@@ -114,6 +114,7 @@ def test_the_gate_refuses_an_update_until_the_judge_has_shown_evidence():
     free, (u_free,) = align_step(theta0, _Batch(phi), [ranking], SPEC, cfg, iteration=0)
     assert u_free.outcome == "moved" and u_free.heldout_p < 0.05
     assert u_free.evidence_z == 0.0  # recorded with the gate off too
+    assert set(u_free.mcmc) == {"rhat", "ess"}  # the sampler's diagnostics, per update
     cfg, *_ = _gate_case(3.0)
     shut, (u_shut,) = align_step(theta0, _Batch(phi), [ranking], SPEC, cfg, iteration=0)
     assert u_shut.outcome == "no evidence" and u_shut.accepted is False

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-import joblib
+from joblib.externals.loky import get_reusable_executor
 
 from sailor_jax.alignment.updates import UpdateResult, update_theta
 
@@ -44,5 +44,6 @@ def update_many(calls: list[tuple], workers: int = 0) -> list[UpdateResult]:
     n = resolve_workers(workers, len(calls))
     if n == 1:
         return [update_theta(*call) for call in calls]
-    return joblib.Parallel(n_jobs=n, backend="loky")(joblib.delayed(update_theta)(*call)
-                                                      for call in calls)
+    # The workers' samplers run on the CPU: a GPU's runtime is not started in each of them.
+    executor = get_reusable_executor(max_workers=n, env={"JAX_PLATFORMS": "cpu"})
+    return list(executor.map(update_theta, *zip(*calls, strict=True)))

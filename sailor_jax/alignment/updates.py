@@ -68,6 +68,10 @@ class UpdateResult:
     message: str
     proposal: np.ndarray | None = None
     """`float32[F]` the optimiser's point whatever the decision (None: no optimiser ran)."""
+    diagnostics: dict | None = None
+    """bt_mcmc's convergence diagnostics after burn-in (`blackjax.diagnostics`): `{"rhat":
+    the largest potential scale reduction, "ess": the smallest effective sample size}` over
+    the free coordinates; None for bo or when no sampler ran."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,8 +155,9 @@ def _gp_fit(obj_func, initial_theta, bounds, maxiter: int) -> tuple[np.ndarray, 
     return res.x, float(res.fun)
 
 
-def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, int, str]:
-    """`skopt.gp_minimize` from the current theta: `(best point [D], evaluations, note)`."""
+def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple:
+    """`skopt.gp_minimize` from the current theta: `(best point [D], evaluations, note,
+    None)`."""
     import skopt  # deferred: with scipy.stats, a third of a script's start
 
     cfg, free = problem.cfg, problem.free
@@ -183,32 +188,72 @@ def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, in
             random_state=seed,
         )
     points, values = np.asarray(res.x_iters, dtype=np.float64), np.asarray(res.func_vals)
-    return points[int(np.argmin(values))], len(values), ""
+    return points[int(np.argmin(values))], len(values), "", None
 
 
-def _run_mcmc(problem: _Problem, rng: np.random.Generator) -> tuple[np.ndarray, int, str]:
-    """Metropolis-Hastings on the Bradley-Terry posterior: `(posterior mean [D], evals, note)`."""
+def _run_mcmc(problem: _Problem, rng: np.random.Generator) -> tuple:
+    """Random-walk Metropolis-Hastings on the Bradley-Terry posterior (blackjax's
+    `additive_step_random_walk`, `MCMC_CHAINS` chains from the current theta): `(posterior
+    mean [D], evaluations, note, diagnostics)`; the note gives the acceptance rate, the
+    diagnostics the chains' largest R-hat and smallest effective sample size after burn-in
+    over the free coordinates (`blackjax.diagnostics`)."""
     cfg, free = problem.cfg, problem.free
     lo, hi = problem.lo[free], problem.hi[free]
     # Chains start at the current theta, or at its nearest point of a box that excludes it.
     x0 = np.clip(problem.theta[problem.index[free]].astype(np.float64), lo, hi)
-    x = np.tile(x0, (MCMC_CHAINS, 1))
-    lp = problem.log_lik(x)
-    noise = rng.normal(scale=MCMC_STEP, size=(cfg.mcmc_samples, *x.shape))
-    log_u = np.log(rng.uniform(size=(cfg.mcmc_samples, MCMC_CHAINS)))
-    running_sum, moves = np.zeros_like(x0), 0
-    for step in range(cfg.mcmc_samples):
-        proposal = x + noise[step]
-        inside = np.all((proposal >= lo) & (proposal <= hi), axis=1)
-        lp_proposal = np.where(inside, problem.log_lik(proposal), -np.inf)
-        take = log_u[step] < lp_proposal - lp
-        x, lp = np.where(take[:, None], proposal, x), np.where(take, lp_proposal, lp)
-        moves += int(take.sum())
-        if step >= cfg.mcmc_burn_in:
-            running_sum += x.sum(axis=0)
-    mean = np.clip(running_sum / (MCMC_CHAINS * (cfg.mcmc_samples - cfg.mcmc_burn_in)), lo, hi)
-    note = f"MH acceptance rate {moves / (MCMC_CHAINS * cfg.mcmc_samples):.2f}; "
-    return mean, x.shape[0] * (1 + cfg.mcmc_samples), note
+    coef = problem.cfg.beta / problem.scale
+    fixed = problem.thetas(np.zeros((1, len(x0))))[0]  # the entries that do not move
+    pairs = _bucket(len(problem.w))  # padded with weight 0: one program per bucket
+    a = np.zeros((pairs, len(x0)))
+    a[:len(problem.w)] = problem.dphi[:, problem.index[free]] * coef
+    b, w = np.zeros(pairs), np.zeros(pairs)
+    b[:len(problem.w)], w[:len(problem.w)] = problem.dphi @ fixed * coef, problem.w
+    seed = int(rng.integers(2**31 - 1))
+    mean, moves, rhat, ess = (np.asarray(v, np.float64) for v in _mcmc_program(
+        cfg.mcmc_samples, cfg.mcmc_burn_in)(seed, x0, lo, hi, a, b, w))
+    mean = np.clip(mean, lo, hi)
+    note = (f"MH acceptance rate {float(moves):.2f}, R-hat {float(rhat):.3f}, "
+            f"ESS {float(ess):.0f}; ")
+    return mean, MCMC_CHAINS * (1 + cfg.mcmc_samples), note, {"rhat": float(rhat),
+                                                               "ess": float(ess)}
+
+
+def _bucket(n: int) -> int:
+    """The padded pair count of `n` pairs: the next power of two, at least 64."""
+    return max(64, 1 << max(0, n - 1).bit_length())
+
+
+@functools.cache
+def _mcmc_program(num_samples: int, burn_in: int):
+    """The jitted sampler: `(seed, x0 [D], lo [D], hi [D], a [P, D], b [P], w [P])` ->
+    `(post-burn-in mean over chains and steps [D], acceptance rate, max R-hat, min ESS)`;
+    the log density is `sum_p w_p log sigmoid(a_p . x + b_p)` inside the box, -inf outside."""
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+
+    def run(seed, x0, lo, hi, a, b, w):
+        def log_density(x):
+            inside = jnp.all((x >= lo) & (x <= hi))
+            return jnp.where(inside, jnp.sum(w * jax.nn.log_sigmoid(a @ x + b)), -jnp.inf)
+
+        kernel = blackjax.additive_step_random_walk(
+            log_density, blackjax.mcmc.random_walk.normal(jnp.full(x0.shape, MCMC_STEP)))
+
+        def chain(key):
+            def step(state, k):
+                state, info = kernel.step(k, state)
+                return state, (state.position, info.is_accepted)
+            return jax.lax.scan(step, kernel.init(x0), jax.random.split(key, num_samples))[1]
+
+        keys = jax.random.split(jax.random.key(seed), MCMC_CHAINS)
+        positions, accepted = jax.vmap(chain)(keys)  # [C, N, D], [C, N]
+        kept = positions[:, burn_in:]
+        return (kept.mean(axis=(0, 1)), accepted.mean(),
+                jnp.max(blackjax.diagnostics.potential_scale_reduction(kept)),
+                jnp.min(blackjax.diagnostics.effective_sample_size(kept)))
+
+    return jax.jit(run)
 
 
 def _values(problem: _Problem, theta: np.ndarray) -> tuple[float, float]:
@@ -298,6 +343,8 @@ def update_theta(theta, Phi, prefs: Preferences, spec: RewardSpec, cfg: Alignmen
     # Small GP fits and [K, 8] x [8, P] products: BLAS threads only add contention (10x slower
     # on a busy 2-core host), so run single-threaded.
     with threadpoolctl.threadpool_limits(limits=1):
-        x_best, evaluations, note = run(problem, np.random.default_rng(rng))
-    return _decide(problem, problem.to_theta(x_best), (obj, err), evaluations, note, accept_ties)
+        x_best, evaluations, note, diagnostics = run(problem, np.random.default_rng(rng))
+    result = _decide(problem, problem.to_theta(x_best), (obj, err), evaluations, note,
+                     accept_ties)
+    return dataclasses.replace(result, diagnostics=diagnostics)
 

@@ -61,6 +61,9 @@ class SeedUpdate:
     heldout_p: float | None = None
     """One-sided p-value that the fitted theta orders the held-out windows as the judge does
     (`alignment.heldout.heldout_p`; NaN: nothing to test; None: no held-out part)."""
+    mcmc: dict | None = None
+    """bt_mcmc's convergence diagnostics for this update, `{"rhat", "ess"}`
+    (`alignment.updates.UpdateResult.diagnostics`; None: no sampler ran)."""
     evidence_z: float | None = None
     """The seed's judge evidence before this update: Stouffer's z of its earlier updates'
     `heldout_p` (`alignment.heldout.judge_evidence`; None: no held-out part)."""

@@ -91,7 +91,7 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
             error_before=result.error_before,
             error_after=result.error_after if accepted else result.error_before,
             accepted=accepted, outcome=outcome, evaluations=result.num_evaluations,
-            message=message, heldout_p=p, evidence_z=z)
+            message=message, heldout_p=p, evidence_z=z, mcmc=result.diagnostics)
     if advisor is not None and stalled is not None:
         refine_stalled(new_thetas, updates, batch, rankings, spec, cfg, iteration, advisor,
                        stalled, score_history or [])
