@@ -1,0 +1,152 @@
+"""What the theta updates did in a comparison: outcomes, the judge-evidence gate, the sampler.
+
+    python benchmarks/update_audit.py --run runs/compare --arms theta0.sailor
+    python benchmarks/update_audit.py --run runs/decide --json runs/decide/audit.json
+
+Reads `variants/<ARM>/results.json` of a comparison folder (`experiments/compare.py --out`),
+or of every block `seed<ROOT>/` under it (`--blocks`), warm-up updates included. Per arm:
+
+- the updates' outcomes (moved, held out, no evidence, guard, no gain, no judge) and shares;
+- the judge-evidence gate (`AlignmentConfig.evidence_z`, `alignment.heldout.judge_evidence`):
+  per seed, the first update at which the evidence z reached `--gate` (none: never), and the
+  evidence z after the last update; the share of held-out tests with p < 0.05;
+- the Bradley-Terry sampler's diagnostics (`SeedUpdate.mcmc`): median and 90th percentile of
+  R-hat, the share of updates with R-hat above 1.1, the median effective sample size.
+
+Prints a markdown table; `--json` writes the numbers. An arm whose results.json has no
+`heldout_p` (a run written before the gate's records) shows no gate columns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from collections import Counter
+
+import numpy as np
+
+from sailor_jax.alignment.heldout import judge_evidence
+from sailor_jax.cli import parse_args
+from sailor_jax.errors import UserError, report_user_errors
+from sailor_jax.logging import open_text, stored_path
+from sailor_jax.run.results import OUTCOMES
+
+
+@dataclasses.dataclass(frozen=True)
+class Args:
+    """The updates of a comparison's arms."""
+
+    run: str
+    """A compare.py output folder (its blocks `seed<ROOT>/` are read when it has them)."""
+    arms: tuple[str, ...] = ()
+    """Arms as `<start>.<arm>` (e.g. `theta0.sailor`); none: every arm with a judge."""
+    gate: float = 3.0
+    """The evidence z at which the gate counts as open."""
+    json: str = ""
+    """Write the numbers to this file (none: print only)."""
+
+
+def run_folders(run: str) -> list[str]:
+    """The comparison folders under `run`: its blocks `seed<ROOT>/`, or `run` itself.
+
+    Raises:
+      UserError: `run` holds no `variants/` folder.
+    """
+    blocks = sorted(os.path.join(run, d) for d in os.listdir(run) if d.startswith("seed")
+                    and os.path.isdir(os.path.join(run, d, "variants"))) \
+        if os.path.isdir(run) else []
+    if not blocks and not os.path.isdir(os.path.join(run, "variants")):
+        raise UserError(f"--run: no variants/ folder in {run!r} or its seed<ROOT>/ blocks",
+                        "give a folder that experiments/compare.py wrote")
+    return blocks or [run]
+
+
+def arm_records(folders: list[str], arm: str) -> list[list[list[dict]]]:
+    """Per block, per seed, the update records (`SeedUpdate` JSON) of `arm`, warm-up first."""
+    out = []
+    for folder in folders:
+        path = stored_path(os.path.join(folder, "variants", arm, "results.json"))
+        if not os.path.exists(path):
+            continue
+        with open_text(path) as f:
+            results = json.load(f)
+        records = results.get("warmup", []) + results["iterations"]
+        seeds = len(records[0]["seeds"]) if records else 0
+        out.append([[r["seeds"][s] for r in records] for s in range(seeds)])
+    return out
+
+
+def audit(blocks: list[list[list[dict]]], gate: float) -> dict:
+    """The numbers of one arm (module docstring) from `arm_records`."""
+    seeds = [seed for block in blocks for seed in block]
+    updates = [u for seed in seeds for u in seed]
+    counts = Counter(u.get("outcome") or "-" for u in updates)
+    out = {"seeds": len(seeds), "updates": len(updates),
+           "outcomes": {k: counts.get(k, 0) for k in (*OUTCOMES, "-") if counts.get(k, 0)}}
+    p = [[u.get("heldout_p") for u in seed] for seed in seeds]
+    if any(v is not None for row in p for v in row):
+        opened, final = [], []
+        for row in p:
+            z = [judge_evidence(row[:k]) for k in range(1, len(row) + 1)]
+            opened.append(next((k + 1 for k, v in enumerate(z) if v >= gate), None))
+            final.append(z[-1] if z else 0.0)
+        flat = np.array([v for row in p for v in row if v is not None], np.float64)
+        out["gate"] = {"threshold": gate, "opened_after": opened, "final_z": final,
+                       "seeds_opened": sum(k is not None for k in opened),
+                       "share_p_below_0.05": float(np.nanmean(flat < 0.05))}
+    diag = [u["mcmc"] for u in updates if u.get("mcmc")]
+    if diag:
+        rhat = np.array([d["rhat"] for d in diag], np.float64)
+        ess = np.array([d["ess"] for d in diag], np.float64)
+        out["mcmc"] = {"updates": len(diag), "rhat_median": float(np.nanmedian(rhat)),
+                       "rhat_p90": float(np.nanpercentile(rhat, 90)),
+                       "share_rhat_above_1.1": float(np.mean(rhat > 1.1)),
+                       "ess_median": float(np.nanmedian(ess))}
+    return out
+
+
+def markdown(audits: dict[str, dict]) -> str:
+    """One row per arm."""
+    lines = ["| arm | seeds | updates | outcomes | gate opened (seeds) | first opening "
+             "(update) | final z, median | p < 0.05 | R-hat median / p90 / > 1.1 | ESS median |",
+             "|---|---:|---:|---|---:|---|---:|---:|---|---:|"]
+    for arm, a in audits.items():
+        outcomes = ", ".join(f"{k} {v} ({v / a['updates']:.1%})"
+                             for k, v in a["outcomes"].items())
+        g, m = a.get("gate"), a.get("mcmc")
+        gate = ["-"] * 4 if g is None else [
+            f"{g['seeds_opened']}/{a['seeds']}",
+            " ".join("-" if k is None else str(k) for k in g["opened_after"]),
+            f"{np.median(g['final_z']):+.2f}", f"{g['share_p_below_0.05']:.1%}"]
+        mc = ["-", "-"] if m is None else [
+            f"{m['rhat_median']:.2f} / {m['rhat_p90']:.2f} / {m['share_rhat_above_1.1']:.0%}",
+            f"{m['ess_median']:.0f}"]
+        lines.append(f"| {arm} | {a['seeds']} | {a['updates']} | {outcomes} | "
+                     + " | ".join(gate + mc) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    args = parse_args(Args, argv)
+    folders = run_folders(args.run)
+    arms = args.arms or sorted({a for f in folders
+                                for a in os.listdir(os.path.join(f, "variants"))
+                                if not a.endswith(".fixed")})
+    audits = {}
+    for arm in arms:
+        blocks = arm_records(folders, arm)
+        if not blocks:
+            raise UserError(f"--arms: no finished {arm!r} in {args.run!r}",
+                            "name an arm as <start>.<arm>, e.g. theta0.sailor")
+        audits[arm] = audit(blocks, args.gate)
+    print(markdown(audits))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(audits, f, indent=1)
+
+
+if __name__ == "__main__":
+    with report_user_errors():
+        main(sys.argv[1:])
