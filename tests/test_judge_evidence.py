@@ -62,6 +62,7 @@ def test_heldout_p_direction_nothing_to_test_and_bad_input():
     assert heldout.heldout_p(theta, phi, disagree) > 1 - 1e-3
     assert np.isnan(heldout.heldout_p(np.zeros(8), phi, agree))  # R_theta ties all
     assert np.isnan(heldout.heldout_p(theta, phi, _ranking(np.zeros(8))))  # the judge does
+    assert np.isnan(heldout.heldout_p(theta, phi[:2], _ranking(np.arange(2.0))))  # too few
     with pytest.raises(ValueError, match="rows"):
         heldout.heldout_p(theta, phi[:5], agree)
 

@@ -183,8 +183,9 @@ def heldout_p(theta, phi, ranking: Ranking) -> float:
       ranking: the judge's `Ranking` of those N trajectories (`subset_ranking`).
 
     Returns:
-      The p-value in (0, 1), or NaN when there is nothing to test (fewer than 2 trajectories,
-      or `R_theta` or the judge ties all of them).
+      The p-value in (0, 1), or NaN when there is nothing to test (fewer than 3 trajectories,
+      below which the tie-corrected variance is not defined, or `R_theta` or the judge ties
+      all of them).
 
     Raises:
       ValueError: `phi` and `ranking` of different lengths.
@@ -200,7 +201,7 @@ def heldout_p(theta, phi, ranking: Ranking) -> float:
         best = np.full(group.max() + 1, -np.inf)
         np.maximum.at(best, group, key)
         key = best[group]
-    if len(r) < 2 or np.ptp(r) == 0 or np.ptp(key) == 0:
+    if len(r) < 3 or np.ptp(r) == 0 or np.ptp(key) == 0:
         return float("nan")
     test = stats.kendalltau(r, key, alternative="greater", method="asymptotic")
     return float(test.pvalue)
