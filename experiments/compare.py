@@ -61,13 +61,14 @@ from sailor_jax.config import (  # noqa: E402
     RankerConfig,
     SailorConfig,
 )
-from sailor_jax.config.arms import ARMS, DEFAULT_ARMS, arm_config, replace_fields  # noqa: E402
+from sailor_jax.config.arms import ARMS, DEFAULT_ARMS, Arm, arm_config, replace_fields  # noqa: E402
 from sailor_jax.config.flags import in_flags  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.logging import to_jsonable  # noqa: E402
 from sailor_jax.run import run_dir  # noqa: E402
 from sailor_jax.run.run_dir import finished  # noqa: E402
 from sailor_lab import report, seed_statistics  # noqa: E402
+from sailor_lab.arm_specs import parse_arm  # noqa: E402
 from sailor_lab.comparison import REFERENCE, arm_samples, markdown, pool, summarize  # noqa: E402
 from sailor_lab.starts import STARTS, Start, parse_start  # noqa: E402
 from sailor_lab.variants import check_variant, run_variant, write_theta_csv  # noqa: E402
@@ -81,7 +82,9 @@ class Args:
     """Starting rewards: names in STARTS or NAME:feature=w,feature=w,...; theta0 as a start
     compares its arms with the reference (theta0 kept fixed), run once."""
     arms: tuple[str, ...] = DEFAULT_ARMS
-    """Named configurations run from every start (`sailor_jax.config.arms.ARMS`)."""
+    """Configurations run from every start: names in `sailor_jax.config.arms.ARMS`, or written
+    out as `NAME:field=value,field=value` over `SailorConfig()`'s dotted fields (e.g.
+    `no_heldout:alignment.heldout=0`; `base=ARM` starts from a named arm)."""
     judge: Literal["expert", "llm", "outcome"] = "expert"
     """`ranker.kind` of every arm that does not name its judge: the expectimax expert (its
     per-move regret verdict), the LLM, or the score gained."""
@@ -160,13 +163,35 @@ def base_config(preset: str, args: Args) -> SailorConfig:
         raise UserError(in_flags(str(e), Args, ())[0]) from None
 
 
-def arm_list(base: SailorConfig, starts: tuple[str, ...], arms: tuple[str, ...]
-             ) -> list[tuple[str, Start, str, SailorConfig]]:
-    """`(row name, start, arm, config)` of every run, the reference (theta0 kept fixed) first.
+def arm_table(specs: tuple[str, ...]) -> tuple[list[str], dict[str, Arm]]:
+    """The arms' names, and `ARMS` with the arms written out in `specs` (`parse_arm`).
 
     Raises:
-      UserError: an unknown or repeated start or arm, or an arm the config refuses (before
-        any work is done).
+      UserError: an unknown arm name or a bad written-out arm.
+    """
+    table, names = dict(ARMS), []
+    for spec in specs:
+        if ":" in spec:
+            try:
+                name, arm = parse_arm(spec, table)
+            except ValueError as e:
+                raise UserError(f"--arms: {e}") from None
+            table[name] = arm
+        elif spec not in ARMS:
+            raise UserError(f"--arms: unknown arm {spec!r}", f"known: {', '.join(ARMS)}; or "
+                            "write one out as NAME:field=value,field=value")
+        names.append(spec.partition(":")[0].strip())
+    return names, table
+
+
+def arm_list(base: SailorConfig, starts: tuple[str, ...], arms: tuple[str, ...]
+             ) -> list[tuple[str, Start, str, SailorConfig]]:
+    """`(row name, start, arm, config)` of every run, the reference (theta0 kept fixed) first;
+    `arms` are names or written-out arms (`arm_table`).
+
+    Raises:
+      UserError: an unknown or repeated start or arm, a bad written-out arm, or an arm the
+        config refuses (before any work is done).
     """
     try:
         parsed = [parse_start(s) for s in starts]
@@ -175,21 +200,19 @@ def arm_list(base: SailorConfig, starts: tuple[str, ...], arms: tuple[str, ...]
     names = [s.name for s in parsed]
     if "theta0" in names and parsed[names.index("theta0")].theta != STARTS["theta0"].theta:
         raise UserError("--starts: the name theta0 is the reference's; name your start otherwise")
-    unknown = [a for a in arms if a not in ARMS]
-    if unknown:
-        raise UserError(f"--arms: unknown arm {unknown[0]!r}", f"known: {', '.join(ARMS)}")
-    for what, given in (("--starts", names), ("--arms", list(arms))):
+    arm_names, table = arm_table(arms)
+    for what, given in (("--starts", names), ("--arms", arm_names)):
         if len(set(given)) != len(given):
             raise UserError(f"{what} repeats a name: {' '.join(given)}")
 
     def build(start: Start, arm: str) -> SailorConfig:
         try:
-            return arm_config(arm, dataclasses.replace(base, theta0=start.theta))
+            return arm_config(arm, dataclasses.replace(base, theta0=start.theta), table)
         except ValueError as e:
             raise UserError(f"--arms {arm}: {e}") from None
 
     out = [(REFERENCE, STARTS["theta0"], "fixed", build(STARTS["theta0"], "fixed"))]
-    out += [(f"{s.name}.{arm}", s, arm, build(s, arm)) for s in parsed for arm in arms
+    out += [(f"{s.name}.{arm}", s, arm, build(s, arm)) for s in parsed for arm in arm_names
             if not (s.name == "theta0" and arm == "fixed")]  # the reference, run once
     return out
 
@@ -245,15 +268,15 @@ def record_machine(out: str, machine: dict) -> None:
 
 
 def write_outputs(out: str, base: SailorConfig, runs, samples: dict, meta: dict,
-                  reps: int | None = None) -> list[dict]:
-    """`compare.json` (`meta`, the table's rows), `compare.md` and the performance profiles
-    in `out` (rliable's intervals from `reps` bootstrap resamples, None: `seed_statistics.REPS`);
-    returns the rows."""
+                  reps: int | None = None, arms: dict[str, Arm] = ARMS) -> list[dict]:
+    """`compare.json` (`meta`, each arm's changes from `arms`, the table's rows), `compare.md`
+    and the performance profiles in `out` (rliable's intervals from `reps` bootstrap
+    resamples, None: `seed_statistics.REPS`); returns the rows."""
     rows = summarize(runs, samples, reps)
     with open(os.path.join(out, "compare.json"), "w", encoding="utf-8") as f:
         json.dump(to_jsonable({
             "starts": {s.name: {"theta": s.theta, "why": s.why} for _, s, _, _ in runs},
-            "arms": {a: dict(ARMS[a].changes) | {"base": ARMS[a].base} for _, _, a, _ in runs},
+            "arms": {a: dict(arms[a].changes) | {"base": arms[a].base} for _, _, a, _ in runs},
             "base_config": dataclasses.asdict(base), **meta, "rows": rows}), f, indent=1)
     with open(os.path.join(out, "compare.md"), "w", encoding="utf-8") as f:
         f.write(markdown(rows))
@@ -294,7 +317,8 @@ def _selected(runs, out: str, only: tuple[str, ...], finished_only: bool, block:
 
 
 def run_block(base: SailorConfig, folder: str, todo, machine: dict, console, progress,
-              write: bool = True, reps: int | None = None) -> tuple[dict, list[dict], int]:
+              write: bool = True, reps: int | None = None, arms: dict[str, Arm] = ARMS
+              ) -> tuple[dict, list[dict], int]:
     """Run (or read back) the runs `todo` of one comparison folder; with `write`, its tables
     (`write_outputs`, `reps` bootstrap resamples), `theta_trajectories.csv` and theta figures.
     Returns the `arm_samples` per run name, the table's rows ([] without `write`) and the env
@@ -307,7 +331,7 @@ def run_block(base: SailorConfig, folder: str, todo, machine: dict, console, pro
         rows = write_outputs(folder, base, todo, samples, {
             "env_steps_per_seed": steps,
             "theta_history": {n: r.theta_history for n, r in block.items()},
-            "machine": machine}, reps)
+            "machine": machine}, reps, arms)
         write_theta_csv(os.path.join(folder, "theta_trajectories.csv"), block)
         plot_thetas(folder, todo, block)
     return samples, rows, steps
@@ -315,7 +339,7 @@ def run_block(base: SailorConfig, folder: str, todo, machine: dict, console, pro
 
 def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
             finished_only: bool = False, blocks: int = 1,
-            reps: int | None = None) -> list[dict]:
+            reps: int | None = None, arms: dict[str, Arm] = ARMS) -> list[dict]:
     """Run (or read back) every run of `runs` (`arm_list`) in `out/variants/` (with
     `blocks` > 1: in `out/seed<ROOT>/variants/` for each block's root seed `base.seed` + k),
     then write the tables (each block's as soon as it has finished, then the pooled one; their
@@ -352,7 +376,7 @@ def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
                 record_machine(folder, machines[folder])
             done.append(run_block(dataclasses.replace(base, seed=root), folder, todo,
                                   machines[folder], console, progress, write=not only,
-                                  reps=reps))
+                                  reps=reps, arms=arms))
     if only:
         print(f"finished: {' '.join(n for n, *_ in plan[0][2])}; tables: the same command with "
               "--finished-only instead of --only")
@@ -362,7 +386,7 @@ def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
         rows = write_outputs(out, base, plan[0][2], pool([d[0] for d in done]), {
             "env_steps_per_seed": steps, "blocks": [
                 {"seed": root, "folder": os.path.relpath(folder, out), "seeds": base.num_seeds,
-                 "machine": machines[folder]} for root, folder, _ in plan]}, reps)
+                 "machine": machines[folder]} for root, folder, _ in plan]}, reps, arms)
     seeds = len(rows[0]["per_seed"]["score"])
     print(f"\nComparison (final greedy-policy evaluation, {base.eval.episodes} games per seed, "
           f"{seeds} seeds{f' in {len(plan)} blocks' if blocks > 1 else ''}, {steps:,} env "
@@ -385,7 +409,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.resamples is not None and args.resamples < 1:
         raise UserError(f"--resamples must be at least 1, got {args.resamples}")
     return compare(base, arm_list(base, args.starts, args.arms), args.out, args.only,
-                   args.finished_only, args.blocks, args.resamples)
+                   args.finished_only, args.blocks, args.resamples, arm_table(args.arms)[1])
 
 
 if __name__ == "__main__":

@@ -103,8 +103,9 @@ def summarize(arm_list, samples: dict, reps: int | None = None) -> list[dict]:
             if many:
                 row["p_improvement_vs_fixed_start"] = seed_statistics.probability_of_improvement(
                     s["score"], fixed_score, reps)
-        control = f"{start.name}.{ARMS[method].control}"
-        if ARMS[method].control and control in samples:
+        named = ARMS.get(method)  # an arm written out on the command line has no control
+        control = f"{start.name}.{named.control}" if named and named.control else None
+        if control in samples:
             row["random_judge_arm"] = control
             row["vs_random_judge"] = _paired(s["score"], samples[control]["score"])
             if many:

@@ -276,3 +276,63 @@ def test_blocks_pool_paired_seeds_resume_and_stay_on_one_cpu_type(compare, tmp_p
     shutil.rmtree(os.path.join(out, "seed0", "variants", "theta0.fixed"))
     with pytest.raises(UserError, match="--finished-only: no block of .* has finished all"):
         compare.compare(TINY_BASE, runs, out, blocks=2, finished_only=True)
+
+
+def test_arms_written_out_on_the_command_line(compare):
+    """`NAME:field=value,...` in --arms: any SailorConfig field, typed by its default, from
+    `SailorConfig()` or `base=ARM`; bad specs are refused with one line before any work."""
+    _, args = compare.parse(["--preset", "smoke", "--starts", "theta0", "--arms", "fixed",
+                             "no_heldout:alignment.heldout=0,alignment.survival_guard=false",
+                             "paper_beta:base=paper,alignment.beta=2",
+                             "few:tunable=('score_gain', 'empty_cells')"])
+    runs = {r[0]: r[3] for r in compare.arm_list(compare.base_config("smoke", args),
+                                                 args.starts, args.arms)}
+    base = dataclasses.replace(compare.base_config("smoke", args), theta0=STARTS["theta0"].theta)
+    assert list(runs) == ["theta0.fixed", "theta0.no_heldout", "theta0.paper_beta", "theta0.few"]
+    assert runs["theta0.no_heldout"] == replace_fields(
+        arm_config("sailor", base), {"alignment.heldout": 0.0,
+                                     "alignment.survival_guard": False})
+    assert runs["theta0.paper_beta"] == replace_fields(arm_config("paper", base),
+                                                       {"alignment.beta": 2.0})
+    assert runs["theta0.few"].tunable == ("score_gain", "empty_cells")
+    _, table = compare.arm_table(args.arms)
+    assert dict(table["no_heldout"].changes) == {"alignment.heldout": 0.0,
+                                                 "alignment.survival_guard": False}
+    for spec, match in (
+            ("x:alignment.helout=0", "no field 'alignment.helout'; did you mean "
+                                     "'alignment.heldout'"),
+            ("x:alignment.heldout=half", "alignment.heldout takes a float .* got 'half'"),
+            ("x:iterations=2.5", "iterations takes a int"),
+            ("x:alignment.heldout=2", "heldout must be in"),  # the config's own check
+            ("sailor:alignment.beta=2", "'sailor' is already an arm's name"),
+            ("x:base=nope", "unknown base arm 'nope'"),
+            ("x:", "expected NAME:field=value"),
+            ("x:alignment.beta", "is not field=value")):
+        _, a = compare.parse(["--preset", "smoke", "--arms", spec])
+        with pytest.raises(UserError, match=f"^--arms.*{match}") as err:
+            compare.arm_list(compare.base_config("smoke", a), a.starts, a.arms)
+        assert "\n" not in str(err.value)
+    _, a = compare.parse(["--preset", "smoke", "--arms", "x:alignment.beta=2",
+                          "x:alignment.beta=3"])
+    with pytest.raises(UserError, match="already an arm's name"):
+        compare.arm_list(compare.base_config("smoke", a), a.starts, a.arms)
+
+
+def test_a_written_out_arm_pools_over_blocks_and_is_read_back(compare, tmp_path, monkeypatch):
+    out = str(tmp_path / "cli_arm")
+    base = dataclasses.replace(TINY_BASE, iterations=1, warmup_updates=0,
+                               ranker=dataclasses.replace(TINY_BASE.ranker, kind="outcome"))
+    arms = ("fixed", "beta2:alignment.beta=2")
+    runs = compare.arm_list(base, ("theta0",), arms)
+    table = compare.arm_table(arms)[1]
+    rows = compare.compare(base, runs, out, blocks=2, arms=table)
+    pooled = json.load(open(os.path.join(out, "compare.json")))
+    assert pooled["arms"]["beta2"] == {"alignment.beta": 2.0, "base": None}
+    by = {r["arm"]: r for r in rows}
+    assert len(by["theta0.beta2"]["per_seed"]["score"]) == 4
+    assert "vs_fixed_start" in by["theta0.beta2"] and "vs_random_judge" not in by["theta0.beta2"]
+    saved = json.load(open(os.path.join(out, "seed1", "variants", "theta0.beta2",
+                                        "config.json")))
+    assert saved["alignment"]["beta"] == 2.0 and saved["seed"] == 1
+    monkeypatch.setattr(loop, "run", lambda *a, **k: pytest.fail("ran"))
+    assert compare.compare(base, runs, out, blocks=2, arms=table) == rows  # read back

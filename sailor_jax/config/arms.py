@@ -134,19 +134,19 @@ def replace_fields(cfg, changes: Mapping[str, object]):
     return dataclasses.replace(cfg, **direct, **nested)
 
 
-def arm_changes(name: str) -> dict[str, object]:
-    """The fields arm `name` changes from `SailorConfig()`'s, its bases' changes first.
+def arm_changes(name: str, arms: Mapping[str, Arm] = ARMS) -> dict[str, object]:
+    """The fields arm `name` of `arms` changes from `SailorConfig()`'s, its bases' first.
 
     Raises:
       KeyError: an unknown arm (the message lists the known ones).
     """
-    if name not in ARMS:
-        raise KeyError(f"unknown arm {name!r}; known: {', '.join(ARMS)}")
-    arm = ARMS[name]
-    return {**(arm_changes(arm.base) if arm.base else {}), **arm.changes}
+    if name not in arms:
+        raise KeyError(f"unknown arm {name!r}; known: {', '.join(arms)}")
+    arm = arms[name]
+    return {**(arm_changes(arm.base, arms) if arm.base else {}), **arm.changes}
 
 
-def arm_config(name: str, cfg: SailorConfig) -> SailorConfig:
+def arm_config(name: str, cfg: SailorConfig, arms: Mapping[str, Arm] = ARMS) -> SailorConfig:
     """Arm `name` applied to `cfg` (a run's sizes, budget, seeds and judge over the recommended
     settings): `cfg` with the arm's changed fields set, without the baseline rows (a comparison
     runs the start kept fixed as its own arm).
@@ -154,4 +154,4 @@ def arm_config(name: str, cfg: SailorConfig) -> SailorConfig:
     Raises:
       KeyError: an unknown arm.
     """
-    return replace_fields(dataclasses.replace(cfg, baseline=False), arm_changes(name))
+    return replace_fields(dataclasses.replace(cfg, baseline=False), arm_changes(name, arms))
