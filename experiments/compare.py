@@ -85,6 +85,9 @@ class Args:
     """Configurations run from every start: names in `sailor_jax.config.arms.ARMS`, or written
     out as `NAME:field=value,field=value` over `SailorConfig()`'s dotted fields (e.g.
     `no_heldout:alignment.heldout=0`; `base=ARM` starts from a named arm)."""
+    against: str | None = None
+    """An arm of `--arms` that every other arm of a start is compared with (paired difference,
+    probability of improvement, power, the verdict line); None = the start kept fixed."""
     judge: Literal["expert", "llm", "outcome"] = "expert"
     """`ranker.kind` of every arm that does not name its judge: the expectimax expert (its
     per-move regret verdict), the LLM, or the score gained."""
@@ -268,11 +271,13 @@ def record_machine(out: str, machine: dict) -> None:
 
 
 def write_outputs(out: str, base: SailorConfig, runs, samples: dict, meta: dict,
-                  reps: int | None = None, arms: dict[str, Arm] = ARMS) -> list[dict]:
+                  reps: int | None = None, arms: dict[str, Arm] = ARMS,
+                  against: str | None = None) -> list[dict]:
     """`compare.json` (`meta`, each arm's changes from `arms`, the table's rows), `compare.md`
     and the performance profiles in `out` (rliable's intervals from `reps` bootstrap
-    resamples, None: `seed_statistics.REPS`); returns the rows."""
-    rows = summarize(runs, samples, reps)
+    resamples, None: `seed_statistics.REPS`; `against`: the arm compared with, as
+    `comparison.summarize`); returns the rows."""
+    rows = summarize(runs, samples, reps, against)
     with open(os.path.join(out, "compare.json"), "w", encoding="utf-8") as f:
         json.dump(to_jsonable({
             "starts": {s.name: {"theta": s.theta, "why": s.why} for _, s, _, _ in runs},
@@ -317,8 +322,8 @@ def _selected(runs, out: str, only: tuple[str, ...], finished_only: bool, block:
 
 
 def run_block(base: SailorConfig, folder: str, todo, machine: dict, console, progress,
-              write: bool = True, reps: int | None = None, arms: dict[str, Arm] = ARMS
-              ) -> tuple[dict, list[dict], int]:
+              write: bool = True, reps: int | None = None, arms: dict[str, Arm] = ARMS,
+              against: str | None = None) -> tuple[dict, list[dict], int]:
     """Run (or read back) the runs `todo` of one comparison folder; with `write`, its tables
     (`write_outputs`, `reps` bootstrap resamples), `theta_trajectories.csv` and theta figures.
     Returns the `arm_samples` per run name, the table's rows ([] without `write`) and the env
@@ -331,7 +336,7 @@ def run_block(base: SailorConfig, folder: str, todo, machine: dict, console, pro
         rows = write_outputs(folder, base, todo, samples, {
             "env_steps_per_seed": steps,
             "theta_history": {n: r.theta_history for n, r in block.items()},
-            "machine": machine}, reps, arms)
+            "machine": machine}, reps, arms, against)
         write_theta_csv(os.path.join(folder, "theta_trajectories.csv"), block)
         plot_thetas(folder, todo, block)
     return samples, rows, steps
@@ -339,7 +344,8 @@ def run_block(base: SailorConfig, folder: str, todo, machine: dict, console, pro
 
 def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
             finished_only: bool = False, blocks: int = 1,
-            reps: int | None = None, arms: dict[str, Arm] = ARMS) -> list[dict]:
+            reps: int | None = None, arms: dict[str, Arm] = ARMS,
+            against: str | None = None) -> list[dict]:
     """Run (or read back) every run of `runs` (`arm_list`) in `out/variants/` (with
     `blocks` > 1: in `out/seed<ROOT>/variants/` for each block's root seed `base.seed` + k),
     then write the tables (each block's as soon as it has finished, then the pooled one; their
@@ -376,7 +382,7 @@ def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
                 record_machine(folder, machines[folder])
             done.append(run_block(dataclasses.replace(base, seed=root), folder, todo,
                                   machines[folder], console, progress, write=not only,
-                                  reps=reps, arms=arms))
+                                  reps=reps, arms=arms, against=against))
     if only:
         print(f"finished: {' '.join(n for n, *_ in plan[0][2])}; tables: the same command with "
               "--finished-only instead of --only")
@@ -386,7 +392,8 @@ def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
         rows = write_outputs(out, base, plan[0][2], pool([d[0] for d in done]), {
             "env_steps_per_seed": steps, "blocks": [
                 {"seed": root, "folder": os.path.relpath(folder, out), "seeds": base.num_seeds,
-                 "machine": machines[folder]} for root, folder, _ in plan]}, reps, arms)
+                 "machine": machines[folder]} for root, folder, _ in plan]}, reps, arms,
+            against)
     seeds = len(rows[0]["per_seed"]["score"])
     print(f"\nComparison (final greedy-policy evaluation, {base.eval.episodes} games per seed, "
           f"{seeds} seeds{f' in {len(plan)} blocks' if blocks > 1 else ''}, {steps:,} env "
@@ -408,8 +415,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
         raise UserError(f"--blocks must be at least 1, got {args.blocks}")
     if args.resamples is not None and args.resamples < 1:
         raise UserError(f"--resamples must be at least 1, got {args.resamples}")
+    names, table = arm_table(args.arms)
+    if args.against is not None and args.against not in names:
+        raise UserError(f"--against: {args.against!r} is not an arm of --arms",
+                        f"arms: {' '.join(names)}")
     return compare(base, arm_list(base, args.starts, args.arms), args.out, args.only,
-                   args.finished_only, args.blocks, args.resamples, arm_table(args.arms)[1])
+                   args.finished_only, args.blocks, args.resamples, table, args.against)
 
 
 if __name__ == "__main__":

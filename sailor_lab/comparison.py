@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from sailor_jax.config.arms import ARMS
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_lab import report, seed_statistics
@@ -67,16 +69,59 @@ def _paired(a: list[float], b: list[float]) -> dict:
     return d
 
 
-def summarize(arm_list, samples: dict, reps: int | None = None) -> list[dict]:
+def verdict(diff: dict, recovery: dict | None = None) -> str:
+    """One line that says what a paired comparison decides at its size.
+
+    "a gain" or "a loss" when the paired difference's 95% t-interval excludes 0; "level" when
+    every seed's difference is 0; otherwise "undecided at this size", with the largest
+    difference the interval leaves open and the paired seeds (`seed_statistics.seeds_needed`,
+    80% power, at the observed paired SD) that would detect the observed one. With a
+    `recovery` (`report.recovery_fraction`; a wrong start) whose interval says otherwise than
+    the paired difference's, the line says the measures disagree instead of a verdict.
+
+    Args:
+      diff: `report.paired_difference` (its `per_seed` differences, mean and interval).
+      recovery: the same comparison's recovery fraction, or None.
+    """
+    d = diff["per_seed"]
+    mean, lo, hi = diff["mean"], diff["ci_low"], diff["ci_high"]
+    said = f"{mean:+,.0f} [{lo:+,.0f}, {hi:+,.0f}] ({diff['wins']}/{len(d)} seeds higher)"
+    if all(x == 0 for x in d):
+        return f"level: the same final score on every one of {len(d)} seeds"
+    if len(d) < 2:
+        return f"undecided at this size: 1 seed gives no interval ({mean:+,.0f})"
+    sign = 1 if lo > 0 else -1 if hi < 0 else 0
+    sd = float(np.std(d, ddof=1))
+    need = (f"; about {seed_statistics.seeds_needed(abs(mean), sd):,} paired seeds would "
+            f"detect ±{abs(mean):,.0f} (paired SD {sd:,.0f})" if abs(mean) > 0 and sd > 0 else "")
+    if recovery is not None:
+        r_lo, r_hi = recovery["ci_low"], recovery["ci_high"]
+        r_sign = 1 if r_lo > 0 else -1 if r_hi < 0 else 0
+        if r_sign != sign:
+            return (f"the measures disagree: recovery {recovery['fraction']:.2f} [{r_lo:.2f}, "
+                    f"{r_hi:.2f}] against a paired difference of {said}; no verdict at this "
+                    f"size{need}")
+    if sign:
+        return f"{'a gain' if sign > 0 else 'a loss'}: {said}"
+    return (f"undecided at this size: no difference larger than ±{max(-lo, hi):,.0f} (95%), "
+            f"{said}{need}")
+
+
+def summarize(arm_list, samples: dict, reps: int | None = None,
+              against: str | None = None) -> list[dict]:
     """One row per arm: means [CI], paired differences to its fixed start (with their power)
     and to its random-judge control, recovery fraction; with 2 or more seeds, rliable's IQM
     and mean with bootstrap intervals (`rliable`) and the probability of improvement over the
-    fixed start (`p_improvement_vs_fixed_start`) and the control.
+    fixed start (`p_improvement_vs_fixed_start`) and the control. With `against`, the same
+    paired difference and probability of improvement against that arm of the row's start
+    (`vs_against`, `p_improvement_vs_against`). Each row compared with something carries its
+    `verdict` (`verdict`) against `against`, else against its fixed start.
 
     Args:
       arm_list: `(row name, start, arm, config)` per row (`START.ARM`), the reference first.
       samples: `arm_samples` per arm name (or `pool`ed blocks); the reference's must be there.
       reps: bootstrap resamples of the rliable intervals (None: `seed_statistics.REPS`).
+      against: an arm name of `arm_list`, or None.
     """
     reps = seed_statistics.REPS if reps is None else reps
     ref = samples[REFERENCE]["score"]
@@ -114,8 +159,23 @@ def summarize(arm_list, samples: dict, reps: int | None = None) -> list[dict]:
                         s["score"], samples[control]["score"], reps))
         if method == "fixed" and name != REFERENCE:
             row["vs_theta0"] = _paired(s["score"], ref)
+        _against(row, samples, f"{start.name}.{against}" if against else None, many, reps)
         rows.append(row)
     return rows
+
+
+def _against(row: dict, samples: dict, other: str | None, many: bool, reps: int) -> None:
+    """A row's `vs_against` (to arm `other` of its start, where that ran and is not the row)
+    and its `verdict` (against `other`, else its fixed start)."""
+    if other is not None and other in samples and other != row["arm"]:
+        row["against_arm"] = other
+        row["vs_against"] = _paired(row["per_seed"]["score"], samples[other]["score"])
+        if many:
+            row["p_improvement_vs_against"] = seed_statistics.probability_of_improvement(
+                row["per_seed"]["score"], samples[other]["score"], reps)
+        row["verdict"] = verdict(row["vs_against"])
+    elif other is None and "vs_fixed_start" in row:
+        row["verdict"] = verdict(row["vs_fixed_start"], row.get("recovery"))
 
 
 def _ci(stat, digits=0) -> str:
@@ -131,7 +191,8 @@ def _diff(d: dict | None) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    """The repair table (GitHub markdown); with 2 or more seeds, `field_markdown` under it."""
+    """The repair table (GitHub markdown); with 2 or more seeds, `field_markdown` under it;
+    then one verdict line per compared arm (`verdict`)."""
     head = ["arm", "final score [95% CI]", "worst seed",
             "paired diff. to the fixed start [95% CI]", "worst seed / its fixed twin",
             "(fixed start) diff. to theta0",
@@ -152,6 +213,11 @@ def markdown(rows: list[dict]) -> str:
             f"{r['tile_1024'][0]:.2f}", f"{r['tile_2048'][0]:.2f}", theta]) + " |")
     if "rliable" in rows[0]:
         lines += ["", field_markdown(rows).rstrip("\n")]
+    judged = [r for r in rows if "verdict" in r]
+    if judged:
+        lines += ["", "Verdicts (the paired difference of final score, 95% t-interval):", ""]
+        lines += [f"- {r['arm']} against {r.get('against_arm', 'its fixed start')}: "
+                  f"{r['verdict']}" for r in judged]
     return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import shutil
 
 import numpy as np
@@ -156,7 +157,11 @@ def test_compare_end_to_end_numbers_resume_and_figures(compare, tmp_path, monkey
     assert by["mine.fixed"]["vs_theta0"]["per_seed"] == pytest.approx(
         np.subtract(scores["mine.fixed"], scores["theta0.fixed"]).tolist())
     md = open(os.path.join(out, "compare.md")).read()
-    table, field, power = md.split("\n\n")
+    table, field, power, verdicts = md.split("\n\n", 3)
+    judged = [r for r in rows if "vs_fixed_start" in r]
+    assert verdicts.startswith("Verdicts") and verdicts.count("\n- ") == len(judged) == 4
+    for r in judged:  # each line says the row's own verdict, computed from its numbers
+        assert f"- {r['arm']} against its fixed start: {r['verdict']}" in verdicts
     assert table.count("\n") == 1 + 7 and "| worst seed |" in table and "| mine.sailor | " in table
     assert field.count("\n") == 1 + 7 and "| IQM [95% bootstrap] |" in field
     assert power.startswith("IQM, bootstrap means") and "±" in power and "mine.sailor (2 " in power
@@ -336,3 +341,46 @@ def test_a_written_out_arm_pools_over_blocks_and_is_read_back(compare, tmp_path,
     assert saved["alignment"]["beta"] == 2.0 and saved["seed"] == 1
     monkeypatch.setattr(loop, "run", lambda *a, **k: pytest.fail("ran"))
     assert compare.compare(base, runs, out, blocks=2, arms=table) == rows  # read back
+
+
+@pytest.mark.parametrize("per_seed, recovery, said", [
+    ([100.0, 120.0, 80.0, 110.0], None, r"^a gain: \+102 \[\+75, \+130\] \(4/4 seeds higher\)$"),
+    ([-100.0, -120.0, -80.0, -110.0], None, r"^a loss: -102 "),
+    ([0.0, 0.0, 0.0], None, r"^level: the same final score on every one of 3 seeds$"),
+    ([500.0, -400.0, 300.0, -200.0], None,
+     r"^undecided at this size: no difference larger than ±719 \(95%\), \+50 \[-619, \+719\] "
+     r"\(2/4 seeds higher\); about [\d,]+ paired seeds would detect ±50 \(paired SD 420\)$"),
+    ([500.0, -400.0, 300.0, -200.0], {"fraction": 0.09, "ci_low": 0.03, "ci_high": 0.14},
+     r"^the measures disagree: recovery 0.09 \[0.03, 0.14\] against a paired difference of "
+     r"\+50 "),
+    ([7.0], None, r"^undecided at this size: 1 seed gives no interval"),
+])
+def test_verdict_line(per_seed, recovery, said):
+    from sailor_lab.comparison import verdict
+    line = verdict(report.paired_difference(per_seed, [0.0] * len(per_seed)), recovery)
+    assert re.search(said, line), line
+    if line.startswith("undecided at this size: no"):  # N from the observed SD, by statsmodels
+        sd = np.std(per_seed, ddof=1)
+        assert f"about {seed_statistics.seeds_needed(50.0, sd):,} paired" in line
+
+
+def test_against_another_arm_pairs_every_arm_with_it(compare):
+    runs = compare.arm_list(TINY_BASE, ("theta0",), ("fixed", "sailor", "paper"))
+    samples = {name: {"score": score, "tile_1024": [0.0] * 4, "tile_2048": [0.0] * 4,
+                      "final_theta": [list(STARTS["theta0"].theta)] * 4}
+               for name, score in (("theta0.fixed", [10.0, 20.0, 30.0, 40.0]),
+                                   ("theta0.sailor", [15.0, 25.0, 35.0, 45.0]),
+                                   ("theta0.paper", [5.0, 30.0, 20.0, 40.0]))}
+    from sailor_lab.comparison import markdown, summarize
+    rows = {r["arm"]: r for r in summarize(runs, samples, reps=200, against="paper")}
+    assert rows["theta0.sailor"]["vs_against"]["per_seed"] == [10.0, -5.0, 15.0, 5.0]
+    assert rows["theta0.sailor"]["against_arm"] == "theta0.paper"
+    assert "p_improvement_vs_against" in rows["theta0.sailor"]
+    assert "vs_against" not in rows["theta0.paper"] and "verdict" not in rows["theta0.paper"]
+    assert rows["theta0.sailor"]["verdict"].startswith("undecided at this size")
+    table = markdown(list(rows.values()))
+    assert "- theta0.sailor against theta0.paper: undecided at this size" in table
+    plain = {r["arm"]: r for r in summarize(runs, samples, reps=200)}
+    assert plain["theta0.sailor"]["verdict"].startswith("a gain: +5 [+5, +5]")
+    with pytest.raises(UserError, match="--against: 'nope' is not an arm of --arms"):
+        compare.main(["--preset", "smoke", "--arms", "fixed", "sailor", "--against", "nope"])
