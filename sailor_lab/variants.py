@@ -97,7 +97,7 @@ def run_variant(name: str, cfg: SailorConfig, folder: str, console, progress=Non
     resume = os.path.exists(os.path.join(folder, "config.json"))
     console.print(f"variant {name}: {'resuming' if resume else 'starting'}, {cfg.num_seeds} "
                   f"seeds, {cfg.iterations} iterations, judge {judge_label(cfg)}", markup=False)
-    return loop.run(cfg, folder, resume=resume, progress=progress, devices=devices)
+    return loop.run(cfg, folder, resume=resume, progress=progress, devices=devices, label=name)
 
 
 def theta_rows(name: str, results: SailorResults) -> list[dict]:

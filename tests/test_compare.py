@@ -106,7 +106,7 @@ def test_compare_end_to_end_numbers_resume_and_figures(compare, tmp_path, monkey
     runs = compare.arm_list(base, starts, arms)
     real_run, calls = loop.run, []
 
-    def first(cfg, folder, resume=False, progress=None, devices=None):
+    def first(cfg, folder, resume=False, progress=None, devices=None, label="SAILOR"):
         calls.append(os.path.basename(folder))
         if len(calls) == 3:  # the third arm: killed before it starts
             raise _Killed
@@ -118,7 +118,7 @@ def test_compare_end_to_end_numbers_resume_and_figures(compare, tmp_path, monkey
     assert calls == ["theta0.fixed", "pays_for_dying.fixed", "pays_for_dying.sailor"]
     calls.clear()
     monkeypatch.setattr(loop, "run", lambda cfg, folder, resume=False, progress=None,
-                        devices=None: (calls.append(os.path.basename(folder))
+                        devices=None, label="SAILOR": (calls.append(os.path.basename(folder))
                                        or real_run(cfg, folder, resume=resume, progress=progress)))
     rows = compare.compare(base, runs, out)
     assert calls == ["pays_for_dying.sailor", "pays_for_dying.sailor_random_judge",

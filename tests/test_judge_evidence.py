@@ -154,3 +154,18 @@ def test_heldout_history_reads_every_earlier_update_per_seed_and_survives_a_resu
 def test_bad_evidence_config(kwargs, match):
     with pytest.raises(ValueError, match=match):
         AlignmentConfig(**kwargs)
+
+
+def test_the_progress_line_names_its_run_and_shows_agreement_only_with_a_judge():
+    from sailor_jax.run.hooks import progress_line
+
+    def record(taus):
+        return IterationRecord(iteration=0, env_steps=0, sps=1234.0, seconds={},
+                               host_overhead_s=0.0, theta=[], train_score=[],
+                               seeds=[SeedUpdate(kendall_tau_after=t) for t in taus])
+
+    state = LoopState.start(np.zeros(8, np.float32), 2)
+    judged = progress_line(state, record([0.5, 0.25]), "theta0.sailor")
+    assert judged.startswith("theta0.sailor  SPS    1,234") and "agreement(tau) +0.38" in judged
+    fixed = progress_line(state, record([None, None]), "theta0.fixed")
+    assert fixed.startswith("theta0.fixed  SPS") and "agreement" not in fixed and "nan" not in fixed

@@ -27,6 +27,9 @@ __all__ = ["SailorHooks", "evaluate_seeds", "progress_line"]
 class SailorHooks:
     """`runner.SegmentHooks` of a SAILOR run: the judge phases between segments (host-only)."""
 
+    label = "SAILOR"
+    """What the progress bar calls the run (`loop.run`'s `label`: a comparison's arm name)."""
+
     def __init__(self, ctx: phases.Context, state: LoopState):
         self.ctx, self.state = ctx, state
         self.num_segments = ctx.cfg.iterations
@@ -69,7 +72,7 @@ class SailorHooks:
                                          new_thetas, updates, run.logger, metrics, tokens)
         self.record(record, self.periodic_evaluation(segment, run.state), run.logger)
         run.checkpoint(segment)
-        return progress_line(state, record)
+        return progress_line(state, record, self.label)
 
     def record(self, record: IterationRecord, evaluation: dict | None,
                logger: MetricLogger) -> None:
@@ -107,11 +110,14 @@ class SailorHooks:
         self.timings = self.state.timings
 
 
-def progress_line(state: LoopState, record: IterationRecord) -> str:
-    """The progress bar's text after an iteration: SPS, agreement, and an endpoint judge's
-    tokens (this iteration's and the run's)."""
+def progress_line(state: LoopState, record: IterationRecord, label: str = "SAILOR") -> str:
+    """The progress bar's text after an iteration: the run's `label`, SPS, the agreement with
+    the judge (none without one), and an endpoint judge's tokens (this iteration's and the
+    run's)."""
     tau = runner.nanmean(s.kendall_tau_after for s in record.seeds)
-    line = f"SAILOR  SPS {record.sps:8,.0f}  agreement(tau) {tau:+.2f}"
+    line = f"{label}  SPS {record.sps:8,.0f}"
+    if tau == tau:  # a kept-fixed reward has no judge, so no agreement
+        line += f"  agreement(tau) {tau:+.2f}"
     run_tokens = total_tokens(state.warmup + state.iterations)
     if record.judge_tokens is not None and run_tokens is not None:
         line += f"  tokens {sum(record.judge_tokens.values()):,} (run {run_tokens['total']:,})"

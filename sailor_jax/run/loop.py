@@ -78,7 +78,7 @@ def _seeds_collector(*fields) -> Callable:
 
 def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | None = None,
         progress=None, advisor: refinement.Advisor | None = None,
-        devices: int | None = None) -> SailorResults:
+        devices: int | None = None, label: str = "SAILOR") -> SailorResults:
     """Run SAILOR, checkpointing every iteration; write `results.json`. Host-only.
 
     Args:
@@ -89,6 +89,7 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
         run is read back from its `results.json` at once.
       ranker: judge to use instead of building one from `cfg.ranker` (tests).
       progress: optional `rich.progress.Progress`.
+      label: what the progress bar calls the run (a comparison names its arm).
       advisor: refinement advisor to use instead of building one from `cfg.refine` (tests).
       devices: devices the seed rows are sharded over (`sharding.SeedLayout`; None: all).
         In a multi-process run (`sharding.initialize_distributed`) only process 0 builds
@@ -121,12 +122,13 @@ def run(cfg: SailorConfig, out_dir: str, resume: bool = False, ranker: Ranker | 
                       "lower --sailor.ppo.num-envs (or --sailor.ppo.num-steps) or "
                       "--sailor.num-seeds")
     with run_guard.claim_out_dir(out_dir, cfg, resume) as config:
-        return _run_claimed(cfg, out_dir, config, resume, ranker, progress, advisor, devices)
+        return _run_claimed(cfg, out_dir, config, resume, ranker, progress, advisor, devices,
+                            label)
 
 
 def _run_claimed(cfg: SailorConfig, out_dir: str, config: dict, resume: bool,
                  ranker: Ranker | None, progress, advisor: refinement.Advisor | None,
-                 devices: int | None) -> SailorResults:
+                 devices: int | None, label: str) -> SailorResults:
     """`run` in the folder it holds (`run_guard.claim_out_dir`, `config.json` written)."""
     main = sharding.is_main_process()
     spec = cfg.reward_spec()
@@ -144,9 +146,10 @@ def _run_claimed(cfg: SailorConfig, out_dir: str, config: dict, resume: bool,
                   warm_up=warmup.warm_up if cfg.self_align and cfg.warmup_updates else None)
     hooks_class = PipelinedHooks if cfg.pipeline and cfg.self_align else SailorHooks
     hooks = hooks_class(ctx, LoopState.start(theta0, cfg.num_seeds))
+    hooks.label = label
     runner_state = runner.run_segments(out_dir, init(key_init), segment, hooks, resume=resume,
                                        tensorboard=cfg.tensorboard, progress=progress,
-                                       label="SAILOR", hparams=config, devices=devices)
+                                       label=label, hparams=config, devices=devices)
     state = hooks.state
     t0 = time.perf_counter()
     evaluation = evaluate_seeds(cfg, runner_state, 0, key_eval)
