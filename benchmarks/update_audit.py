@@ -148,5 +148,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    with report_user_errors():
-        main(sys.argv[1:])
+    report_user_errors(main)
