@@ -57,8 +57,9 @@ from sailor_jax.config import (  # noqa: E402
 from sailor_jax.config.flags import usage_error  # noqa: E402
 from sailor_jax.judges.factory import judge_name, ranker_description  # noqa: E402
 from sailor_jax.run import loop  # noqa: E402
+from sailor_jax.run.out_probe import check_writable  # noqa: E402
 from sailor_jax.run.results import SailorResults  # noqa: E402
-from sailor_lab.starts import STARTS  # noqa: E402
+from sailor_lab.starts import STARTS, start_name  # noqa: E402
 
 # Every preset runs the recommended SAILOR (`SailorConfig()`'s defaults: windows judged in
 # groups with reference games, an MH step accepted on held-out pairs, the survival guard), with
@@ -210,7 +211,8 @@ def summary(results: SailorResults, console: Console) -> None:
         ev.add_column(col, justify="right")
     rows = [("SAILOR", results.evaluation)]
     if results.baseline_evaluation:
-        rows.append(("theta0 kept fixed", results.baseline_evaluation))
+        rows.append((f"{start_name(results.config.get('theta0'))} kept fixed",
+                     results.baseline_evaluation))
     for name, e in rows:
         r = e["max_tile_rates"]
         ev.add_row(name, str(e["episodes"]), f"{e['score_mean']:.0f}", f"{e['score_std']:.0f}",
@@ -229,7 +231,9 @@ def main(argv: list[str] | None = None) -> SailorResults:
     cfg = args.sailor
     console = start(args.scale)
     out = args.out or default_run_name(preset, judge_name(cfg.ranker), cfg.seed)
-    console.print(f"SAILOR preset={preset} ranker={ranker_description(cfg.ranker)} out={out}")
+    check_writable(out)  # before anything is printed: a bad --out is one error line
+    console.print(f"SAILOR preset={preset} start={start_name(cfg.theta0)} "
+                  f"ranker={ranker_description(cfg.ranker)} out={out}")
     with progress_bar(console, "iterations") as progress:
         results = loop.run(cfg, out, resume=args.resume, progress=progress,
                            devices=args.scale.devices)

@@ -140,3 +140,10 @@ def parse_start(spec: str) -> Start:
         if not eq:
             raise ValueError(f"start {spec!r}: {item!r} is not feature=number")
     return _start(name, weights, "written out on the command line")
+
+
+def start_name(theta0: tuple[float, ...] | None) -> str:
+    """What a run's starting reward is called: the name of the named start with these weights
+    (`STARTS`; None is theta0), else "a written-out theta0"."""
+    theta = STARTS["theta0"].theta if theta0 is None else tuple(float(w) for w in theta0)
+    return next((s.name for s in STARTS.values() if s.theta == theta), "a written-out theta0")

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from sailor_jax.errors import UserError
 from sailor_jax.run.results import OUTCOMES, SeedUpdate
 from sailor_lab.starts import STARTS
 
@@ -97,7 +98,9 @@ def test_sailor_cli_runs_end_to_end(tmp_path, capsys, monkeypatch):
                  "--sailor.max-len", "60", "--sailor.eval.episodes", "4",
                  "--sailor.eval.max-len", "300", "--sailor.no-tensorboard", *TINY_PPO])
     printed = capsys.readouterr().out
-    assert "theta history" in printed and "theta0 kept fixed" in printed
+    assert "theta history" in printed and "pays_for_dying kept fixed" in printed
+    assert "theta0 kept fixed" not in printed  # the smoke preset's start is pays_for_dying
+    assert "start=pays_for_dying " in printed.splitlines()[0]
     header = next(line for line in printed.splitlines() if "feature" in line).split()
     # columns numbered as theta_trajectories.csv: it-2 is theta0, it0 the warm-up's result
     assert [c for c in header if c.startswith("it")] == ["it-2", "it-1", "it0", "it1"]
@@ -108,7 +111,7 @@ def test_sailor_cli_runs_end_to_end(tmp_path, capsys, monkeypatch):
     # what each update did to theta, per column and in all, in the words the line explains
     said = [sailor.update_outcome([SeedUpdate.from_json(u)])
             for r in results["warmup"] + results["iterations"] for u in r["seeds"]]
-    assert len(said) == 3 and set(said) <= {"moved", "held out", "guard", "no gain", "no judge"}
+    assert len(said) == 3 and set(said) <= set(OUTCOMES)
     row = next(line for line in printed.splitlines() if line.lstrip("│ ").startswith("update"))
     assert [w for w in said if w in row] == said
     assert any(line.startswith("theta updates: ") for line in printed.splitlines())
@@ -180,3 +183,13 @@ def test_throughput_ppo_rows_report_devices_and_memory(capsys):
     for r in rows:
         assert r["devices"] == 1 and r["device_kind"] and r["sps"] > 0
         assert r["temp_gib"] > 0 and r["state_gib"] > 0
+
+
+def test_sailor_cli_checks_out_before_printing_anything(tmp_path, capsys):
+    """`--out` naming a file: one error line, and no run header before it."""
+    sailor = _load("experiments/sailor.py")
+    a_file = tmp_path / "results.txt"
+    a_file.write_text("not a folder")
+    with pytest.raises(UserError, match="is a file, not a folder"):
+        sailor.main(["--preset", "smoke", "--out", str(a_file / "run")])
+    assert capsys.readouterr().out == ""
