@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 from collections import Counter
 
 import numpy as np
