@@ -3,8 +3,8 @@
     python benchmarks/update_audit.py --run runs/compare --arms theta0.sailor
     python benchmarks/update_audit.py --run runs/decide --json runs/decide/audit.json
 
-Reads `variants/<ARM>/results.json` of a comparison folder (`experiments/compare.py --out`),
-or of every block `seed<ROOT>/` under it (`--blocks`), warm-up updates included. Per arm:
+Reads `variants/<ARM>/results.json` of a comparison folder (the folder compare.py wrote), or
+of every block `seed<ROOT>/` under it, warm-up updates included. Per arm:
 
 - the updates' outcomes (moved, held out, no evidence, guard, no gain, no judge) and shares;
 - the judge-evidence gate (`AlignmentConfig.evidence_z`, `alignment.heldout.judge_evidence`):
