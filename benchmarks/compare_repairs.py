@@ -2,9 +2,9 @@
 
 A change to SAILOR is measured by running `compare.py` twice with the same starts, seeds and
 budget, once with the change (folder B) and once without (folder A); the kept-fixed arms may
-be shared (copied: they do not depend on the change; `--method-b` names B's arm where it is
-another, e.g. `sailor_value`). For
-every start whose `METHOD` arm finished in both folders this prints:
+be shared (copied: they do not depend on the change). Two arms of one comparison are
+compared by `experiments/compare.py` itself (its `against` option). For every start whose
+`METHOD` arm finished in both folders this prints:
 
 - B - A: the paired difference of the final greedy score [95% t-CI] and the seeds where B is
   higher (seed s of both arms starts from the same network and games);
@@ -55,9 +55,6 @@ class Args:
     """The folder with the change."""
     method: str = "sailor"
     """The arm compared in both folders."""
-    method_b: str = ""
-    """The arm of `--b` when it differs (e.g. sailor_value against `--a`'s sailor);
-    empty = `--method`."""
     label_a: str = "A"
     label_b: str = "B"
     """Column labels of the two folders."""
@@ -66,14 +63,14 @@ class Args:
     --seed`), each holding the arm, its start kept fixed and theta0 kept fixed; their
     seeds are pooled after `--a`'s, in order."""
     more_b: tuple[str, ...] = ()
-    """The same for `--b`, one folder per `--more-a` folder (none: `--more-a`'s own)."""
+    """The same for `--b`, one folder per `--more-a` folder."""
     out: str = ""
     """Where compare.md and compare.json.gz go (none: print only)."""
 
     def __post_init__(self) -> None:
-        if self.more_b and len(self.more_b) != len(self.more_a):
+        if len(self.more_b) != len(self.more_a):
             raise UserError(f"--more-b: {len(self.more_b)} folders for {len(self.more_a)} in "
-                            "--more-a", "name one --more-b folder per --more-a folder, or none")
+                            "--more-a", "name one --more-b folder per --more-a folder")
 
 
 def _load(folder: str, arm: str) -> SailorResults | None:
@@ -128,9 +125,9 @@ def compare_start(args: Args, start: str) -> dict | None:
     """One start's row (seeds pooled over `--more-a`/`--more-b`), or None where the arm has
     not finished in every folder."""
     folders_a = [args.a, *args.more_a]
-    folders_b = [args.b, *(args.more_b or args.more_a)]
+    folders_b = [args.b, *args.more_b]
     a = _side(folders_a, f"{start}.{args.method}")
-    b = _side(folders_b, f"{start}.{args.method_b or args.method}")
+    b = _side(folders_b, f"{start}.{args.method}")
     fixed = _side(folders_a, REFERENCE if start == "theta0" else f"{start}.fixed")
     reference = _side(folders_a, REFERENCE)
     if a is None or b is None or fixed is None or reference is None:
@@ -208,8 +205,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         with open(os.path.join(args.out, "compare.md"), "w", encoding="utf-8") as f:
             f.write(table)
         record = {"a": args.a, "b": args.b, "more_a": list(args.more_a),
-                  "more_b": list(args.more_b or args.more_a), "method": args.method,
-                  "method_b": args.method_b or args.method, "rows": rows,
+                  "more_b": list(args.more_b), "method": args.method,
+                  "rows": rows,
                   "machine": report.machine()}
         report.write_json_gz(os.path.join(args.out, "compare.json.gz"), record)
     return rows

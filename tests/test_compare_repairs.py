@@ -97,11 +97,12 @@ def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_
         saved = json.load(f)
     assert saved["rows"][0]["score"]["end"] == [70.0, 60.0, 50.0]
     assert np.isclose(saved["rows"][0]["b_minus_a"]["mean"], 10.0)
-    # Another arm in b: its rows pair with a's sailor arm.
+    # Another arm in both folders: --method names it.
+    _write(a, "pays.sailor_value", [20.0, 30.0, 40.0])
     _write(b, "pays.sailor_value", [30.0, 20.0, 40.0])
-    rows = bench.main(["--a", str(a), "--b", str(b), "--method-b", "sailor_value"])
+    rows = bench.main(["--a", str(a), "--b", str(b), "--method", "sailor_value"])
     assert [r["start"] for r in rows] == ["pays"]
-    assert rows[0]["b_minus_a"]["per_seed"] == [-20.0, -40.0, 0.0]
+    assert rows[0]["b_minus_a"]["per_seed"] == [10.0, -10.0, 0.0]
     with pytest.raises(UserError, match="--a/--b: no sailor arm has finished in both"):
         bench.main(["--a", str(a), "--b", str(tmp_path / "none")])
 
@@ -115,11 +116,11 @@ def test_compare_repairs_pools_seed_sets_pair_by_pair(tmp_path, capsys):
         _write(folder, "theta0.fixed", ref)
         _write(folder, "pays.fixed", fixed)
     _write(a, "pays.sailor", [50.0, 60.0], game_over=0.8)
-    _write(b, "pays.sailor_value", [70.0, 80.0], game_over=0.2)
+    _write(b, "pays.sailor", [70.0, 80.0], game_over=0.2)
     _write(a1, "pays.sailor", [40.0], game_over=0.5)
-    _write(a1, "pays.sailor_value", [45.0], game_over=-0.4)  # B's second set: in a1
-    argv = ["--a", str(a), "--b", str(b), "--method-b", "sailor_value",
-            "--more-a", str(a1)]
+    b1 = tmp_path / "b1"
+    _write(b1, "pays.sailor", [45.0], game_over=-0.4)  # B's second set
+    argv = ["--a", str(a), "--b", str(b), "--more-a", str(a1), "--more-b", str(b1)]
     (pays,) = bench.main(argv)
     assert pays["score"] == {"A": [50.0, 60.0, 40.0], "B": [70.0, 80.0, 45.0]}
     assert pays["b_minus_a"]["per_seed"] == [20.0, 20.0, 5.0]
@@ -128,8 +129,6 @@ def test_compare_repairs_pools_seed_sets_pair_by_pair(tmp_path, capsys):
     assert pays["recovery"]["B"]["fraction"] == pytest.approx((60 + 60 + 45) / (90 + 90 + 90))
     assert pays["game_over"] == pytest.approx({"A": (0.8 * 2 + 0.5) / 3, "B": (0.2 * 2 - 0.4) / 3})
     assert pays["updates"]["A"]["total"] == 2 * 2  # two runs, _record's two seed-updates each
-    (same,) = bench.main([*argv, "--more-b", str(a1)])  # named: the same folder
-    assert same["b_minus_a"] == pays["b_minus_a"]
     with pytest.raises(UserError, match="no sailor arm has finished"):
         bench.main([*argv[:-1], str(tmp_path / "none")])  # a seed set without the arms
     with pytest.raises(SystemExit):
