@@ -191,14 +191,16 @@ def _diff(d: dict | None) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    """The repair table (GitHub markdown); with 2 or more seeds, `field_markdown` under it;
-    then one verdict line per compared arm (`verdict`)."""
+    """The repair table (GitHub markdown), with a column of the paired difference to the
+    `against` arm when one was given; with 2 or more seeds, `field_markdown` under it; then
+    one verdict line per compared arm (`verdict`)."""
+    against = any("vs_against" in r for r in rows)
     head = ["arm", "final score [95% CI]", "worst seed",
             "paired diff. to the fixed start [95% CI]", "worst seed / its fixed twin",
             "(fixed start) diff. to theta0",
-            "diff. to the random judge", "recovery fraction [95% CI]", "1024", "2048",
-            "final theta (mean over seeds)"]
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * 9 + "---|"]
+            "diff. to the random judge", *(["diff. to the arm compared with"] if against else []),
+            "recovery fraction [95% CI]", "1024", "2048", "final theta (mean over seeds)"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 2) + "---|"]
     for r in rows:
         rec = r.get("recovery")
         theta = ", ".join(f"{SHORT[n]} {v:.2f}" for n, v in
@@ -208,7 +210,7 @@ def markdown(rows: list[dict]) -> str:
             _diff(r.get("vs_fixed_start")),
             f"{r['worst_ratio_to_fixed']:.2f}" if "worst_ratio_to_fixed" in r else "",
             _diff(r.get("vs_theta0")),
-            _diff(r.get("vs_random_judge")),
+            _diff(r.get("vs_random_judge")), *([_diff(r.get("vs_against"))] if against else []),
             _ci((rec["fraction"], rec["ci_low"], rec["ci_high"]), 2) if rec else "",
             f"{r['tile_1024'][0]:.2f}", f"{r['tile_2048'][0]:.2f}", theta]) + " |")
     if "rliable" in rows[0]:
@@ -227,21 +229,26 @@ def _p(stat: list[float] | None) -> str:
 
 def field_markdown(rows: list[dict]) -> str:
     """The field's statistics of `summarize`'s rows (GitHub markdown): per arm, rliable's IQM
-    and bootstrap mean, the probabilities of improvement, the paired SD to the fixed start and
-    the smallest paired difference its seeds detect at 80% power; then the power line."""
+    and bootstrap mean, the probabilities of improvement, the paired SD to the fixed start (to
+    the arm compared with, where one was) and the smallest paired difference its seeds detect
+    at 80% power; then the power line."""
+    against = any("vs_against" in r for r in rows)
+    versus = "the arm compared with" if against else "the fixed start"
     head = ["arm", "seeds", "IQM [95% bootstrap]", "mean [95% bootstrap]",
             "P(arm > fixed start) [95%]", "P(arm > random judge) [95%]",
-            "paired SD to the fixed start", "detectable at 80% power"]
+            *(["P(arm > arm compared with) [95%]"] if against else []),
+            f"paired SD to {versus}", "detectable at 80% power"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     powered = []
     for r in rows:
-        power = (r.get("vs_fixed_start") or {}).get("power")
+        power = (r.get("vs_against" if against else "vs_fixed_start") or {}).get("power")
         if power:
             powered.append((r["arm"], power))
         lines.append("| " + " | ".join([
             r["arm"], str(len(r["per_seed"]["score"])),
             _ci(r["rliable"]["iqm"]), _ci(r["rliable"]["mean"]),
             _p(r.get("p_improvement_vs_fixed_start")), _p(r.get("p_improvement_vs_random_judge")),
+            *([_p(r.get("p_improvement_vs_against"))] if against else []),
             f"{power['paired_sd']:,.0f}" if power else "",
             f"±{power['detectable_80']:,.0f}" if power else ""]) + " |")
     lines.append("")
@@ -250,6 +257,6 @@ def field_markdown(rows: list[dict]) -> str:
                         f"{p['paired_sd']:,.0f})" for arm, p in powered)
     lines.append("IQM, bootstrap means and P(X > Y) (a seed of X scores above one of Y) are "
                  f"rliable's, {reps:,} stratified bootstrap resamples. Power at 80% (a "
-                 "two-sided paired t-test at 5%): the smallest paired difference to the fixed "
-                 f"start these seeds detect is {detects or 'not defined (no fixed start)'}.")
+                 f"two-sided paired t-test at 5%): the smallest paired difference to {versus} "
+                 f"these seeds detect is {detects or f'not defined (no {versus})'}.")
     return "\n".join(lines) + "\n"

@@ -380,6 +380,9 @@ def test_against_another_arm_pairs_every_arm_with_it(compare):
     assert rows["theta0.sailor"]["verdict"].startswith("undecided at this size")
     table = markdown(list(rows.values()))
     assert "- theta0.sailor against theta0.paper: undecided at this size" in table
+    assert "| diff. to the arm compared with |" in table and "+6 [" in table  # mean 6.25
+    assert "P(arm > arm compared with) [95%]" in table
+    assert "paired difference to the arm compared with these seeds detect is ±" in table
     plain = {r["arm"]: r for r in summarize(runs, samples, reps=200)}
     assert plain["theta0.sailor"]["verdict"].startswith("a gain: +5 [+5, +5]")
     with pytest.raises(UserError, match="--against: 'nope' is not an arm of --arms"):
