@@ -32,7 +32,8 @@ COLUMNS: tuple[str, ...] = (
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t confidence interval of the mean.
+    """Mean and Student-t confidence interval of the mean (`scipy.stats.ttest_1samp`'s
+    `confidence_interval`).
 
     Args:
       values: `S >= 1` finite numbers (one per seed).
@@ -55,9 +56,10 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, f
     mean = float(x.mean())
     if x.size == 1:
         return mean, math.nan, math.nan
-    half = float(scipy.stats.t.ppf((1.0 + confidence) / 2.0, x.size - 1)
-                 * x.std(ddof=1) / math.sqrt(x.size))
-    return mean, mean - half, mean + half
+    if np.all(x == x[0]):  # no spread: scipy's t statistic is undefined, the interval a point
+        return mean, mean, mean
+    interval = scipy.stats.ttest_1samp(x, 0.0).confidence_interval(confidence)
+    return mean, float(interval.low), float(interval.high)
 
 
 def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> dict:
