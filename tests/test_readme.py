@@ -405,3 +405,49 @@ def test_no_file_refers_to_documents_outside_the_project():
                           for needle in OUTSIDE if needle in text]
     assert found == []
     assert os.path.exists(os.path.join(ROOT, "docs", "contributing.md"))
+
+
+PAGE_LINK = re.compile(r"\[`?([\w./-]+\.md)`?\]\(([^)\s]+)\)")
+"""A markdown link whose label is a page's file name: `[repair.md](repair.md#anchor)`."""
+
+
+def mislabelled_links(path: str) -> list[str]:
+    """The links of `path` whose label names one page and whose target is another (in-page
+    `#anchor` targets and web addresses left out)."""
+    with open(path, encoding="utf-8") as f:
+        found = PAGE_LINK.findall(f.read())
+    return [f"[{label}]({target})" for label, target in found
+            if not target.startswith("#") and not re.match(r"[a-z][a-z0-9+.-]*:", target)
+            and os.path.basename(label) != os.path.basename(target.split("#")[0])]
+
+
+@pytest.mark.parametrize("doc", [_relpath(p) for p in [*DOCS, HISTORY, RESULTS_LOG]])
+def test_a_link_labelled_with_a_page_goes_to_that_page(doc: str):
+    assert mislabelled_links(os.path.join(ROOT, doc)) == []
+
+
+def test_mislabelled_links_are_found(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("[repair.md](history.md#which) [history.md](history.md#x) "
+                    "[`docs/agent.md`](docs/agent.md) [a page](other.md) [x.md](#here)\n")
+    assert mislabelled_links(str(page)) == ["[repair.md](history.md#which)"]
+
+
+def package_modules() -> list[str]:
+    """Every module of `sailor_jax` and `sailor_lab` by its file's stem (no `__init__`)."""
+    paths = [*glob.glob(os.path.join(ROOT, "sailor_jax", "**", "*.py"), recursive=True),
+             *glob.glob(os.path.join(ROOT, "sailor_lab", "*.py"))]
+    return sorted({os.path.splitext(os.path.basename(p))[0] for p in paths} - {"__init__"})
+
+
+def test_the_module_map_lists_every_module():
+    """docs/architecture.md names every module of both packages: in its layer picture (the
+    code block of folders and their modules) or in the first column of its tables (`| `name` |`,
+    or several names in one cell)."""
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
+        text = f.read()
+    pictures = re.findall(r"```\n(.*?)```", text, re.S)
+    cells = [line.split("|")[1] for line in text.splitlines() if line.startswith("| `")]
+    listed = {word for block in pictures for word in re.findall(r"[A-Za-z_]\w*", block)}
+    listed |= {name for cell in cells for name in re.findall(r"`([\w.]+)`", cell)}
+    assert [m for m in package_modules() if m not in listed] == []
