@@ -71,7 +71,7 @@ def test_judge_curve_end_to_end_shares_the_fixed_arms(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "base_config", lambda _: (dataclasses.replace(
         TINY_BASE, ranker=RankerConfig(kind="expert"), warmup_updates=0), compare))
 
-    def run(cfg, folder, resume=False, progress=None, devices=None):
+    def run(cfg, folder, resume=False, progress=None, devices=None, label="SAILOR"):
         calls.append((os.path.basename(os.path.dirname(os.path.dirname(folder))),
                       os.path.basename(folder), cfg.ranker.noise, cfg.trajectories))
         return real_run(cfg, folder, resume=resume, progress=progress)

@@ -23,7 +23,9 @@ from sailor_jax.run import loop, phases
 MIXED = dataclasses.replace(
     TINY, iterations=3, baseline=False, reference_games=2,
     alignment=AlignmentConfig(method="bt_mcmc", mcmc_samples=200, mcmc_burn_in=50,
-                              heldout=0.5, update_workers=1))
+                              mcmc_trust_region=1.0, heldout=0.5, update_workers=1))
+"""Groups of 2 agent and 2 reference games, half held out: the box of +-1 lets the one fitted
+pair flip, so the held-out test runs on an accepted fit."""
 
 
 def test_mixed_group_holds_the_reference_games_and_gives_cross_policy_pairs():
