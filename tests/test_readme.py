@@ -49,6 +49,8 @@ DOCS = [README, *sorted(p for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))
 """The user's documents, whose commands must parse today: the README and the pages of docs/."""
 RESULTS_LOG = os.path.join(ROOT, "benchmarks", "results.md")
 """The dated results log: its commands are as they ran then (its links are checked)."""
+CHANGELOG = os.path.join(ROOT, "CHANGELOG.md")
+"""What changed, by capability (its links are checked)."""
 SCRIPTS = sorted(glob.glob(os.path.join(ROOT, "experiments", "*.py"))
                  + glob.glob(os.path.join(ROOT, "benchmarks", "*.py")))
 
@@ -372,7 +374,7 @@ def relative_links(path: str) -> list[str]:
             if not re.match(r"[a-z][a-z0-9+.-]*:", t) and not t.startswith("#")]
 
 
-@pytest.mark.parametrize("doc", [_relpath(p) for p in [*DOCS, HISTORY, RESULTS_LOG]])
+@pytest.mark.parametrize("doc", [_relpath(p) for p in [*DOCS, HISTORY, RESULTS_LOG, CHANGELOG]])
 def test_relative_links_resolve(doc: str):
     folder = os.path.dirname(os.path.join(ROOT, doc))
     missing = [t for t in relative_links(os.path.join(ROOT, doc))
@@ -421,7 +423,7 @@ def mislabelled_links(path: str) -> list[str]:
             and os.path.basename(label) != os.path.basename(target.split("#")[0])]
 
 
-@pytest.mark.parametrize("doc", [_relpath(p) for p in [*DOCS, HISTORY, RESULTS_LOG]])
+@pytest.mark.parametrize("doc", [_relpath(p) for p in [*DOCS, HISTORY, RESULTS_LOG, CHANGELOG]])
 def test_a_link_labelled_with_a_page_goes_to_that_page(doc: str):
     assert mislabelled_links(os.path.join(ROOT, doc)) == []
 
