@@ -11,7 +11,13 @@ of every block `seed<ROOT>/` under it, warm-up updates included. Per arm:
   per seed, the first update at which the evidence z reached `--gate` (none: never), and the
   evidence z after the last update; the share of held-out tests with p < 0.05;
 - the Bradley-Terry sampler's diagnostics (`SeedUpdate.mcmc`): median and 90th percentile of
-  R-hat, the share of updates with R-hat above 1.1, the median effective sample size.
+  R-hat, the share of updates with R-hat above 1.1, the median effective sample size;
+- the judge on the run's own windows (`SeedUpdate.agent_preferred`): the mean share of
+  (agent, reference player) pairs it gave the agent and, with `--reference-skill` (the
+  reference player's mean score on games of its own: `experiments/expert_play.py` at depth 1
+  and epsilon 0.5 plays them), its accuracy: per update after the warm-up, the share where the agent's
+  mean score in that segment's training games is above the reference's, one minus it where
+  below.
 
 Prints a markdown table; `--json` writes the numbers. An arm whose results.json has no
 `heldout_p` (a run written before the gate's records) shows no gate columns.
@@ -43,6 +49,8 @@ class Args:
     """Arms as `<start>.<arm>` (e.g. `theta0.sailor`); none: every arm with a judge."""
     gate: float = 3.0
     """The evidence z at which the gate counts as open."""
+    reference_skill: float | None = None
+    """The reference player's mean game score, for the judge's accuracy on the windows."""
     json: str = ""
     """Write the numbers to this file (none: print only)."""
 
@@ -63,7 +71,8 @@ def run_folders(run: str) -> list[str]:
 
 
 def arm_records(folders: list[str], arm: str) -> list[list[list[dict]]]:
-    """Per block, per seed, the update records (`SeedUpdate` JSON) of `arm`, warm-up first."""
+    """Per block, per seed, the update records (`SeedUpdate` JSON) of `arm`, warm-up first,
+    each with the seed's `train_score` of its segment added (None in the warm-up)."""
     out = []
     for folder in folders:
         path = stored_path(os.path.join(folder, "variants", arm, "results.json"))
@@ -73,11 +82,13 @@ def arm_records(folders: list[str], arm: str) -> list[list[list[dict]]]:
             results = json.load(f)
         records = results.get("warmup", []) + results["iterations"]
         seeds = len(records[0]["seeds"]) if records else 0
-        out.append([[r["seeds"][s] for r in records] for s in range(seeds)])
+        out.append([[{**r["seeds"][s], "train_score": (r.get("train_score") or [None] * seeds)[s]}
+                     for r in records] for s in range(seeds)])
     return out
 
 
-def audit(blocks: list[list[list[dict]]], gate: float) -> dict:
+def audit(blocks: list[list[list[dict]]], gate: float,
+          reference_skill: float | None = None) -> dict:
     """The numbers of one arm (module docstring) from `arm_records`."""
     seeds = [seed for block in blocks for seed in block]
     updates = [u for seed in seeds for u in seed]
@@ -103,14 +114,23 @@ def audit(blocks: list[list[list[dict]]], gate: float) -> dict:
                        "rhat_p90": float(np.nanpercentile(rhat, 90)),
                        "share_rhat_above_1.1": float(np.mean(rhat > 1.1)),
                        "ess_median": float(np.nanmedian(ess))}
+    shares = [(u["agent_preferred"], u["train_score"]) for u in updates
+              if u.get("agent_preferred") is not None]
+    if shares:
+        out["judge"] = {"agent_preferred": float(np.mean([a for a, _ in shares]))}
+        scored = [a if t > reference_skill else 1.0 - a for a, t in shares
+                  if reference_skill is not None and t is not None and t != reference_skill]
+        if scored:
+            out["judge"] |= {"window_accuracy": float(np.mean(scored)), "updates": len(scored)}
     return out
 
 
 def markdown(audits: dict[str, dict]) -> str:
     """One row per arm."""
     lines = ["| arm | seeds | updates | outcomes | gate opened (seeds) | first opening "
-             "(update) | final z, median | p < 0.05 | R-hat median / p90 / > 1.1 | ESS median |",
-             "|---|---:|---:|---|---:|---|---:|---:|---|---:|"]
+             "(update) | final z, median | p < 0.05 | R-hat median / p90 / > 1.1 | ESS median "
+             "| agent preferred | window accuracy |",
+             "|---|---:|---:|---|---:|---|---:|---:|---|---:|---:|---:|"]
     for arm, a in audits.items():
         outcomes = ", ".join(f"{k} {v} ({v / a['updates']:.1%})"
                              for k, v in a["outcomes"].items())
@@ -122,8 +142,12 @@ def markdown(audits: dict[str, dict]) -> str:
         mc = ["-", "-"] if m is None else [
             f"{m['rhat_median']:.2f} / {m['rhat_p90']:.2f} / {m['share_rhat_above_1.1']:.0%}",
             f"{m['ess_median']:.0f}"]
+        j = a.get("judge", {})
+        judge = [f"{j['agent_preferred']:.3f}" if j else "-",
+                 f"{j['window_accuracy']:.3f} ({j['updates']} updates)"
+                 if "window_accuracy" in j else "-"]
         lines.append(f"| {arm} | {a['seeds']} | {a['updates']} | {outcomes} | "
-                     + " | ".join(gate + mc) + " |")
+                     + " | ".join(gate + mc + judge) + " |")
     return "\n".join(lines)
 
 
@@ -139,7 +163,7 @@ def main(argv: list[str]) -> None:
         if not blocks:
             raise UserError(f"--arms: no finished {arm!r} in {args.run!r}",
                             "name an arm as <start>.<arm>, e.g. theta0.sailor")
-        audits[arm] = audit(blocks, args.gate)
+        audits[arm] = audit(blocks, args.gate, args.reference_skill)
     print(markdown(audits))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

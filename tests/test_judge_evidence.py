@@ -169,3 +169,15 @@ def test_the_progress_line_names_its_run_and_shows_agreement_only_with_a_judge()
     assert judged.startswith("theta0.sailor  SPS    1,234") and "agreement(tau) +0.38" in judged
     fixed = progress_line(state, record([None, None]), "theta0.fixed")
     assert fixed.startswith("theta0.fixed  SPS") and "agreement" not in fixed and "nan" not in fixed
+
+
+def test_agent_preferred_counts_the_judges_cross_player_verdicts():
+    from sailor_jax.alignment.preferences import agent_preferred
+    ranking = Ranking(order=np.array([2, 0, 3, 1]))  # trajectories 2 and 3: the reference's
+    assert agent_preferred(ranking, 2) == 0.25  # of (0,2) (0,3) (1,2) (1,3), only 0 > 3
+    assert agent_preferred(ranking, 1) == pytest.approx(2 / 3)  # 0 and 2 above 3, 1 below
+    assert agent_preferred(ranking, 0) is None and agent_preferred(ranking, 4) is None
+    cfg, phi, theta0, judge = _gate_case(0.0)
+    cfg = dataclasses.replace(cfg, reference_games=4)
+    _, (update,) = align_step(theta0, _Batch(phi), [judge], SPEC, cfg, iteration=0)
+    assert update.agent_preferred == agent_preferred(judge, 4) == 0.0  # the judge prefers 4-7

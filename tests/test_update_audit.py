@@ -48,6 +48,25 @@ def test_outcomes_gate_and_sampler_over_blocks(tmp_path, capsys):
                          "share_rhat_above_1.1": pytest.approx(2 / 3), "ess_median": 10.0}
     printed = capsys.readouterr().out
     assert "| theta0.arm | 3 | 9 |" in printed and "1/3" in printed
+    assert "judge" not in a  # no agent_preferred recorded
+
+
+def test_the_judges_accuracy_on_the_windows(tmp_path):
+    """Agent preferred 0.75 where the agent outscored the reference (right 0.75), 0.25 where it
+    scored below (right 0.75); the warm-up has no score: left out of the accuracy."""
+    seeds = [[{"outcome": "moved", "agent_preferred": 0.5},  # the warm-up update
+              {"outcome": "moved", "agent_preferred": 0.75},
+              {"outcome": "moved", "agent_preferred": 0.25}]]
+    _write(tmp_path, "theta0.arm", seeds)
+    path = tmp_path / "variants" / "theta0.arm" / "results.json"
+    results = json.loads(path.read_text())
+    for record, score in zip(results["iterations"], (900.0, 100.0), strict=True):
+        record["train_score"] = [score]
+    path.write_text(json.dumps(results))
+    audit_mod.main(["--run", str(tmp_path), "--reference-skill", "500",
+                    "--json", str(tmp_path / "a.json")])
+    judge = json.loads((tmp_path / "a.json").read_text())["theta0.arm"]["judge"]
+    assert judge == {"agent_preferred": 0.5, "window_accuracy": 0.75, "updates": 2}
 
 
 def test_bad_run_folder_and_arm(tmp_path):

@@ -56,6 +56,22 @@ def judged_pairs(ranking: Ranking) -> tuple[np.ndarray, np.ndarray]:
     return win, lose
 
 
+def agent_preferred(ranking: Ranking, reference_games: int) -> float | None:
+    """The share of (agent, reference player) pairs of a group in which the judge ranks the
+    agent's trajectory higher: the last `reference_games` of the group are the reference
+    player's (`SailorConfig.reference_games`). Host-only.
+
+    With each player's skill measured on games of its own, this gives the judge's accuracy on
+    the run's own windows: the share itself where the agent is the stronger player, one minus
+    it where the reference player is. None without reference games or agent games.
+    """
+    m = len(ranking.order)
+    if not 0 < reference_games < m:
+        return None
+    rank = ranking.rank
+    return float(np.mean(rank[:m - reference_games, None] < rank[None, m - reference_games:]))
+
+
 def _theta_sign(r: np.ndarray, win: np.ndarray, lose: np.ndarray) -> np.ndarray:
     """`int8[Q]`: +1 if r_theta agrees with the judge, -1 if it disagrees, 0 if tied
     (`TIE_TOL`)."""

@@ -61,6 +61,10 @@ class SeedUpdate:
     heldout_p: float | None = None
     """One-sided p-value that the fitted theta orders the held-out windows as the judge does
     (`alignment.heldout.heldout_p`; NaN: nothing to test; None: no held-out part)."""
+    agent_preferred: float | None = None
+    """The share of (agent, reference player) pairs of the judged group in which the judge
+    ranked the agent's window higher (`alignment.preferences.agent_preferred`; None: no
+    reference games)."""
     mcmc: dict | None = None
     """bt_mcmc's convergence diagnostics for this update, `{"rhat", "ess"}`
     (`alignment.updates.UpdateResult.diagnostics`; None: no sampler ran)."""

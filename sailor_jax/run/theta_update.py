@@ -16,7 +16,12 @@ import numpy as np
 
 from sailor_jax.alignment import heldout, refinement
 from sailor_jax.alignment.parallel import update_many
-from sailor_jax.alignment.preferences import build_preferences, judged_pairs, kendall_tau
+from sailor_jax.alignment.preferences import (
+    agent_preferred,
+    build_preferences,
+    judged_pairs,
+    kendall_tau,
+)
 from sailor_jax.config import SailorConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run.results import LoopState, SeedUpdate
@@ -91,7 +96,8 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
             error_before=result.error_before,
             error_after=result.error_after if accepted else result.error_before,
             accepted=accepted, outcome=outcome, evaluations=result.num_evaluations,
-            message=message, heldout_p=p, evidence_z=z, mcmc=result.diagnostics)
+            message=message, heldout_p=p, evidence_z=z, mcmc=result.diagnostics,
+            agent_preferred=agent_preferred(rankings[s], cfg.reference_games))
     if advisor is not None and stalled is not None:
         refine_stalled(new_thetas, updates, batch, rankings, spec, cfg, iteration, advisor,
                        stalled, score_history or [])
