@@ -14,13 +14,13 @@
 # With 15 minutes of device time a session, the machine's start included, decide_expert is the
 # call to make first (docs/repair.md: the decisive runs).
 #
-# The machine's image lacks pgx, tyro, scikit-optimize and a few more: carry them as Python
+# The machine's image lacks pgx, tyro, scikit-optimize, blackjax and a few more: carry them as Python
 # 3.12 wheels in .whl/ (git-ignored, 3.2 MB), downloaded here with
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d .whl pgx==2.6.0 \
 #     svgwrite==1.4.3 tyro==1.0.17 docstring-parser==0.18.0 typeguard==4.6.1 \
 #     scikit-optimize==0.10.2 pyaml==26.7.0 cma==4.5.0 tensorboardX==2.6.5 \
-#     orbax-checkpoint==0.12.8 optax==0.2.8 chex==0.1.92
+#     orbax-checkpoint==0.12.8 optax==0.2.8 chex==0.1.92 blackjax==1.7.1
 # then call the device tool with carry [".whl"], timeout_s 590 and each command above.
 # Extra arguments go to gpu_check.py (e.g. `--parts ppo main_llm --deadlines 240 120`).
 # Rehearsed on the 2-core CPU with the wheels carried and the project's venv as python3

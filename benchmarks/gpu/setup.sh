@@ -10,4 +10,4 @@ rm -rf /tmp/site; python3 -m pip install -q --no-index --no-deps --no-compile --
 export PYTHONPATH=/tmp/site:$PWD XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1 \
   OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 MKL_NUM_THREADS=2 START DEADLINE G
 nvidia-smi -L; grep -m1 "model name" /proc/cpuinfo; nproc; nproc --all
-python3 -c "import jax, flax, pgx, skopt, tyro; print('jax', jax.__version__, jax.devices())" || return 4
+python3 -c "import jax, flax, pgx, skopt, tyro, blackjax; print('jax', jax.__version__, jax.devices())" || return 4
