@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_FIELDS_CAP = 110
 SAILOR_FLAGS_CAP = 81  # 80, and `--sailor.alignment.evidence-z`, the judge-evidence gate
 COMPARE_FLAGS_CAP = 60
-PACKAGE_CODE_CAP = 6_049  # 12 of them cache programs or traces: make_train, the collectors
+PACKAGE_CODE_CAP = 6_051  # 12 of them cache programs or traces: make_train, the collectors
 """The package's code lines (`code_lines`): 5,820 when the cap began to count code only,
 116 more for the prompts the judge's server renders (`judges/served_prompts.py` and its use in
 `judges/endpoint.py`), a behaviour the package did not have, and 3 for the collect's buffers
@@ -38,7 +38,8 @@ for the expert's line tables built by NumPy over all lines at once (`slide_lines
 (`alignment.heldout.heldout_p` and `judge_evidence`, the gate in `run.theta_update`, the
 per-seed history in `run.phases`), a behaviour the package did not have; 27 more for the
 Bradley-Terry update's sampler taken from blackjax, which gives its convergence diagnostics
-(R-hat, effective sample size) per update: a jitted program per padded pair count; 5 for
+(R-hat, effective sample size) per update: a jitted program per padded pair count, placed on
+the host's CPU (2 more) so that a GPU does not launch its tiny steps; 5 for
 the progress bar's label (a comparison's bar names its arm); 13 for each update's record of
 the judge's verdicts between the agent and the reference player (`agent_preferred`), from
 which the judge's accuracy on a run's own windows is read."""

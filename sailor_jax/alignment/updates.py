@@ -209,8 +209,11 @@ def _run_mcmc(problem: _Problem, rng: np.random.Generator) -> tuple:
     b, w = np.zeros(pairs), np.zeros(pairs)
     b[:len(problem.w)], w[:len(problem.w)] = problem.dphi @ fixed * coef, problem.w
     seed = int(rng.integers(2**31 - 1))
-    mean, moves, rhat, ess = (np.asarray(v, np.float64) for v in _mcmc_program(
-        cfg.mcmc_samples, cfg.mcmc_burn_in)(seed, x0, lo, hi, a, b, w))
+    import jax
+
+    with jax.default_device(jax.devices("cpu")[0]):  # a tiny program: on the host, GPU or not
+        mean, moves, rhat, ess = (np.asarray(v, np.float64) for v in _mcmc_program(
+            cfg.mcmc_samples, cfg.mcmc_burn_in)(seed, x0, lo, hi, a, b, w))
     mean = np.clip(mean, lo, hi)
     note = (f"MH acceptance rate {float(moves):.2f}, R-hat {float(rhat):.3f}, "
             f"ESS {float(ess):.0f}; ")
