@@ -15,9 +15,9 @@ of every block `seed<ROOT>/` under it, warm-up updates included. Per arm:
 - the judge on the run's own windows (`SeedUpdate.agent_preferred`): the mean share of
   (agent, reference player) pairs it gave the agent and, with `--reference-skill` (the
   reference player's mean score on games of its own: `experiments/expert_play.py` at depth 1
-  and epsilon 0.5 plays them), its accuracy: per update after the warm-up, the share where the agent's
-  mean score in that segment's training games is above the reference's, one minus it where
-  below.
+  and epsilon 0.5 plays them), its accuracy: per update after the warm-up, the share where the
+  agent's mean score in that segment's training games is above the reference's, one minus it
+  where below.
 
 Prints a markdown table; `--json` writes the numbers. An arm whose results.json has no
 `heldout_p` (a run written before the gate's records) shows no gate columns.

@@ -49,6 +49,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 from sailor_jax.cli import (  # noqa: E402
     make_console,
     parse_with_presets,
+    preset_line,
     preset_sizes,
     progress_bar,
     resumed_by_rerunning,
@@ -403,9 +404,13 @@ def compare(base: SailorConfig, runs, out: str, only: tuple[str, ...] = (),
 
 def parse(argv: list[str]) -> tuple[str, Args]:
     """`--preset NAME` (default smoke), then any option over that preset's defaults (tyro)."""
-    presets = {name: (f"{time}: {preset_sizes(cfg)}", args)
+    presets = {name: (f"{time}: {preset_line(cfg)}\n{time}: {preset_sizes(cfg)}", args)
                for name, (time, cfg, args) in PRESETS.items()}
-    return parse_with_presets(presets, argv, "Comparison of named SAILOR configurations")
+    arms = {name: arm.what for name, arm in ARMS.items()}
+    starts = {name: start.why for name, start in STARTS.items()}
+    return parse_with_presets(presets, argv, "Comparison of SAILOR configurations", listings={
+        "ARMS (--arms NAME ..., or one written out: NAME:field=value,...,base=ARM):": arms,
+        "STARTS (--starts NAME ..., or NAME:feature=weight,...):": starts})
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

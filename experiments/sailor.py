@@ -42,6 +42,7 @@ from sailor_jax.cli import (  # noqa: E402
     ScaleArgs,
     default_run_name,
     parse_with_presets,
+    preset_line,
     preset_sizes,
     progress_bar,
     start,
@@ -110,6 +111,10 @@ class Args:
     """Devices and processes."""
 
 
+PRESET_TIME = {"smoke": "~2 min, 2-core CPU", "cpu": "~16 min, 2-core CPU",
+               "gpu": "~2.5 min, one H100"}
+"""Each preset's time, short, for its one line in `--help`."""
+
 PRESET_WHY = {
     "smoke": ("about 2 minutes on a loaded 2-core CPU",
               "a first run: from `pays_for_dying` (a reward that pays for dying) the expert "
@@ -128,6 +133,7 @@ PRESET_WHY = {
 
 PRESET_HELP = {name: f"{PRESET_WHY[name][0]}: {preset_sizes(cfg)}; {PRESET_WHY[name][1]}"
                for name, cfg in PRESETS.items()}
+"""Each preset's sizes and why, in `--help-verbose` (`-H`)."""
 """The one line `--help` prints per preset."""
 
 
@@ -139,7 +145,8 @@ def parse(argv: list[str]) -> tuple[str, Args]:
         setting (`--sailor.ranker.llm.*`) given while the judge is not the LLM (the `smoke`
         preset's is the expert): add `--sailor.ranker.kind llm`.
     """
-    presets = {name: (PRESET_HELP[name], Args(sailor=cfg)) for name, cfg in PRESETS.items()}
+    presets = {name: (f"{PRESET_TIME[name]}: {preset_line(cfg)}\n{PRESET_HELP[name]}",
+                      Args(sailor=cfg)) for name, cfg in PRESETS.items()}
     preset, args = parse_with_presets(presets, argv, "SAILOR main job")
     llm_flags = [a.partition("=")[0] for a in argv if a.startswith("--sailor.ranker.llm.")]
     if llm_flags and args.sailor.ranker.kind != "llm":

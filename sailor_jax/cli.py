@@ -1,11 +1,11 @@
 """What the `experiments/` CLIs share: presets through tyro, run names, console, progress bar.
 
 Host-only. `ScaleArgs` are the device and multi-process flags every CLI shares (`--devices`,
-`--distributed`, ...; `start` applies them). Presets are tyro's own mechanism
-(`tyro.extras.overridable_config_cli`: one subcommand per preset, every field overridable
-after it); `--preset NAME` is accepted as the same thing, so
+`--distributed`, ...; `start` applies them). A preset is a default config that tyro parses
+the flags over (`tyro.cli(..., default=...)`), named first or by `--preset NAME`, so
 `python experiments/sailor.py --preset cpu --sailor.iterations 3` and
-`python experiments/sailor.py cpu --sailor.iterations 3` parse alike.
+`python experiments/sailor.py cpu --sailor.iterations 3` parse alike. `--help` is tyro's
+compact help (one line per flag; `-H` adds what each means) after one line per preset.
 
 Every CLI parses through `parse_args` or `parse_with_presets`, which say what tyro rejects in
 the user's words, on one `error:` line with exit status 2: a config value its dataclass
@@ -21,6 +21,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import shutil
+import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
@@ -32,7 +35,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from sailor_jax.config import SailorConfig
 from sailor_jax.config.flags import usage_error, user_errors
-from sailor_jax.errors import DEBUG_HELP, Interrupted, stop_word
+from sailor_jax.errors import DEBUG_FLAG, Interrupted, stop_word
 from sailor_jax.scale import sharding
 
 T = TypeVar("T")
@@ -101,7 +104,8 @@ def make_console(quiet: bool = False, stderr: bool = False) -> Console:
 
 
 def parse_with_presets(presets: Mapping[str, tuple[str, T]], argv: Sequence[str],
-                       description: str, default: str = "smoke") -> tuple[str, T]:
+                       description: str, default: str = "smoke",
+                       listings: Mapping[str, Mapping[str, str]] = {}) -> tuple[str, T]:
     """Parse `argv` over the defaults of one preset; return `(preset name, parsed config)`.
 
     Args:
@@ -110,6 +114,7 @@ def parse_with_presets(presets: Mapping[str, tuple[str, T]], argv: Sequence[str]
       description: what the CLI is, the first words of its `--help` text (which goes on
         with the preset, every preset, and `--debug`: `preset_help`).
       default: the preset used when none is named.
+      listings: more one-line-per-name lists for `--help` (`preset_help`), by title.
 
     Raises:
       SystemExit: status 2 after one `error:` line (`user_errors`): an unknown preset or
@@ -130,11 +135,13 @@ def parse_with_presets(presets: Mapping[str, tuple[str, T]], argv: Sequence[str]
         usage_error(f"{given}{name}: no such preset" if name else "--preset needs a name",
                      f"known: {', '.join(presets)}")
     root = type(presets[name][1])
+    script = sys.argv[0] if sys.argv and sys.argv[0] else "prog"
     with user_errors(root, argv):
-        config = tyro.extras.overridable_config_cli(
-            {key: (preset_help(description, key, presets, default), value)
-             for key, (_, value) in presets.items()},
-            args=[name, *argv], description=description)
+        config = tyro.cli(root, default=presets[name][1], args=argv, compact_help=True,
+                          prog=f"{script} [PRESET]",
+                          description=preset_help(
+                              description, name, presets, default, listings=listings,
+                              verbose="-H" in argv or "--help-verbose" in argv))
     return name, config
 
 
@@ -164,16 +171,45 @@ def preset_sizes(cfg: SailorConfig) -> str:
             f"{cfg.iterations * cfg.ppo.steps_per_segment:,} env steps per seed")
 
 
+def preset_line(cfg: SailorConfig) -> str:
+    """A preset's budget in a few words: env steps per seed, seeds, judge."""
+    rows = f"{cfg.num_seeds} + {cfg.num_seeds}" if cfg.baseline else f"{cfg.num_seeds}"
+    return (f"{cfg.iterations * cfg.ppo.steps_per_segment:,} env steps x {rows} seeds, "
+            f"{cfg.ranker.kind} judge")
+
+
 def preset_help(description: str, name: str, presets: Mapping[str, tuple[str, object]],
-                default: str = "smoke") -> str:
-    """The `--help` text of preset `name`: what it is, every preset, `--debug`."""
-    width = max(map(len, presets))
-    lines = [f"{description}: the options of preset {name} ({presets[name][0]}).", "",
-             f"Presets (--preset {{{','.join(presets)}}}, or the name as the first argument; "
-             f"default {default}):"]
-    lines += [f"  {key:<{width}}  {text}" for key, (text, _) in presets.items()]
-    lines += ["", f"Every option below overrides the preset's value. {DEBUG_HELP}"]
-    return "\n".join(lines)
+                default: str = "smoke", verbose: bool = False,
+                listings: Mapping[str, Mapping[str, str]] = {}) -> str:
+    """The `--help` text of preset `name`: what the CLI is, the presets, any `listings`
+    (a title, then one line per name), the `-H` and `--debug` hints, fitted to the terminal
+    (`COLUMNS`). A preset's text is its one-line summary, then (after a newline) what `-H`
+    (`verbose`) shows instead: its sizes and why."""
+    width = max(40, shutil.get_terminal_size().columns - 2)
+    lines = textwrap.wrap(f"{description} (preset {name}). PRESET (or --preset NAME; default "
+                          f"{default}):", width)
+    texts = {key: text.partition("\n")[::2] for key, (text, _) in presets.items()}
+    lines += one_line_each({key: details if verbose and details else summary
+                            for key, (summary, details) in texts.items()}, width, wrap=verbose)
+    for title, items in listings.items():
+        lines += ["", title, *one_line_each(items, width)]
+    return "\n".join([*lines, "", f"Options override the preset's values; -H says what each "
+                                   f"means, {DEBUG_FLAG} shows an error's traceback."])
+
+
+def one_line_each(items: Mapping[str, str], width: int, wrap: bool = False) -> list[str]:
+    """`  name  text` per item, names aligned, each text cut to one line of `width` columns
+    (`[...]` where cut), or wrapped under its name with `wrap`."""
+    key_width = max(map(len, items), default=0)
+    lines = []
+    for key, text in items.items():
+        head = f"  {key:<{key_width}}  "
+        if wrap:
+            lines += textwrap.wrap(text, width, initial_indent=head,
+                                   subsequent_indent=" " * len(head))
+        else:
+            lines.append(head + textwrap.shorten(text, max(20, width - len(head))))
+    return lines
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_FIELDS_CAP = 110
 SAILOR_FLAGS_CAP = 81  # 80, and `--sailor.alignment.evidence-z`, the judge-evidence gate
 COMPARE_FLAGS_CAP = 60
-PACKAGE_CODE_CAP = 6_051  # 12 of them cache programs or traces: make_train, the collectors
+PACKAGE_CODE_CAP = 6_163  # 12 of them cache programs or traces: make_train, the collectors
 """The package's code lines (`code_lines`): 5,820 when the cap began to count code only,
 116 more for the prompts the judge's server renders (`judges/served_prompts.py` and its use in
 `judges/endpoint.py`), a behaviour the package did not have, and 3 for the collect's buffers
@@ -42,7 +42,12 @@ Bradley-Terry update's sampler taken from blackjax, which gives its convergence 
 the host's CPU (2 more) so that a GPU does not launch its tiny steps; 5 for
 the progress bar's label (a comparison's bar names its arm); 13 for each update's record of
 the judge's verdicts between the agent and the reference player (`agent_preferred`), from
-which the judge's accuracy on a run's own windows is read."""
+which the judge's accuracy on a run's own windows is read; 87 for the CLIs' errors said
+through tyro's public API alone (`config.flags.argv_error` checks each flag and value by its
+type before tyro runs; the `ValueError` behind a rejection is read from the `SystemExit`'s
+context) in place of tyro's private parse-error hook, which pinned tyro to 1.0.x; 25 for a
+`--help` of one line per preset, arm and start (`cli.one_line_each`), with `-H` for the
+rest."""
 HISTORY = re.compile(r"\b[Ii]ssue[ -]?\d+|\b[Rr]ound \d+|\b20\d\d-\d\d-\d\d")
 """An issue or round number, or a date: history, which belongs in docs/history.md and git."""
 FLAG = re.compile(r"^[│ ]*\s(--[a-z0-9][\w.-]*)", re.M)

@@ -165,10 +165,19 @@ def test_presets_change_only_sizes_and_judge_from_the_default(name):
 
 
 def test_help_says_what_each_preset_trains_and_why(capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "400")
+    """`-h` gives each preset one line (its time and budget), `-H` its sizes and why."""
+    monkeypatch.setenv("COLUMNS", "100")
     sailor = _load("experiments/sailor.py")
     with pytest.raises(SystemExit):
         sailor.parse(["--help"])
+    lines = capsys.readouterr().out.splitlines()
+    for name, cfg in sailor.PRESETS.items():
+        line = next(line for line in lines if line.startswith(f"  {name} "))
+        assert len(line) <= 98 and sailor.PRESET_TIME[name] in line, line
+        assert f"{cfg.iterations * cfg.ppo.steps_per_segment:,} env steps" in line, line
+    monkeypatch.setenv("COLUMNS", "400")
+    with pytest.raises(SystemExit):
+        sailor.parse(["-H"])
     text = " ".join(capsys.readouterr().out.split())
     for name, cfg in sailor.PRESETS.items():
         assert f"{name} {sailor.PRESET_WHY[name][0]}: {preset_sizes(cfg)}" in text

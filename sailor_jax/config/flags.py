@@ -8,9 +8,9 @@ The config dataclasses validate in `__post_init__` with `ValueError` messages th
 fields (`window must be in [0, max_len=300], got -5`, `SailorConfig.num_seeds must be
 positive`, `alignment.heldout needs trajectories >= 4`); `in_flags` rewrites such a message
 with the flags of the config at a known path. `user_errors` wraps a tyro parse (the CLIs'
-`sailor_jax.cli.parse_args`): through tyro's parse-error hook (`tyro._errors.on_parse_error`,
-private: the project pins tyro 1.0.x) every rejection becomes one `error:` line in the
-user's words, exit 2; an event it does not know keeps tyro's own report.
+`sailor_jax.cli.parse_args`): `argv_error` checks what the flags' types decide before tyro
+runs, and what tyro still rejects is said from the `ValueError` behind it, so every rejection
+is one `error:` line in the user's words, exit 2. Only tyro's public API is used.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import io
 import re
 import sys
 import types
@@ -26,7 +27,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import tyro
-from tyro import _errors as tyro_errors
 
 from sailor_jax.errors import debug_requested
 
@@ -119,14 +119,132 @@ def in_flags(message: str, cls: type, prefix: Sequence[str]) -> tuple[str, list[
 
 def all_flags(root: type, prefix: tuple[str, ...] = ()) -> Iterator[str]:
     """Every flag of the fields of the dataclass `root` (a bool also as `--no-...`)."""
+    yield from flag_types(root, prefix)
+
+
+def flag_types(root: type, prefix: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`{flag: annotation}` of every field of the dataclass `root` that is not a dataclass
+    (a bool also as `--no-...`; a positional field under its name, `results-dir`)."""
+    flags: dict[str, Any] = {}
     for name, annotation in _fields(root).items():
         inner, omit = _dataclass(annotation)
         if inner is not None:
-            yield from all_flags(inner, () if omit else (*prefix, name))
+            flags.update(flag_types(inner, () if omit else (*prefix, name)))
             continue
-        yield flag_name((*prefix, name))
+        if _positional(annotation):
+            flags[name.replace("_", "-")] = annotation
+            continue
+        flags[flag_name((*prefix, name))] = annotation
         if annotation is bool:
-            yield flag_name((*prefix, f"no_{name}"))
+            flags[flag_name((*prefix, f"no_{name}"))] = annotation
+    return flags
+
+
+def config_path(root: type, cls: type) -> list[str] | None:
+    """The field path of the first config of type `cls` inside the dataclass `root` (`[]`
+    for `root` itself), or None."""
+    if root is cls:
+        return []
+    for name, annotation in _fields(root).items():
+        inner, _ = _dataclass(annotation)
+        below = config_path(inner, cls) if inner is not None else None
+        if below is not None:
+            return [name, *below]
+    return None
+
+
+def _positional(annotation: Any) -> bool:
+    return typing.get_origin(annotation) is typing.Annotated and any(
+        m is tyro.conf.Positional for m in annotation.__metadata__)
+
+
+def _strip(annotation: Any) -> Any:
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return annotation
+
+
+def _metavar(annotation: Any) -> str | None:
+    """What a flag of type `annotation` takes, as its `--help` writes it (`INT`, `{a,b}`,
+    `None or FLOAT ...`), or None for a type this check leaves to tyro."""
+    annotation = _strip(annotation)
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        inner = _metavar(rest[0]) if len(rest) == 1 else None
+        return f"None or {inner}" if inner and len(rest) < len(args) else None
+    if origin is typing.Literal:
+        return "{" + ",".join(map(str, args)) + "}"
+    if origin in (tuple, list) and args and all(_metavar(a) for a in args if a is not ...):
+        return f"{_metavar(args[0])} ..."
+    return {int: "INT", float: "FLOAT", str: "STR"}.get(annotation)
+
+
+def _converts(annotation: Any, token: str) -> bool:
+    """Whether `token` is a value of one element of `annotation` (a `_metavar` type)."""
+    annotation = _strip(annotation)
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return (token == "None" and type(None) in args) or any(
+            _converts(a, token) for a in args if a is not type(None))
+    if origin is typing.Literal:
+        return token in map(str, args)
+    if origin in (tuple, list):
+        return _converts(args[0], token)
+    try:
+        annotation(token)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def argv_error(root: type, argv: list[str]) -> tuple[str, str] | None:
+    """`(what, fix)` of what the flags' types alone reject in `argv`, or None.
+
+    An unknown flag (with the nearest known one of `root`), a flag without the value its
+    type needs, a value that is not of its type or not a choice, or a required argument not
+    given. What the types cannot decide (a value a config refuses, a surplus value) is left
+    to the parse.
+    """
+    if {"-h", "--help", "-H", "--help-verbose"} & set(argv):
+        return None
+    known, free, i = flag_types(root), 0, 0
+    while i < len(argv):
+        arg = argv[i]
+        if not arg.startswith("--"):
+            free += not arg.startswith("-")
+            i += 1
+            continue
+        flag, eq, inline = arg.partition("=")
+        values = [inline] if eq else _values(flag, argv[i:])
+        if flag not in known:
+            near = difflib.get_close_matches(flag, list(known), n=1)
+            return (f"unrecognized arguments {' '.join([arg, *values])}",
+                    (f"did you mean {near[0]}? " if near else "") + "see --help")
+        metavar = _metavar(known[flag])
+        if not eq and (known[flag] is bool or metavar and not metavar.endswith("...")):
+            values = values[:known[flag] is not bool]  # a bool takes none, a scalar one
+        i += 1 + (0 if eq else len(values))
+        if known[flag] is bool or metavar is None:
+            continue
+        if not values:
+            return f"{flag}: a value is missing", f"expected {metavar}; see {flag} in --help"
+        bad = next((v for v in values if not _converts(known[flag], v)), None)
+        if bad is not None and typing.get_origin(_strip(known[flag])) is typing.Literal:
+            return f"{flag} {bad}: not a choice", f"choose {metavar.strip('{}').replace(',', ', ')}"
+        if bad is not None:
+            return f"{flag} {' '.join(values)}: expected {metavar}", f"see {flag} in --help"
+    missing = [flag for flag in known if _required(root, flag) and (
+        flag not in {arg.partition("=")[0] for arg in argv} if flag[:2] == "--" else not free)]
+    return (f"missing {', '.join(missing)}", "see --help") if missing else None
+
+
+def _required(root: type, flag: str) -> bool:
+    """Whether the top-level field of `root` that `flag` names has no default."""
+    name = flag.lstrip("-").replace("-", "_")
+    field = next((f for f in dataclasses.fields(root) if f.name == name), None)
+    return field is not None and field.default is dataclasses.MISSING \
+        and field.default_factory is dataclasses.MISSING
 
 
 @contextlib.contextmanager
@@ -134,70 +252,78 @@ def user_errors(root: type, argv: Sequence[str]) -> Iterator[None]:
     """While tyro parses `argv` into the dataclass `root`, report what it rejects as one
     `error: <what> (<what to do>)` line on stderr and exit with status 2.
 
-    A value a config dataclass refuses in `__post_init__` is said with the flags of the
-    fields its message names (`in_flags`; the config is found from tyro's
-    field path), or after the flags the user typed for that config when it names none; a
-    value that does not convert, a choice not offered, a missing value or argument names
-    the flag; an unknown flag suggests the nearest one of `root`. Any other failure, and
-    every failure under `--debug` / `SAILOR_DEBUG=1`, keeps tyro's own report.
+    Before tyro runs, `argv_error` checks what a flag's type alone decides: an unknown flag
+    (with the nearest one of `root`), a missing value or argument, a value that does not
+    convert, a choice not offered. A value a config dataclass then refuses in `__post_init__`
+    is said with the flags of the fields its message names (`in_flags`; the config is the
+    `self` of the `__post_init__` that raised), or after the flags the user typed for that
+    config when it names none. Anything else tyro rejects is its own report's message on one
+    line. Under `--debug` / `SAILOR_DEBUG=1` tyro's own report is printed as it is.
+
+    Only tyro's public API is used: its report goes to a buffer (`redirect_stderr`) and the
+    `ValueError` behind a rejection is the `SystemExit`'s context.
 
     Raises:
-      SystemExit: status 2, from inside tyro's parse.
+      SystemExit: status 2, before or from inside tyro's parse.
     """
     if debug_requested(sys.argv):
         yield
         return
+    problem = argv_error(root, list(argv))
+    if problem is not None:
+        usage_error(*problem)
+    report = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(report):
+            yield
+    except SystemExit as stop:
+        if stop.code in (0, None):
+            raise
+        refused = _refusal(stop)
+        if refused is not None:
+            usage_error(*_config_error(str(refused[0]), root, list(argv), refused[1]))
+        usage_error(_report_message(report.getvalue()), "see --help")
 
-    def hook(event: tyro_errors.ParseErrorEvent) -> None:
-        text = _describe(event, root, list(argv))
-        if text is not None:
-            usage_error(*text)
 
-    with tyro_errors.on_parse_error(hook):
-        yield
+def _refusal(stop: BaseException) -> tuple[ValueError, type] | None:
+    """The `ValueError` a config dataclass's `__post_init__` raised behind `stop`, and the
+    class, or None."""
+    error = stop.__context__
+    while error is not None and not isinstance(error, ValueError):
+        error = error.__context__
+    if error is None:
+        return None
+    owner, tb = None, error.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        this = frame.f_locals.get("self")
+        if frame.f_code.co_name == "__post_init__" and dataclasses.is_dataclass(this):
+            owner = type(this)
+        tb = tb.tb_next
+    return (error, owner) if owner is not None else None
+
+
+def _report_message(report: str) -> str:
+    """The message of a tyro error report on one line: its text without the frame (a box on
+    a terminal, rules of dashes elsewhere), the title, and the pointers to --help."""
+    lines = [line.strip().strip("│╭╮╰╯").strip() for line in report.splitlines()]
+    rule = [not line.strip("─-= ") for line in lines]
+    words, boxed = [], "╭" in report
+    first = next((i for i, line in enumerate(lines) if line and not rule[i]), -1)
+    for i, line in enumerate(lines):
+        if line.startswith(("For full", "Argument helptext")):  # the pointers close it
+            break
+        title = report.splitlines()[i].lstrip().startswith("╭") if boxed else (
+            i == first and i + 1 < len(lines) and rule[i + 1] and bool(lines[i + 1]))
+        if not (rule[i] or title):
+            words.append(line)
+    return " ".join(words) or "the arguments were rejected"
 
 
 def usage_error(what: str, fix: str) -> None:
     """Print `error: <what> (<fix>)` to stderr and exit with status 2 (argparse's)."""
     print(f"error: {what} ({fix})", file=sys.stderr)
     raise SystemExit(2)
-
-
-def _flag(argument: Any) -> str | None:
-    """The flag (or positional name) of one of tyro's argument definitions, or None."""
-    try:
-        return str(argument.lowered.name_or_flags[0])
-    except (AttributeError, IndexError, TypeError):
-        return None
-
-
-def _describe(event: tyro_errors.ParseErrorEvent, root: type, argv: list[str]
-              ) -> tuple[str, str] | None:
-    """`(what, fix)` of a tyro parse failure, or None to keep tyro's report."""
-    if isinstance(event, tyro_errors.InstantiationFailure):
-        if event.argument is None:
-            return _config_error(event.message, root, argv, sys.exc_info()[1])
-        flag = _flag(event.argument)
-        if flag is None:
-            return None
-        metavar = getattr(event.argument.lowered, "metavar", None) or "another value"
-        return (f"{flag} {' '.join(_values(flag, argv))}: expected {metavar}",
-                f"see {flag} in --help")
-    if isinstance(event, tyro_errors.UnrecognizedArgs):
-        near = difflib.get_close_matches(event.tokens[0].partition("=")[0],
-                                         list(all_flags(root)), n=1)
-        return (f"unrecognized argument{'s' * (len(event.tokens) > 1)} "
-                f"{' '.join(event.tokens)}", (f"did you mean {near[0]}? " if near else "")
-                + "see --help")
-    flag = _flag(getattr(event, "argument", None))
-    if isinstance(event, tyro_errors.InvalidChoice) and flag:
-        return f"{flag} {event.value}: not a choice", f"choose {', '.join(event.choices)}"
-    if isinstance(event, tyro_errors.BadValue) and flag:
-        return f"{flag}: a bad or missing value", f"see {flag} in --help"
-    if isinstance(event, tyro_errors.MissingArgs):
-        names = [_flag(a.arg) or "?" for a in event.missing_arguments]
-        return f"missing {', '.join(names)}", "see --help"
-    return None
 
 
 def _values(flag: str, argv: list[str]) -> list[str]:
@@ -211,17 +337,12 @@ def _values(flag: str, argv: list[str]) -> list[str]:
     return []
 
 
-def _config_error(message: str, root: type, argv: list[str], error: BaseException | None
+def _config_error(message: str, root: type, argv: list[str], owner: type
                   ) -> tuple[str, str]:
-    """`(what, fix)` of a config dataclass's `ValueError` `message`; tyro's error carries
-    the field path of the config that raised it (`arg`, e.g. `__tyro-dummy-inner__.sailor`
-    under presets; a root dataclass's own error has none, or under presets its class name)."""
-    path = getattr(error, "arg", "")
-    path = [p.replace("-", "_") for p in path.split(".") if p and not p.startswith("__tyro")
-            ] if isinstance(path, str) else []
-    if path[:1] == [root.__name__]:  # under presets, the root's own error names its class
-        path = path[1:]
-    cls, prefix = config_at(root, path)
+    """`(what, fix)` of the `ValueError` `message` that config dataclass `owner` raised in
+    its `__post_init__` while `root` was parsed from `argv`."""
+    path = config_path(root, owner)
+    cls, prefix = config_at(root, path) if path is not None else (None, ())
     if cls is None:
         return message, "see --help"
     text, named = in_flags(message, cls, prefix)
