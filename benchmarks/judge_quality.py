@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 import time
 from typing import Annotated, Literal
@@ -61,11 +60,6 @@ from sailor_jax.judges.factory import check_ranker, judge_name, make_ranker
 from sailor_jax.logging import to_jsonable
 from sailor_lab import judge_eval, policy_groups, report, strong_pool
 from sailor_lab.identifiability import feature_spread
-from sailor_lab.judge_curve import load_curve, predict, prediction_line
-
-CURVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "judge_curve",
-                     "curve.json")
-"""The committed judge curve (`benchmarks/judge_curve.py`): what SAILOR did per accuracy."""
 
 PoolFlags = Annotated[judge_eval.PoolArgs, tyro.conf.OmitArgPrefixes]
 """Pool settings as flags without a prefix (`--epsilons`, `--m`, `--groups`, ...)."""
@@ -304,23 +298,10 @@ def main(args: Args) -> dict:
           f"Kendall tau {record['kendall_tau']:.3f}, {record['seconds_per_group']:.2f} s/group"
           + (f", tau with the clean judge {record['tau_clean']:.3f}" if "tau_clean" in record
              else ""), file=out, flush=True)
-    curve = load_curve(CURVE)
-    if curve is not None and _same_pool(curve["pool"], args.pool.record()):
-        print(prediction_line(curve, record["skill_order_accuracy"]), file=out, flush=True)
-        record["curve_prediction"] = predict(curve, record["skill_order_accuracy"])
     if args.json:
         out = {k: v for k, v in record.items() if k != "kendall_tau_per_group"}
         print(json.dumps(out), flush=True)
     return record
-
-
-def _same_pool(curve_pool: dict, pool: dict) -> bool:
-    """Whether an accuracy on `pool` reads on the curve's axis: the same players, game length
-    and group size. The seed and the number of groups may differ: another seed draws other
-    games of the same players, so its accuracy estimates the same quantity (a judge designed
-    on one pool is confirmed on another)."""
-    keys = ("epsilons", "games_per_player", "max_len", "pool_depth", "m")
-    return all(curve_pool.get(k) == pool.get(k) for k in keys)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ of every block `seed<ROOT>/` under it, warm-up updates included. Per arm:
   reference player's mean score on games of its own: `experiments/expert_play.py` at depth 1
   and epsilon 0.5 plays them), its accuracy: per update after the warm-up, the share where the
   agent's mean score in that segment's training games is above the reference's, one minus it
-  where below.
+  where below, averaged per seed (`sailor_lab.judge_curve.window_accuracy`), then over seeds.
 
 Prints a markdown table; `--json` writes the numbers. An arm whose results.json has no
 `heldout_p` (a run written before the gate's records) shows no gate columns.
@@ -35,8 +35,8 @@ import numpy as np
 from sailor_jax.alignment.heldout import judge_evidence
 from sailor_jax.cli import parse_args
 from sailor_jax.errors import UserError, report_user_errors
-from sailor_jax.logging import open_text, stored_path
 from sailor_jax.run.results import OUTCOMES
+from sailor_lab.judge_curve import comparison_folders, read_results, seed_updates, window_accuracy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,36 +55,9 @@ class Args:
     """Write the numbers to this file (none: print only)."""
 
 
-def run_folders(run: str) -> list[str]:
-    """The comparison folders under `run`: its blocks `seed<ROOT>/`, or `run` itself.
-
-    Raises:
-      UserError: `run` holds no `variants/` folder.
-    """
-    blocks = sorted(os.path.join(run, d) for d in os.listdir(run) if d.startswith("seed")
-                    and os.path.isdir(os.path.join(run, d, "variants"))) \
-        if os.path.isdir(run) else []
-    if not blocks and not os.path.isdir(os.path.join(run, "variants")):
-        raise UserError(f"--run: no variants/ folder in {run!r} or its seed<ROOT>/ blocks",
-                        "give a folder that experiments/compare.py wrote")
-    return blocks or [run]
-
-
 def arm_records(folders: list[str], arm: str) -> list[list[list[dict]]]:
-    """Per block, per seed, the update records (`SeedUpdate` JSON) of `arm`, warm-up first,
-    each with the seed's `train_score` of its segment added (None in the warm-up)."""
-    out = []
-    for folder in folders:
-        path = stored_path(os.path.join(folder, "variants", arm, "results.json"))
-        if not os.path.exists(path):
-            continue
-        with open_text(path) as f:
-            results = json.load(f)
-        records = results.get("warmup", []) + results["iterations"]
-        seeds = len(records[0]["seeds"]) if records else 0
-        out.append([[{**r["seeds"][s], "train_score": (r.get("train_score") or [None] * seeds)[s]}
-                     for r in records] for s in range(seeds)])
-    return out
+    """Per block, per seed, the update records of `arm` (`judge_curve.seed_updates`)."""
+    return [seed_updates(r) for r in (read_results(f, arm) for f in folders) if r is not None]
 
 
 def audit(blocks: list[list[list[dict]]], gate: float,
@@ -114,14 +87,16 @@ def audit(blocks: list[list[list[dict]]], gate: float,
                        "rhat_p90": float(np.nanpercentile(rhat, 90)),
                        "share_rhat_above_1.1": float(np.mean(rhat > 1.1)),
                        "ess_median": float(np.nanmedian(ess))}
-    shares = [(u["agent_preferred"], u["train_score"]) for u in updates
-              if u.get("agent_preferred") is not None]
+    shares = [u["agent_preferred"] for u in updates if u.get("agent_preferred") is not None]
     if shares:
-        out["judge"] = {"agent_preferred": float(np.mean([a for a, _ in shares]))}
-        scored = [a if t > reference_skill else 1.0 - a for a, t in shares
-                  if reference_skill is not None and t is not None and t != reference_skill]
-        if scored:
-            out["judge"] |= {"window_accuracy": float(np.mean(scored)), "updates": len(scored)}
+        out["judge"] = {"agent_preferred": float(np.mean(shares))}
+        per_seed = [window_accuracy(seed, reference_skill) for seed in seeds] \
+            if reference_skill is not None else []
+        known = [x for x in per_seed if x is not None]
+        if known:
+            out["judge"] |= {"window_accuracy": float(np.mean(known)), "updates": sum(
+                u.get("agent_preferred") is not None and u.get("train_score") is not None
+                and u["train_score"] != reference_skill for seed in seeds for u in seed)}
     return out
 
 
@@ -153,7 +128,7 @@ def markdown(audits: dict[str, dict]) -> str:
 
 def main(argv: list[str]) -> None:
     args = parse_args(Args, argv)
-    folders = run_folders(args.run)
+    folders = comparison_folders(args.run)
     arms = args.arms or sorted({a for f in folders
                                 for a in os.listdir(os.path.join(f, "variants"))
                                 if not a.endswith(".fixed")})

@@ -1,13 +1,19 @@
-"""How good must the judge be? Judge accuracy against what SAILOR does with it.
+"""How good must the judge be? What SAILOR gains from a start against its judge's accuracy on
+the run's own windows.
 
-Host-only. `benchmarks/judge_curve.py` measures, per level of the dialled-quality judge
-(`RankerConfig.noise`), its skill-order accuracy on the graded pool (`judge_eval`) and the
-recommended SAILOR's repair and no-loss at that level (`experiments/compare.py`); the result is
-a *curve*, a JSON list of points `{"label", "noise", "queries", "accuracy", "accuracy_ci",
-"starts": {start: {"recovery", "recovery_ci", ...}}}`. This module holds the arithmetic: the
-accuracy of a judge with a group-bootstrap interval, where recovery crosses a level, and what
-a committed curve predicts for an accuracy a user measured (`benchmarks/judge_quality.py`
-prints it).
+Host-only. A comparison (`experiments/compare.py`, one folder or its blocks `seed<ROOT>/`) runs
+arms that differ only in their judge (e.g. the expert dialled down by `RankerConfig.noise`, an
+LLM, the random judge) beside the start kept fixed. Each judged arm is one point of the curve:
+
+- its **window accuracy**: per update, the judge's share of (agent, reference player) pairs it
+  ordered by skill (`SeedUpdate.agent_preferred`, scored with the reference player's skill
+  measured on games of its own and the agent's on its segment's training games), averaged per
+  seed, with a 95% t-interval over seeds;
+- its **gain**: the paired difference in final score to the start kept fixed, with its 95%
+  t-interval, the worst seed over its twin and the seeds below 0.8 of theirs.
+
+`crossing` gives the accuracy at which a series of points (one update rule, several judges)
+reaches a level, e.g. no loss (gain 0).
 """
 
 from __future__ import annotations
@@ -18,39 +24,100 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from sailor_jax.errors import UserError
 from sailor_jax.logging import open_text, stored_path
-from sailor_jax.types import Ranking
 from sailor_lab import report
-from sailor_lab.judge_eval import pair_counts, skill_truth
+from sailor_lab.comparison import worst_ratio
+
+FLOOR = 0.8
+"""A seed below this fraction of its kept-fixed twin's final score counts as a collapse."""
 
 
-def group_accuracy(rankings: Sequence[Ranking | None], epsilons: Sequence[np.ndarray],
-                   resamples: int = 2000, seed: int = 0) -> dict:
-    """Skill-order accuracy (`judge_eval.judge_metrics`) with a 95% bootstrap interval over
-    groups (pairs within a group share trajectories, so groups are the independent unit).
+def comparison_folders(run: str) -> list[str]:
+    """The comparison folders under `run`: its blocks `seed<ROOT>/`, or `run` itself.
 
-    Args:
-      rankings: the judge's ranking of each group (None: every pair counts wrong).
-      epsilons: per group, `[M]` epsilons of its players.
+    Raises:
+      UserError: `run` holds no `variants/` folder.
+    """
+    blocks = sorted(os.path.join(run, d) for d in os.listdir(run) if d.startswith("seed")
+                    and os.path.isdir(os.path.join(run, d, "variants"))) \
+        if os.path.isdir(run) else []
+    if not blocks and not os.path.isdir(os.path.join(run, "variants")):
+        raise UserError(f"--run: no variants/ folder in {run!r} or its seed<ROOT>/ blocks",
+                        "give a folder that experiments/compare.py wrote")
+    return blocks or [run]
+
+
+def read_results(folder: str, arm: str) -> dict | None:
+    """`variants/<arm>/results.json` of a comparison folder (plain or gzipped), or None if the
+    arm has not finished there."""
+    path = stored_path(os.path.join(folder, "variants", arm, "results.json"))
+    if not os.path.exists(path):
+        return None
+    with open_text(path) as f:
+        return json.load(f)
+
+
+def seed_updates(results: dict) -> list[list[dict]]:
+    """Per seed, the update records (`SeedUpdate` JSON) of one arm's results, warm-up first,
+    each with its segment's `train_score` for that seed added (None in the warm-up)."""
+    records = results.get("warmup", []) + results["iterations"]
+    seeds = len(records[0]["seeds"]) if records else 0
+    return [[{**r["seeds"][s], "train_score": (r.get("train_score") or [None] * seeds)[s]}
+             for r in records] for s in range(seeds)]
+
+
+def window_accuracy(updates: Sequence[dict], reference_skill: float) -> float | None:
+    """One seed's judge accuracy on its own windows: over its updates with a judged
+    (agent, reference) share and a training score other than `reference_skill`, the mean of
+    the share where the agent scored above the reference player and of one minus it where
+    below. None when no update qualifies."""
+    scored = [u["agent_preferred"] if u["train_score"] > reference_skill
+              else 1.0 - u["agent_preferred"] for u in updates
+              if u.get("agent_preferred") is not None and u.get("train_score") is not None
+              and u["train_score"] != reference_skill]
+    return float(np.mean(scored)) if scored else None
+
+
+def final_scores(results: dict) -> list[float]:
+    """Per-seed final greedy score (`evaluation.per_seed[].score_mean`)."""
+    return report.per_seed_metrics(results["evaluation"])["score"]
+
+
+def point(run: str, arm: str, fixed: str, reference_skill: float) -> dict | None:
+    """The curve's point of `arm` in the comparison at `run`, paired with `fixed` block by
+    block; None if the arm finished in no block that has its fixed twin.
 
     Returns:
-      `{"accuracy": float, "accuracy_ci": [low, high], "pairs": int}`; NaN without pairs.
+      `{"arm", "seeds", "gain", "gain_ci", "worst_ratio", "below_floor", "window_accuracy",
+      "window_accuracy_ci", "accuracy_seeds", "scores", "fixed_scores"}`; the accuracy is NaN
+      where no seed recorded its judge's windows (`SeedUpdate.agent_preferred`).
     """
-    right, total = pair_counts(rankings, skill_truth(epsilons))
-    if total.sum() == 0:
-        return {"accuracy": float("nan"), "accuracy_ci": [float("nan")] * 2, "pairs": 0}
-    pick = np.random.default_rng(seed).integers(0, len(total), (resamples, len(total)))
-    boot = right[pick].sum(axis=1) / np.maximum(total[pick].sum(axis=1), 1)
-    return {"accuracy": float(right.sum() / total.sum()),
-            "accuracy_ci": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))],
-            "pairs": int(total.sum())}
+    scores, twins, accuracy = [], [], []
+    for folder in comparison_folders(run):
+        a, f = read_results(folder, arm), read_results(folder, fixed)
+        if a is None or f is None:
+            continue
+        scores += final_scores(a)
+        twins += final_scores(f)
+        accuracy += [window_accuracy(u, reference_skill) for u in seed_updates(a)]
+    if not scores:
+        return None
+    diff = report.paired_difference(scores, twins)
+    known = [x for x in accuracy if x is not None]
+    acc = report.mean_ci(known) if known else (float("nan"),) * 3
+    return {"arm": arm, "seeds": len(scores), "gain": diff["mean"],
+            "gain_ci": [diff["ci_low"], diff["ci_high"]], "worst_ratio": worst_ratio(scores, twins),
+            "below_floor": int(sum(a < FLOOR * b for a, b in zip(scores, twins, strict=True))),
+            "window_accuracy": acc[0], "window_accuracy_ci": [acc[1], acc[2]],
+            "accuracy_seeds": len(known), "scores": scores, "fixed_scores": twins}
 
 
-def crossing(accuracy: Sequence[float], value: Sequence[float], level: float = 0.5
+def crossing(accuracy: Sequence[float], value: Sequence[float], level: float = 0.0
              ) -> float | None:
     """The lowest accuracy at which the piecewise-linear curve `value(accuracy)` (points
     sorted by accuracy) reaches `level` and stays at or above it; None if it never does.
-    Used on the mean recovery and on its interval's ends, which bound the crossing."""
+    Used on the mean gain and on its interval's ends, which bound the crossing."""
     order = np.argsort(accuracy)
     x, y = np.asarray(accuracy, float)[order], np.asarray(value, float)[order]
     above = y >= level
@@ -65,94 +132,13 @@ def crossing(accuracy: Sequence[float], value: Sequence[float], level: float = 0
     return float(x0 + (level - y0) * (x1 - x0) / (y1 - y0))
 
 
-def load_curve(path: str) -> dict | None:
-    """The curve at `path` (`benchmarks/results/judge_curve/curve.json`, kept as `.json.gz`),
-    or None if neither the plain nor the compressed file exists."""
-    if not os.path.exists(stored_path(path)):
-        return None
-    with open_text(path) as f:
-        return json.load(f)
-
-
-def _neighbours(curve: dict, accuracy: float) -> list[dict]:
-    """The curve's 1x-query points around `accuracy`: the two it lies between, or the nearest
-    one outside the measured range."""
-    points = sorted((p for p in curve["points"] if p["queries"] == 1),
-                    key=lambda p: p["accuracy"])
-    upper = int(np.searchsorted([p["accuracy"] for p in points], accuracy))
-    if 0 < upper < len(points):
-        return points[upper - 1:upper + 1]
-    return [points[min(upper, len(points) - 1)]]
-
-
-def predict(curve: dict, accuracy: float) -> dict[str, dict]:
-    """What the curve says SAILOR does with a judge of skill-order accuracy `accuracy`: per
-    start, the band spanned by the 95% intervals of the two measured levels around it (the
-    nearest one outside the measured range: an extrapolation, flagged).
-
-    Returns:
-      `{start: {"metric": "recovery" | "diff_to_fixed", "low": float, "high": float,
-      "between": [accuracy, accuracy], "extrapolated": bool}}` over the curve's 1x-query
-      points; a start without a recovery at those points is left out.
-    """
-    near = _neighbours(curve, accuracy)
-    out = {}
-    for start in near[0]["starts"]:
-        cells = [p["starts"][start] for p in near]
-        metric = cells[0]["metric"]
-        if any(c[metric] is None for c in cells):  # no recovery measured there
-            continue
-        out[start] = {"metric": metric, "low": min(c[f"{metric}_ci"][0] for c in cells),
-                      "high": max(c[f"{metric}_ci"][1] for c in cells),
-                      "between": [near[0]["accuracy"], near[-1]["accuracy"]],
-                      "extrapolated": len(near) == 1}
-    return out
-
-
-def prediction_line(curve: dict, accuracy: float) -> str:
-    """One line for `judge_quality.py`: the band `predict` gives per start."""
-    parts = []
-    for start, band in predict(curve, accuracy).items():
-        if band["metric"] == "recovery":
-            parts.append(f"{start} recovery [{band['low']:+.2f}, {band['high']:+.2f}]")
-        else:
-            parts.append(f"{start} paired diff. to it kept fixed [{band['low']:+,.0f}, "
-                         f"{band['high']:+,.0f}]")
-    near = _neighbours(curve, accuracy)
-    where = (f"outside the measured accuracies, nearest {near[0]['accuracy']:.3f}"
-             if len(near) == 1 else f"between the measured accuracies "
-             f"{near[0]['accuracy']:.3f} and {near[1]['accuracy']:.3f}")
-    return f"the judge curve ({curve['setting']}) predicts, {where}: " + "; ".join(parts)
-
-
-def crossings(points: list[dict], starts) -> dict[str, dict]:
-    """Per wrong start, the accuracy at which recovery reaches 0.5 (`judge_curve.crossing`)
-    on the 1x-query points: of the mean, and of the 95% interval's upper and lower ends (the
-    crossing's interval); None where it does not within the measured range."""
-    out = {}
-    for start in starts:
-        have = [p for p in points if p["queries"] == 1 and start != "theta0"
-                and p["starts"][start]["recovery"] is not None]
-        if not have:
-            continue
-        acc = [p["accuracy"] for p in have]
-        cells = [p["starts"][start] for p in have]
-        out[start] = {"mean": crossing(acc, [c["recovery"] for c in cells]),
-                      "from_ci_high": crossing(acc, [c["recovery_ci"][1] for c in cells]),
-                      "from_ci_low": crossing(acc, [c["recovery_ci"][0] for c in cells])}
-    return out
-
-
-def versus_random(points: list[dict]) -> None:
-    """Add to every judged point, per start, its paired difference in final score to the
-    random judge's arm from the same start (`diff_to_random`, `_ci`, `wins_over_random`):
-    how much of what it did the judge's information did, beyond the guarded update's own
-    drift. Seeds pair across the levels' folders (common random numbers)."""
-    chance = next((p for p in points if p["noise"] is None), None)
-    for p in points:
-        if chance is None or p is chance:
-            continue
-        for start, cell in p["starts"].items():
-            d = report.paired_difference(cell["scores"], chance["starts"][start]["scores"])
-            cell |= {"diff_to_random": d["mean"], "diff_to_random_ci": [d["ci_low"], d["ci_high"]],
-                     "wins_over_random": d["wins"]}
+def series_crossing(points: Sequence[dict], level: float = 0.0) -> dict:
+    """Where a series' gain reaches `level` (`crossing`): of the mean and of the interval's
+    upper and lower ends (the crossing's interval); points without an accuracy are left out."""
+    have = [p for p in points if np.isfinite(p["window_accuracy"])]
+    acc = [p["window_accuracy"] for p in have]
+    if not have:
+        return {"mean": None, "from_ci_high": None, "from_ci_low": None}
+    return {"mean": crossing(acc, [p["gain"] for p in have], level),
+            "from_ci_high": crossing(acc, [p["gain_ci"][1] for p in have], level),
+            "from_ci_low": crossing(acc, [p["gain_ci"][0] for p in have], level)}

@@ -1,149 +1,128 @@
-"""Issue 50: the judge curve's arithmetic on hand cases, and `benchmarks/judge_curve.py` end
-to end on tiny arms (kept-fixed arms shared between levels, the curve read back)."""
+"""The judge curve (`sailor_lab.judge_curve`, `benchmarks/judge_curve.py`) on made-up
+comparison folders whose numbers are worked out by hand."""
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import json
+import math
 import os
 
-import numpy as np
 import pytest
-from test_compare import TINY_BASE
 from test_experiments import _load
 
-from sailor_jax.config import RankerConfig
-from sailor_jax.run import loop
-from sailor_jax.types import Ranking
-from sailor_lab import judge_eval
-from sailor_lab.judge_curve import crossing, group_accuracy, predict, prediction_line
+from sailor_jax.errors import UserError
+from sailor_lab.judge_curve import crossing, point, series_crossing, window_accuracy
+
+bench = _load("benchmarks/judge_curve.py")
 
 
-def test_group_accuracy_counts_pairs_of_different_skill_and_bootstraps_groups():
-    eps = [np.array([0.0, 1.0, 0.5]), np.array([0.0, 0.0, 1.0])]
-    rankings = [Ranking(order=np.array([0, 2, 1])), None]  # group 2 failed: its pairs wrong
-    got = group_accuracy(rankings, eps, resamples=500)
-    assert got["pairs"] == 5 and got["accuracy"] == pytest.approx(3 / 5)
-    assert got["accuracy"] == judge_eval.judge_metrics(rankings, eps, {})["skill_order_accuracy"]
-    low, high = got["accuracy_ci"]  # resampled groups: all-right (1.0) to all-wrong (0.0)
-    assert low == 0.0 and high == 1.0
-    assert group_accuracy([None], [np.zeros(3)])["pairs"] == 0
+def _write(folder, arm: str, scores: list[float], shares: list[list[float | None]] = (),
+           train: list[list[float]] = (), gz: bool = False) -> None:
+    """A results.json with final scores `scores` (one per seed) and, per update after one
+    warm-up update, each seed's `agent_preferred` share and training score."""
+    path = folder / "variants" / arm
+    os.makedirs(path)
+    iterations = [{"seeds": [{"agent_preferred": s} for s in row], "train_score": t}
+                  for row, t in zip(shares, train, strict=True)]
+    warmup = [{"seeds": [{"agent_preferred": 0.0} for _ in scores]}]
+    results = {"warmup": warmup, "iterations": iterations,
+               "evaluation": {"per_seed": [{"score_mean": s, "win_rate": 0.0, "max_tile_rates":
+                                            {str(2 ** k): 0.0 for k in range(1, 18)}}
+                                           for s in scores]}}
+    text = json.dumps(results)
+    if gz:
+        with gzip.open(path / "results.json.gz", "wt", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        (path / "results.json").write_text(text)
+
+
+def test_window_accuracy_scores_each_update_by_who_was_stronger():
+    updates = [{"agent_preferred": 0.75, "train_score": 900.0},  # agent stronger: 0.75 right
+               {"agent_preferred": 0.25, "train_score": 100.0},  # agent weaker: 0.75 right
+               {"agent_preferred": 0.9, "train_score": 500.0},   # equal skill: left out
+               {"agent_preferred": None, "train_score": 900.0},  # no reference games
+               {"agent_preferred": 0.1, "train_score": None}]    # the warm-up
+    assert window_accuracy(updates, 500.0) == pytest.approx(0.75)
+    assert window_accuracy(updates[2:], 500.0) is None
 
 
 def test_crossing_is_the_lowest_accuracy_from_which_the_curve_stays_above():
-    assert crossing([0.5, 0.6, 0.8], [0.1, 0.3, 0.9]) == pytest.approx(0.6 + 0.2 / 0.6 * 0.2)
-    assert crossing([0.8, 0.5, 0.7, 0.6], [0.9, 0.1, 0.4, 0.6]) == pytest.approx(0.72)
-    assert crossing([0.5, 0.8], [0.1, 0.4]) is None
-    assert crossing([0.5, 0.8], [0.6, 0.9]) == 0.5
+    assert crossing([0.5, 0.6, 0.8], [-3, -1, 5]) == pytest.approx(0.6 + 1 / 6 * 0.2)
+    assert crossing([0.8, 0.5, 0.7, 0.6], [0.9, 0.1, 0.4, 0.6], 0.5) == pytest.approx(0.72)
+    assert crossing([0.5, 0.8], [-2, -1]) is None
+    assert crossing([0.5, 0.8], [1, 2]) == 0.5
+    assert series_crossing([]) == {"mean": None, "from_ci_high": None, "from_ci_low": None}
 
 
-def _point(accuracy, low, high, queries=1):
-    return {"accuracy": accuracy, "queries": queries, "starts": {
-        "bad": {"metric": "recovery", "recovery": (low + high) / 2, "recovery_ci": [low, high]},
-        "theta0": {"metric": "diff_to_fixed", "diff_to_fixed": 0.0,
-                   "diff_to_fixed_ci": [-100 * low, 100 * high]}}}
+def test_point_pairs_seeds_block_by_block(tmp_path):
+    """Block 1: seeds 1000 / 500 against twins 800 / 1000; block 2 (gzipped): 900 against 900;
+    block 3 has no fixed arm and is left out."""
+    _write(tmp_path / "seed1", "theta0.fixed", [800.0, 1000.0])
+    _write(tmp_path / "seed1", "theta0.arm", [1000.0, 500.0], shares=[[1.0, 0.0], [0.5, 0.5]],
+           train=[[900.0, 100.0], [900.0, 900.0]])
+    _write(tmp_path / "seed2", "theta0.fixed", [900.0], gz=True)
+    _write(tmp_path / "seed2", "theta0.arm", [900.0], gz=True)
+    _write(tmp_path / "seed3", "theta0.arm", [1.0])
+    p = point(str(tmp_path), "theta0.arm", "theta0.fixed", 500.0)
+    assert p["seeds"] == 3 and p["scores"] == [1000.0, 500.0, 900.0]
+    assert p["gain"] == pytest.approx((200 - 500 + 0) / 3)
+    assert p["worst_ratio"] == pytest.approx(0.5) and p["below_floor"] == 1
+    # seed 1: (1.0 + 0.5) / 2; seed 2: ((1 - 0.0) + 0.5) / 2; block 2 recorded nothing
+    assert p["window_accuracy"] == pytest.approx(0.75) and p["accuracy_seeds"] == 2
+    assert p["window_accuracy_ci"] == [pytest.approx(0.75), pytest.approx(0.75)]
+    assert point(str(tmp_path), "theta0.other", "theta0.fixed", 500.0) is None
 
 
-def test_predict_spans_the_two_measured_levels_around_the_accuracy():
-    curve = {"setting": "test", "points": [_point(0.5, -0.2, 0.1), _point(0.8, 0.6, 0.9),
-                                           _point(0.7, 0.3, 0.7), _point(0.7, 0.9, 1.0, 2)]}
-    band = predict(curve, 0.75)
-    assert band["bad"] == {"metric": "recovery", "low": 0.3, "high": 0.9,
-                           "between": [0.7, 0.8], "extrapolated": False}
-    assert band["theta0"]["low"] == -60 and band["theta0"]["high"] == 90
-    assert predict(curve, 0.9)["bad"]["extrapolated"] and predict(curve, 0.9)["bad"]["low"] == 0.6
-    assert predict(curve, 0.4)["bad"]["between"] == [0.5, 0.5]
-    line = prediction_line(curve, 0.6)
-    assert "between the measured accuracies 0.500 and 0.700" in line
-    assert "bad recovery [-0.20, +0.70]" in line
+def test_the_script_writes_the_curve_and_leaves_unfinished_arms_out(tmp_path, capsys):
+    _write(tmp_path, "theta0.fixed", [1000.0, 1000.0])
+    for arm, gain, share in (("random", -300.0, 0.5), ("noisy", 0.0, 0.6), ("clean", 200.0, 0.9)):
+        _write(tmp_path, f"theta0.{arm}", [1000.0 + gain - 50, 1000.0 + gain + 50],
+               shares=[[share, 1 - share]], train=[[900.0, 100.0]])
+    out = tmp_path / "out"
+    c = bench.main(["--run", str(tmp_path), "--reference-skill", "500", "--out", str(out),
+                    "--series", "before=random,noisy,clean,missing"])
+    points = {p["arm"]: p for p in c["series"]["before"]["points"]}
+    assert points["theta0.clean"]["window_accuracy"] == pytest.approx(0.9)
+    assert points["theta0.random"]["gain"] == pytest.approx(-300.0)
+    assert c["not_finished"] == ["missing"]
+    # the mean gain reaches 0 at 0.6 and stays there
+    assert c["series"]["before"]["no_loss_at"]["mean"] == pytest.approx(0.6)
+    printed = capsys.readouterr().out
+    assert "| before | theta0.clean | 2 | 0.900 [0.900, 0.900] | +200 [" in printed
+    assert "window accuracy 0.600" in printed and "Not finished, left out: missing" in printed
+    assert {"curve.json.gz", "curve.md", "judge_curve.png"} <= set(os.listdir(out))
+    with gzip.open(out / "curve.json.gz", "rt", encoding="utf-8") as f:
+        assert json.load(f)["series"]["before"]["points"][0]["seeds"] == 2
 
 
-@pytest.mark.slow
-def test_judge_curve_end_to_end_shares_the_fixed_arms(tmp_path, monkeypatch):
-    bench = _load("benchmarks/judge_curve.py")
-    args = bench.Args(levels=(0.0, 3.0), starts=("pays_for_dying",), query_levels=(),
-                      pool=judge_eval.PoolArgs(epsilons=(0.0, 1.0), games_per_player=3,
-                                               max_len=40, pool_depth=1, m=4, groups=3),
-                      expert_depth=1, out=str(tmp_path / "curve"))
-    real_run, calls = loop.run, []
-    compare = _load("experiments/compare.py")
-    monkeypatch.setattr(bench, "base_config", lambda _: (dataclasses.replace(
-        TINY_BASE, ranker=RankerConfig(kind="expert"), warmup_updates=0), compare))
-
-    def run(cfg, folder, resume=False, progress=None, devices=None, label="SAILOR"):
-        calls.append((os.path.basename(os.path.dirname(os.path.dirname(folder))),
-                      os.path.basename(folder), cfg.ranker.noise, cfg.trajectories))
-        return real_run(cfg, folder, resume=resume, progress=progress)
-
-    monkeypatch.setattr(loop, "run", run)
-    curve = bench.main(args)
-    assert calls == [("sigma0", "theta0.fixed", 0.0, 8),  # the paper's 8 games, never judged
-                     ("sigma0", "pays_for_dying.fixed", 0.0, 8),
-                     ("sigma0", "pays_for_dying.sailor_value", 0.0, 4),
-                     ("sigma3", "pays_for_dying.sailor_value", 3.0, 4)]  # fixed arms copied
-    assert [(p["label"], p["windows_per_update"]) for p in curve["points"]] == [
-        ("sigma0", 4), ("sigma3", 4)]
-    for p in curve["points"]:  # each number from that level's repair table
-        row = next(r for r in json.load(open(tmp_path / "curve" / p["label"] / "compare.json"))
-                   ["rows"] if r["arm"] == "pays_for_dying.sailor_value")
-        cell = p["starts"]["pays_for_dying"]
-        assert cell["recovery"] == row.get("recovery", {}).get("fraction")
-        assert cell["diff_to_fixed"] == row["vs_fixed_start"]["mean"]
-        assert 0.0 <= p["accuracy"] <= 1.0 and p["pairs"] > 0
-    assert curve["points"][0]["tau_clean"] == 1.0  # sigma 0 is the expert
-    assert not os.path.exists(tmp_path / "curve" / "sigma3" / "variants" / "theta0.fixed" /
-                              "checkpoints")
-    calls.clear()
-    again = bench.main(bench.dataclasses.replace(args, finished_only=True))
-    assert calls == [] and again["points"] == curve["points"]
-    assert os.path.exists(tmp_path / "curve" / "judge_curve.png")
-    assert "| expert, sigma 3 | 4 |" in open(tmp_path / "curve" / "curve.md").read()
+def test_an_arm_without_recorded_windows_has_no_accuracy(tmp_path, capsys):
+    _write(tmp_path, "theta0.fixed", [1000.0, 900.0])
+    _write(tmp_path, "theta0.old", [1100.0, 800.0])
+    c = bench.main(["--run", str(tmp_path), "--reference-skill", "500",
+                    "--series", "after=old"])
+    p = c["series"]["after"]["points"][0]
+    assert math.isnan(p["window_accuracy"]) and p["gain"] == pytest.approx(0.0)
+    printed = capsys.readouterr().out
+    assert "| after | theta0.old | 2 | - |" in printed and "no accuracy" in printed
 
 
-def test_the_curves_runs_and_what_each_level_changes():
-    bench = _load("benchmarks/judge_curve.py")
-    args = bench.Args(levels=(0.0, float("inf"), 2.0), query_levels=(2.0,), query_factors=(2, 4),
-                      starts=("pays_for_dying",), out="o")
-    plan = bench.runs(args)
-    assert [(r["label"], r["noise"], r["queries"], r["methods"][1]) for r in plan] == [
-        ("sigma0", 0.0, 1, "sailor_value"), ("random", None, 1, "sailor_random_judge"),
-        ("sigma2", 2.0, 1, "sailor_value"), ("sigma2_q2", 2.0, 2, "sailor_value"),
-        ("sigma2_q4", 2.0, 4, "sailor_value")]
-    base, compare = bench.base_config(args)  # the cpu preset: 16 windows, 8 reference games
-    by = {r[0]: r[3] for r in bench.level_runs(compare, base, plan[4], args.starts)}
-    judged = by["pays_for_dying.sailor_value"]
-    assert (judged.ranker.noise, judged.trajectories, judged.reference_games) == (2.0, 64, 32)
-    assert by["pays_for_dying.fixed"] == compare.arm_list(base, args.starts, ("fixed",))[1][3]
-    random = {r[0]: r[3] for r in bench.level_runs(compare, base, plan[1], args.starts)}
-    assert random["pays_for_dying.sailor_random_judge"].ranker.noise == 0.0
+@pytest.mark.parametrize("series, match", [
+    ("before", "is not NAME=ARM"), ("before=", "is not NAME=ARM"), ("=a", "is not NAME=ARM")])
+def test_bad_series(tmp_path, series, match):
+    _write(tmp_path, "theta0.fixed", [1.0])
+    with pytest.raises(UserError, match=match):
+        bench.main(["--run", str(tmp_path), "--reference-skill", "1", "--series", series])
 
 
-def test_judge_quality_prints_what_the_committed_curve_predicts(tmp_path, monkeypatch, capsys):
-    from test_judge_quality import TINY_POOL
-    bench = _load("benchmarks/judge_quality.py")
-    curve = {"setting": "test", "pool": TINY_POOL["pool"].record(),
-             "points": [_point(0.0, -0.5, 0.0), _point(1.0, 0.7, 1.0)]}
-    path = tmp_path / "curve.json"  # committed gzipped: the reader finds curve.json.gz
-    (tmp_path / "curve.json.gz").write_bytes(gzip.compress(json.dumps(curve).encode()))
-    monkeypatch.setattr(bench, "CURVE", str(path))
-    record = bench.main(bench.Args(judge="outcome", **TINY_POOL))
-    assert record["curve_prediction"] == predict(curve, record["skill_order_accuracy"])
-    assert "the judge curve (test) predicts, between the measured accuracies 0.000 and 1.000" \
-        in capsys.readouterr().out
-    reseeded = bench.dataclasses.replace(TINY_POOL["pool"], seed=TINY_POOL["pool"].seed + 1)
-    assert "curve_prediction" in bench.main(bench.Args(judge="outcome", pool=reseeded))  # same
-    other = bench.dataclasses.replace(TINY_POOL["pool"], max_len=41)  # another pool: no reading
-    assert "curve_prediction" not in bench.main(bench.Args(judge="outcome", pool=other,
-                                                           expert_depth=1))
-
-
-def test_versus_random_pairs_each_level_with_the_random_judge_seed_by_seed():
-    from sailor_lab.judge_curve import versus_random
-    points = [{"noise": 0.0, "starts": {"a": {"scores": [10.0, 12.0, 9.0]}}},
-              {"noise": None, "starts": {"a": {"scores": [8.0, 12.5, 7.0]}}}]
-    versus_random(points)
-    cell = points[0]["starts"]["a"]
-    assert cell["diff_to_random"] == pytest.approx(np.mean([2.0, -0.5, 2.0]))
-    assert cell["wins_over_random"] == 2 and cell["diff_to_random_ci"][0] < 0
-    assert "diff_to_random" not in points[1]["starts"]["a"]  # not against itself
+def test_a_repeated_series_name_a_bad_folder_and_nothing_finished(tmp_path):
+    _write(tmp_path, "theta0.fixed", [1.0])
+    with pytest.raises(UserError, match="given twice"):
+        bench.main(["--run", str(tmp_path), "--reference-skill", "1",
+                    "--series", "a=x", "a=y"])
+    with pytest.raises(UserError, match="no arm of --series has finished"):
+        bench.main(["--run", str(tmp_path), "--reference-skill", "1", "--series", "a=x"])
+    with pytest.raises(UserError, match="no variants/ folder"):
+        bench.main(["--run", str(tmp_path / "nowhere"), "--reference-skill", "1",
+                    "--series", "a=x"])
