@@ -72,7 +72,7 @@ STARTS: dict[str, Start] = {s.name: s for s in (
            "Rewards only what the game is about, a new largest tile, and nothing on the way: "
            "the sparse 'reward the outcome' design that a person or an LLM writes when told "
            "not to shape."),
-    # The screen (benchmarks/results/screen49_cpu): kept fixed, 8 paired seeds at ~1M
+    # The screen (benchmarks/results/start_screen): kept fixed, 8 paired seeds at ~1M
     # env steps, theta0 11,877; kept only those at least 10% below it.
     _start("corner_obsessed", {"score_gain": 0.01, "max_tile_in_corner": 1.0, "game_over": -1.0},
            "A scale error: the score term shrunk 100 times ('scores run into the thousands') "

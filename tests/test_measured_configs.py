@@ -64,7 +64,7 @@ ABLATION_ARMS = {"paper_constrained": "sailor_bo_constrained",
 
 
 FLOOR_ARM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks",
-                         "results", "repair49_floor_warm_cpu", "theta0.sailor_value_regret.json.gz")
+                         "results", "repair_named_starts", "theta0.sailor_value_regret.json.gz")
 """The recommended SAILOR's arm as its repair table saved it."""
 
 
@@ -124,7 +124,7 @@ def test_every_ablation_variant_is_its_arms_changes_from_the_papers_update():
 def test_the_recommended_sailor_is_the_measured_repair_arm():
     """`compare.py --preset cpu`'s `sailor` arm (`SailorConfig()` with the expert judge at the
     repair table's sizes) is the config the recommended SAILOR's repair table saved, field by
-    field (`benchmarks/results/repair49_floor_warm_cpu/`)."""
+    field (`benchmarks/results/repair_named_starts/`)."""
     compare = _load("experiments/compare.py")
     with gzip.open(FLOOR_ARM, "rt", encoding="utf-8") as f:
         saved = json.load(f)

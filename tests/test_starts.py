@@ -33,7 +33,7 @@ def test_screened_starts_carry_the_severity_their_screen_measured():
     weights) and its severity is what the screen's scores say: mild 10-30% below theta0's
     mean, gross more; the screen's other starts (less than 10% below) are not in STARTS."""
     path = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks", "results",
-                        "screen49_cpu", "repair.json.gz")
+                        "start_screen", "repair.json.gz")
     with gzip.open(path, "rt") as f:
         screen = json.load(f)
     mean = {r["start"]: float(np.mean(r["per_seed"]["score"])) for r in screen["rows"]}

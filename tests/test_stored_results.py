@@ -68,8 +68,8 @@ def test_raw_results_are_compressed_and_every_file_loads():
 
 
 def test_committed_sailor_runs_load_through_the_readers():
-    runs = load_runs(os.path.join(RESULTS, "repair34_h200", "s16"))
-    assert len(runs) >= 6
+    runs = load_runs(os.path.join(RESULTS, "judge_floor", "blocks", "seed500"))
+    assert len(runs) >= 4
     for name, results in runs.items():
         assert results.evaluation["episodes"] > 0, name
     table = report.read_csv(os.path.join(RESULTS, "ablations_cpu", "ablations.csv.gz"))

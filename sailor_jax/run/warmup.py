@@ -2,7 +2,7 @@
 
 From a gross start SAILOR's reward ends where an agent trained on it from scratch scores as
 theta0, but the SAILOR agent learned on the way, on a reward still partly wrong, and ends
-lower (`benchmarks/results/dest49_cpu/`). A warm-up moves the reward before the agent learns
+lower (`benchmarks/results/warmup_destination/`). A warm-up moves the reward before the agent learns
 anything: each of `SailorConfig.warmup_updates` rounds samples a group per seed from the
 untrained agent and the reference player, has it judged and updates theta exactly as an
 iteration does (the held-out test and the survival guard included), with no PPO update.
