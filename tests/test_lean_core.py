@@ -49,7 +49,7 @@ context) in place of tyro's private parse-error hook, which pinned tyro to 1.0.x
 `--help` of one line per preset, arm and start (`cli.one_line_each`), with `-H` for the
 rest."""
 HISTORY = re.compile(r"\b[Ii]ssue[ -]?\d+|\b[Rr]ound \d+|\b20\d\d-\d\d-\d\d")
-"""An issue or round number, or a date: history, which belongs in docs/history.md and git."""
+"""An issue or round number, or a date: history, which belongs in CHANGELOG.md and git."""
 FLAG = re.compile(r"^[│ ]*\s(--[a-z0-9][\w.-]*)", re.M)
 
 

@@ -3,8 +3,8 @@ preset and every retained arm of the arms table (`config/arms.py`) still builds 
 table measured.
 
 `tests/data/measured_configs.json.gz` holds the saved `config.json` of every preset, ablation
-variant and repair arm as the experiments that measured them built them (the history of each
-changed default is in docs/history.md; fields added later are written in with the values the
+variant and repair arm as the experiments that measured them built them (each changed default
+is in CHANGELOG.md; fields added later are written in with the values the
 runs had). Today one comparison experiment (`experiments/compare.py`) runs named arms; the
 stored configs are checked three ways:
 

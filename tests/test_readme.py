@@ -42,13 +42,10 @@ import tyro
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
-HISTORY = os.path.join(ROOT, "docs", "history.md")
-"""How the project got here: its commands and flags are as they ran then (its links are
-checked)."""
-DOCS = [README, *sorted(p for p in glob.glob(os.path.join(ROOT, "docs", "*.md")) if p != HISTORY)]
+DOCS = [README, *sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))]
 """The user's documents, whose commands must parse today: the README and the pages of docs/."""
-RESULTS_LOG = os.path.join(ROOT, "benchmarks", "results.md")
-"""The dated results log: its commands are as they ran then (its links are checked)."""
+RESULTS_INDEX = os.path.join(ROOT, "benchmarks", "results.md")
+"""The index of the raw results under `benchmarks/results/` (its links are checked)."""
 CHANGELOG = os.path.join(ROOT, "CHANGELOG.md")
 """What changed, by capability (its links are checked)."""
 SCRIPTS = sorted(glob.glob(os.path.join(ROOT, "experiments", "*.py"))
@@ -300,16 +297,13 @@ def test_command_parses(where: str, command: str):
 
 def test_commands_name_only_existing_recipes():
     """A `--recipe` a document or docstring runs is a recipe of today (`config.recipes`, the
-    harness's DQN recipes);
-    docs/history.md's commands ran at the commits it names, with the recipes of then."""
+    harness's DQN recipes)."""
     from sailor_jax.config import recipes
     from sailor_lab.dqn import DQN_RECIPES
 
     known = {**recipes.RECIPES, **DQN_RECIPES}
     unknown = []
     for where, command in ALL_COMMANDS:
-        if where == "docs/history.md":
-            continue
         script, argv = split_command(command)
         if script.startswith("benchmarks/") and "--recipe" in argv:
             names = itertools.takewhile(lambda w: not w.startswith("-"),
@@ -380,7 +374,7 @@ def relative_links(path: str) -> list[str]:
             if not re.match(r"[a-z][a-z0-9+.-]*:", t) and not t.startswith("#")]
 
 
-@pytest.mark.parametrize("doc", [_relpath(p) for p in [*DOCS, HISTORY, RESULTS_LOG, CHANGELOG]])
+@pytest.mark.parametrize("doc", [_relpath(p) for p in [*DOCS, RESULTS_INDEX, CHANGELOG]])
 def test_relative_links_resolve(doc: str):
     folder = os.path.dirname(os.path.join(ROOT, doc))
     missing = [t for t in relative_links(os.path.join(ROOT, doc))
@@ -429,16 +423,16 @@ def mislabelled_links(path: str) -> list[str]:
             and os.path.basename(label) != os.path.basename(target.split("#")[0])]
 
 
-@pytest.mark.parametrize("doc", [_relpath(p) for p in [*DOCS, HISTORY, RESULTS_LOG, CHANGELOG]])
+@pytest.mark.parametrize("doc", [_relpath(p) for p in [*DOCS, RESULTS_INDEX, CHANGELOG]])
 def test_a_link_labelled_with_a_page_goes_to_that_page(doc: str):
     assert mislabelled_links(os.path.join(ROOT, doc)) == []
 
 
 def test_mislabelled_links_are_found(tmp_path):
     page = tmp_path / "p.md"
-    page.write_text("[repair.md](history.md#which) [history.md](history.md#x) "
+    page.write_text("[repair.md](agent.md#which) [agent.md](agent.md#x) "
                     "[`docs/agent.md`](docs/agent.md) [a page](other.md) [x.md](#here)\n")
-    assert mislabelled_links(str(page)) == ["[repair.md](history.md#which)"]
+    assert mislabelled_links(str(page)) == ["[repair.md](agent.md#which)"]
 
 
 def package_modules() -> list[str]:

@@ -413,7 +413,7 @@ def test_settings_made_constants_resume_at_their_value_and_retired_first_layers_
         json.dump(_saved_with(cfg, {**CONSTANT_SETTINGS, path: {field: value}}), f)
     with pytest.raises(UserError, match=rf"^--resume: the run was saved with "
                                         rf"{path}\.{field}={value!r}, an option that was "
-                                        r"retired \(docs/history.md, Retired options\) "
+                                        r"retired \(CHANGELOG.md, Removed\) "
                                         r"\(use sailor-jax at commit 3263411, "):
         run_dir.prepare_out_dir(out, cfg, resume=True)
 RETIRED_LLM = {"view": "summary", "snapshot_every": 20, "pointwise_variants": 1,

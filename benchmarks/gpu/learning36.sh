@@ -10,7 +10,7 @@
 # SEED (default 0) is learning.py's root seed: another SEED gives 3 fresh seeds per recipe.
 # TOTAL and EVAL should be whole numbers of updates of every recipe's rollout (e.g.
 # TOTAL=9961472 EVAL=2490368 for 32- and 128-step rollouts of 256 envs), else a recipe's budget
-# rounds up to whole segments and its lr ends later. The runs it made are in docs/history.md.
+# rounds up to whole segments and its lr ends later.
 set -u
 source "$(dirname "$0")/setup.sh" || exit $?
 TOTAL=${TOTAL:-9994240}; EVAL=${EVAL:-2498560}

@@ -35,8 +35,8 @@ Survival guard. The per-move level of `R_theta` (its mean per move, the terminal
 left out) decides how much the agent wants to live: below zero every move costs and the agent
 learns to end the game; near zero it barely cares. Features such as smoothness and
 monotonicity are near 0.9 and 0.55 on every move, so small weights on them act as that
-constant, and comparisons of equal-length windows cannot see it (docs/history.md: the seeds
-whose level a random judge's step lowered collapsed or stalled). `survival_check` therefore
+constant, and comparisons of equal-length windows cannot see it (the seeds whose level a
+random judge's step lowered collapsed or stalled). `survival_check` therefore
 lets an update raise the level but never lower it: in 2048 points are made only while the
 game goes on, so this project sets the level by that rule, not by the judge.
 With a floor (`AlignmentConfig.survival_floor`) an update may also lower a level that lies

@@ -5,7 +5,7 @@ train by name (the DQN's are the harness's, `sailor_lab.dqn.DQN_RECIPES`).
 is `PPOConfig()`, the GPU-sized default (the (256, 256) afterstate trunk); `afterstates_64` is
 the CPU-sized one (`SMALL_NETWORK`, the (64, 64) trunk every CPU-sized experiment trains); `v0`
 is the recipe the project first shipped, the reference the learning tables start from. The
-recipe search that chose the default, and the trials it compared, are in docs/history.md.
+recipes the search compared and retired are named in CHANGELOG.md.
 """
 
 from __future__ import annotations

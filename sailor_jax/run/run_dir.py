@@ -79,7 +79,7 @@ RETIRED = {"judged": "windows", "move_boards": ANY, "alignment.keep_iterations":
            "ranker.llm.concurrency": ANY, "ranker.llm.seed": 0,
            "ranker.temperature": 0.0}
 """Fields of options and settings that were measured, not adopted and removed, or became
-constants (docs/history.md, "Retired options"), and the value at which a saved config ran as
+constants (CHANGELOG.md, "Removed"), and the value at which a saved config ran as
 the code runs now (`ANY`: any value). A field the saved run's judge never read
 (`config.judge.unread_fields`: the LLM's under another judge), or a refinement field of a run
 without refinement, is not checked."""
@@ -115,7 +115,7 @@ def _parent(tree: Any, dotted: str) -> Any:
 def _retired_error(flag: str, what: str) -> UserError:
     """The one line that refuses a saved run which used a retired option."""
     return UserError(f"{flag}the run was saved with {what}, an option that was retired "
-                     "(docs/history.md, Retired options)",
+                     "(CHANGELOG.md, Removed)",
                      f"use sailor-jax at commit {RETIRED_IN}, which has that option")
 
 
