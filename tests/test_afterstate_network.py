@@ -1,4 +1,4 @@
-"""Tests for `NetworkConfig(actions="afterstates")` (issue 26): each move's logit (or Q-value)
+"""Tests for `NetworkConfig(actions="afterstates")`: each move's logit (or Q-value)
 is one output of the network on that move's afterstate, checked against the NumPy reference
 game and a hand-written forward pass (outputs and gradients), plus equivariance and bad input."""
 

@@ -1,5 +1,5 @@
 """`benchmarks/agreement_ceiling.py` end to end on a tiny pool: the record's parts, and `--json`
-meaning stdout is JSON lines only (issue 25's rule for every script with --json)."""
+meaning stdout is JSON lines only (the rule for every script with --json)."""
 
 from __future__ import annotations
 

@@ -285,7 +285,7 @@ def test_deterministic_given_the_seed(cfg):
     "cfg", [dataclasses.replace(BO, bo_calls=8, bo_initial_points=3), MCMC], ids=["bo", "bt_mcmc"]
 )
 def test_update_many_in_worker_processes_equals_a_serial_loop(cfg):
-    """Issue 23: the seeds' updates side by side in 2 processes give the serial thetas."""
+    """The seeds' updates side by side in 2 processes give the serial thetas."""
     calls = [(THETA0, PHI * (1 + 0.1 * k), PREFS, SPEC, cfg, np.random.default_rng([3, k]))
              for k in range(3)]
     serial = update_many([c[:-1] + (np.random.default_rng([3, k]),)

@@ -201,7 +201,7 @@ def test_saving_a_step_older_than_the_latest_is_not_silently_dropped(tmp_path):
     assert meta == {"step": 5}
 
 
-# Issue 14, item 5: a damaged newest checkpoint must not end the run.
+# A damaged newest checkpoint must not end the run.
 X = jnp.arange(1000, dtype=jnp.float32)
 X_ABSTRACT = {"x": jax.ShapeDtypeStruct(X.shape, X.dtype)}
 
@@ -295,7 +295,7 @@ def test_a_save_killed_midway_leaves_no_step(tmp_path, monkeypatch):
 
 
 def test_sigterm_during_a_save_waits_until_the_step_is_written(tmp_path, monkeypatch):
-    """Issue 35: SIGTERM while orbax writes a step is held (`errors.stops_held`) until the step
+    """SIGTERM while orbax writes a step is held (`errors.stops_held`) until the step
     is on disk, then stops the run as always (`Terminated`); the step restores."""
     with Checkpointer(tmp_path) as ckpt:
         real_wait = ckpt._manager.wait_until_finished

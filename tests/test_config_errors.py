@@ -1,4 +1,4 @@
-"""Issue 35: a config value the dataclasses refuse, or a flag tyro cannot parse, is said in
+"""A config value the dataclasses refuse, or a flag tyro cannot parse, is said in
 the user's words on every CLI of `experiments/`: one `error:` line, exit 2, naming the flag
 as typed (and the flag of a field that bounds it), no internal class or tyro names.
 

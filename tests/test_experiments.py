@@ -66,7 +66,7 @@ def test_sailor_presets_run_the_guarded_update_measured_in_the_repair_table():
         assert (a.method, a.heldout, a.beta, a.mcmc_trust_region, a.survival_guard) \
             == ("bt_mcmc", 0.5, 5.0, 0.3, True), name
         assert cfg.preferences.compare == "sum" and cfg.window == 100, name  # "auto" before
-        # 2026-11-28, the same comparison under an LLM judge (issue 49)
+        # 2026-11-28, the same comparison under an LLM judge
         assert 0 < cfg.reference_games == cfg.trajectories // 2, name
         assert cfg.ranker.kind == ("expert" if name == "smoke" else "llm"), name
         assert cfg.ranker.llm.mode == "pointwise", name

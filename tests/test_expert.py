@@ -1,4 +1,4 @@
-"""The expert player (issue 11): moves, heuristic and expectimax against a NumPy reference."""
+"""The expert player: moves, heuristic and expectimax against a NumPy reference."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def test_expert_play_cli_prints_one_json_line(capsys):
 
 
 def test_expert_play_json_pipes_into_json_tool(tmp_path):
-    """Issue 25: `expert_play.py --json | python -m json.tool` works (the real script)."""
+    """`expert_play.py --json | python -m json.tool` works (the real script)."""
     import os
     import subprocess
     import sys

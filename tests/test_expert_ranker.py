@@ -1,4 +1,4 @@
-"""The expert judge (issue 11): verdicts, ranking of expert vs random play, probabilities."""
+"""The expert judge: verdicts, ranking of expert vs random play, probabilities."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def test_config_builds_the_expert_judge_and_rejects_bad_values():
 
 
 def test_the_expert_judge_alone_is_the_recommended_regret_verdict_compared_as_sums():
-    # `experiments/sailor.py cpu --sailor.ranker.kind expert`, the README's command (issue 49)
+    # `experiments/sailor.py cpu --sailor.ranker.kind expert`, the README's command
     _, args = _load("experiments/sailor.py").parse(["cpu", "--sailor.ranker.kind", "expert"])
     ranker = make_ranker(args.sailor.ranker)
     assert args.sailor.ranker.expert_verdict == "regret" and ranker.aggregate == "mean"

@@ -1,4 +1,4 @@
-"""Fault injection (issue 14, items 5 and 6): kill a SAILOR run at each phase boundary, or
+"""Fault injection: kill a SAILOR run at each phase boundary, or
 damage its newest checkpoint; `--resume` must give the uninterrupted run's results and logs.
 
 A kill is a `KeyboardInterrupt` raised from a monkeypatched function at the boundary, in the
@@ -163,7 +163,7 @@ def test_pipelined_kill_with_a_judgement_in_flight_then_resume_equals_uninterrup
 
 def test_resume_without_a_checkpoint_keeps_the_judge_records(cfg, reference, tmp_path,
                                                              monkeypatch):
-    """Issue 25: killed in the first segment after judging, or `checkpoints/` deleted after
+    """Killed in the first segment after judging, or `checkpoints/` deleted after
     a judged iteration: `--resume` is one line naming the logs, and nothing is removed."""
     out = str(tmp_path / "run")
     with monkeypatch.context() as mp:
@@ -256,7 +256,7 @@ def test_no_checkpoint_restores_is_one_line_naming_the_folder(cfg, reference, tm
 
 def test_parallel_updates_killed_and_resumed_equal_an_uninterrupted_serial_run(tmp_path,
                                                                                monkeypatch):
-    """Issue 23: BO updates of 3 seeds in 2 worker processes, killed after iteration 1's
+    """BO updates of 3 seeds in 2 worker processes, killed after iteration 1's
     ranking and resumed, give the theta history and evaluation of a serial uninterrupted run."""
     base = dataclasses.replace(TINY, num_seeds=3, baseline=False)
     serial = dataclasses.replace(base, alignment=dataclasses.replace(
@@ -295,7 +295,7 @@ def _disk_full(monkeypatch, step: int) -> None:
 
 def test_disk_full_while_checkpointing_is_one_line_and_resume_is_exact(
         cfg, reference, tmp_path, monkeypatch):
-    """Issue 25: a full disk while saving checkpoint 2 names the path and the free space;
+    """A full disk while saving checkpoint 2 names the path and the free space;
     checkpoint 1 stays and a resume (on a disk with room) equals the uninterrupted run."""
     out = str(tmp_path / "run")
     with monkeypatch.context() as mp:
@@ -352,7 +352,7 @@ two-byte character, in llm.jsonl)."""
 
 def test_garbled_log_tails_are_dropped_with_a_warning_and_resume_is_exact(
         cfg, reference, tmp_path, monkeypatch, caplog):
-    """Issue 35: killed after iteration 1's ranking, then invalid UTF-8 appended to
+    """Killed after iteration 1's ranking, then invalid UTF-8 appended to
     metrics.jsonl and llm.jsonl; --resume warns about each as a cut line (it raised
     UnicodeDecodeError) and gives the uninterrupted run's results and logs."""
     out = str(tmp_path / "run")

@@ -1,4 +1,4 @@
-"""Issue 34: like-with-like comparisons, the expert's value verdict, held-out acceptance."""
+"""Like-with-like comparisons, the expert's value verdict, held-out acceptance."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which theta entries a group's feature sums can identify (issue 24, item 1)."""
+"""Which theta entries a group's feature sums can identify."""
 
 from __future__ import annotations
 

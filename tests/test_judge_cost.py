@@ -1,4 +1,4 @@
-"""The judge-cost benchmark (issue 13, part 4): end to end on the tiny model, the random
+"""The judge-cost benchmark: end to end on the tiny model, the random
 Qwen2.5-1.5B config, and a mode whose judge cannot be built."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The judge-quality benchmark (issue 11): metrics on hand cases, end to end on a tiny pool."""
+"""The judge-quality benchmark: metrics on hand cases, end to end on a tiny pool."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def test_benchmark_end_to_end_with_the_tiny_llm(bench, tiny_llm_dir, capsys):
 
 
 def test_sailor_setting_end_to_end(bench, capsys):
-    """Issue 24: groups of one policy, verdict vs length and score, identifiability table."""
+    """Groups of one policy, verdict vs length and score, identifiability table."""
     args = bench.Args(setting="sailor", policies=("eps1.0", "ppo_init"),
                       judges=("expert", "outcome"), policy_groups=2, game_len=300, window=20,
                       json=True, **TINY_POOL)

@@ -54,7 +54,7 @@ def test_learning_benchmark_writes_a_curve_per_recipe(learning, tmp_path, capsys
     captured = capsys.readouterr()
     lines = [json.loads(line) for line in captured.out.splitlines()]  # stdout: JSON only
     assert "tiny: 384 env steps per seed x 2 seeds (--total-timesteps 300 rounded up" \
-        in captured.err  # the budget it runs, printed (issue 25)
+        in captured.err  # the budget it runs, printed
     assert [p["recipe"] for p in lines] == ["tiny"] * 3 + ["tiny_shared"] * 3
     # eval_every 128 = 2 updates of 64 steps; 300 steps round up to 3 segments.
     assert [p["env_steps"] for p in lines[:3]] == [128, 256, 384]

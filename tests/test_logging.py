@@ -172,7 +172,7 @@ def test_rewind_jsonl_keeps_what_the_predicate_accepts(tmp_path):
 
 
 def test_garbled_bytes_are_dropped_as_cut_lines(tmp_path):
-    """Issue 35: a killed run's log may end in bytes that are not UTF-8 (strict decoding
+    """A killed run's log may end in bytes that are not UTF-8 (strict decoding
     raised UnicodeDecodeError); they are dropped like a cut line, and the kept lines are
     written back byte for byte."""
     path = str(tmp_path / "log.jsonl")

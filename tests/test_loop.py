@@ -126,7 +126,7 @@ def test_judge_failure_leaves_theta_unchanged(tmp_path):
 
 
 def test_windowed_judging_hands_the_judge_fixed_length_windows(tmp_path):
-    """Issue 11: `window` ranks W-move windows of the sampled games, not whole games."""
+    """`window` ranks W-move windows of the sampled games, not whole games."""
     seen = []
 
     class Recording(OutcomeRanker):

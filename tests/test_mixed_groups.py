@@ -1,4 +1,4 @@
-"""Issue 34, item 4: groups that mix the agent's games with a reference policy's (the
+"""Groups that mix the agent's games with a reference policy's (the
 epsilon-greedy expert): cross-policy pairs, held-out acceptance in the loop, kill + resume."""
 
 from __future__ import annotations

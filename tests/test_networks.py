@@ -69,7 +69,7 @@ def test_unknown_head_is_a_clear_error():
 
 @pytest.mark.parametrize("head", ["actor_critic", "q"])
 def test_embedding_first_layer_equals_the_one_hot_matmul(head):
-    """Issue 10: the gather-and-sum first layer is the same function, forward and backward."""
+    """The gather-and-sum first layer is the same function, forward and backward."""
     one_hot = NetworkConfig(hidden_sizes=(64, 32), first_layer="one_hot", trunk="separate")
     embedding = NetworkConfig(hidden_sizes=(64, 32), first_layer="embedding", trunk="separate")
     init, apply_a = make_network(one_hot, head)
@@ -125,7 +125,7 @@ def test_unknown_first_layer_is_a_clear_error(first_layer):
 
 @pytest.mark.parametrize("first_layer", ["one_hot", "embedding"])
 def test_shared_trunk_matches_a_numpy_forward(first_layer):
-    """Issue 10: one trunk, a linear output per head; checked against plain NumPy."""
+    """One trunk, a linear output per head; checked against plain NumPy."""
     cfg = NetworkConfig(hidden_sizes=(32, 16), activation="tanh", trunk="shared",
                         first_layer=first_layer)
     init, apply = make_network(cfg)

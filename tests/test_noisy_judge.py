@@ -1,4 +1,4 @@
-"""Issue 50: the expert judge of dialled quality (`--sailor.ranker.noise SIGMA`): its verdicts
+"""The expert judge of dialled quality (`--sailor.ranker.noise SIGMA`): its verdicts
 against a hand computation, reproducible per reseed and under kill + `--resume`, and its
 skill-order accuracy falling as sigma grows."""
 

@@ -1,4 +1,4 @@
-"""The offline Bradley-Terry fit: the ceiling of a linear R_theta (issue 24, item 4)."""
+"""The offline Bradley-Terry fit: the ceiling of a linear R_theta."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hardening of the judge's listwise answer parser (issue 14, items 1-2): `judges.parsing.
+"""Hardening of the judge's listwise answer parser: `judges.parsing.
 parse_ranking` gives an answer only when the text states one, never raises for any text, and
 runs in linear time (bounded here: < 1 s on 1 MB of adversarial text)."""
 

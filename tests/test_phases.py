@@ -1,4 +1,4 @@
-"""Tests for `benchmarks/phases.py` (the phase table of issue 23) and the runner's per-segment
+"""Tests for `benchmarks/phases.py` (the phase table) and the runner's per-segment
 `time/checkpoint` record it reads."""
 
 from __future__ import annotations

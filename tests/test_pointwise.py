@@ -1,4 +1,4 @@
-"""Pointwise LLM judging (issue 13, part 1): label tokens, expected ratings, ranking, logistic
+"""Pointwise LLM judging: label tokens, expected ratings, ranking, logistic
 link, config checks and a SAILOR run, on the tiny offline model (plus one `slow` test on the
 embedded SmolLM2)."""
 

@@ -393,7 +393,7 @@ OUTSIDE = ("../" + "shared", "DESIGN" + ".md", "STYLE" + ".md", "FIELD" + "_NOTE
 
 
 def test_no_file_refers_to_documents_outside_the_project():
-    """Issue 35: the README and docs/architecture.md sent contributors to a folder beside the
+    """The README and docs/architecture.md sent contributors to a folder beside the
     project, which a clone does not have; what a contributor needs is in docs/contributing.md."""
     found = []
     for folder, dirs, names in os.walk(ROOT):

@@ -126,7 +126,7 @@ def test_collect_jit_of_the_compiled_function_changes_nothing():
 
 
 def test_windows_are_contiguous_slices_with_reference_feature_sums():
-    """Issue 11: `cut_windows` cuts W consecutive moves; Phi = the NumPy phi summed over them."""
+    """`cut_windows` cuts W consecutive moves; Phi = the NumPy phi summed over them."""
     full = jax.device_get(rollout.make_act_collect(expert_act(1, 0.5), 6, 80)(jax.random.key(0)))
     cut = jax.jit(rollout.cut_windows, static_argnums=2)  # compiled, as the loop runs it
     whole = jax.device_get(cut(full, jax.random.key(1), 80))

@@ -61,7 +61,7 @@ def test_unstarted_folder_without_judge_records_is_reused_and_its_logs_removed(t
 
 @pytest.mark.parametrize("resume", [False, True])
 def test_unstarted_folder_with_judge_records_is_refused_and_kept(tmp_path, resume):
-    """Issue 25: a run killed before its first checkpoint keeps its judge records."""
+    """A run killed before its first checkpoint keeps its judge records."""
     out = str(tmp_path / "run")
     run_dir.prepare_out_dir(out, _Cfg(), resume=False)
     open(os.path.join(out, "llm.jsonl"), "w").write('{"iteration": 0}\n' * 3)
@@ -160,7 +160,7 @@ UNCREATABLE = {
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
 @pytest.mark.parametrize("out", list(UNCREATABLE))
 def test_out_that_cannot_be_created_is_one_line(out):
-    """Issue 35: checked by creating it, before the lock or anything is written."""
+    """Checked by creating it, before the lock or anything is written."""
     with pytest.raises(UserError) as error:
         run_dir.prepare_out_dir(out, _Cfg(), resume=False)
     assert str(error.value) == f"--out {out}: {UNCREATABLE[out]}"

@@ -29,7 +29,7 @@ def test_named_starts_are_valid_thetas_with_a_reason():
 
 
 def test_screened_starts_carry_the_severity_their_screen_measured():
-    """Issue 49: each start with a severity is the one the committed screen kept fixed (same
+    """Each start with a severity is the one the committed screen kept fixed (same
     weights) and its severity is what the screen's scores say: mild 10-30% below theta0's
     mean, gross more; the screen's other starts (less than 10% below) are not in STARTS."""
     path = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks", "results",

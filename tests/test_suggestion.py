@@ -1,6 +1,6 @@
 """Tests for `sailor_jax.alignment.suggestion`: the refinement advisor's answer parser reads
 "raise/lower <feature>", skips negated directions, never raises for any text, and runs in
-linear time (bounded here: < 1 s on 1 MB of adversarial text; issue 14)."""
+linear time (bounded here: < 1 s on 1 MB of adversarial text)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for `agents.symmetry` and `NetworkConfig(symmetry="canonical")` (issue 26): the 8
+"""Tests for `agents.symmetry` and `NetworkConfig(symmetry="canonical")`: the 8
 board symmetries against the NumPy reference game, canonical views, exact equivariance."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The theta search (issue 24 item 3): generations, resume after a kill, config checks, and the
+"""The theta search: generations, resume after a kill, config checks, and the
 retrain stage's paired difference, on the CLI's `tiny` preset (3 generations of 3 x 2 rows)."""
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def test_cli_retrains_and_reports_the_paired_difference(uninterrupted, tmp_path,
 
 
 def test_help_derives_each_presets_segment_from_its_numbers(capsys, monkeypatch):
-    """Issue 35: `--help` said 'a segment is 131,072 env steps' for the tiny preset (16 envs
+    """`--help` once said 'a segment is 131,072 env steps' for the tiny preset (16 envs
     x 8 steps x 1 update = 128)."""
     monkeypatch.setenv("COLUMNS", "400")
     with pytest.raises(SystemExit):

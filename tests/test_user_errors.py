@@ -1,4 +1,4 @@
-"""Every user mistake of issue 14 ends as one `error: <what> (<how to fix>)` line, exit 2,
+"""Every user mistake ends as one `error: <what> (<how to fix>)` line, exit 2,
 before anything is written; `--debug` / SAILOR_DEBUG=1 bring the traceback back."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_bugs_keep_their_traceback():
 
 
 def test_sigterm_is_one_line_exit_143_and_the_handler_is_restored(capsys):
-    """Issue 35: SIGTERM outside a run is `error: terminated`, exit 128 + SIGTERM."""
+    """SIGTERM outside a run is `error: terminated`, exit 128 + SIGTERM."""
     before, seen = signal.getsignal(signal.SIGTERM), []
 
     def main(argv):
@@ -140,7 +140,7 @@ def test_model_folder_checks(tmp_path):
      "is a BertForMaskedLM, not a causal language model"),
 ])
 def test_model_config_must_parse_and_be_a_causal_lm(tmp_path, text, match):
-    """Issue 25: caught before the run starts, not after compiling and loading."""
+    """Caught before the run starts, not after compiling and loading."""
     (tmp_path / "config.json").write_text(text)
     with pytest.raises(UserError, match=match):
         model_source.check_model_source(str(tmp_path), None)
@@ -178,7 +178,7 @@ def test_hub_ids_offline_and_online(monkeypatch):
     model_source.check_model_source("some-org/some-model", None)  # exists on the Hub
 
 
-# --------------------------------------------------- the CLIs, in-process (issue 14 cases)
+# --------------------------------------------------- the CLIs, in-process (the user-error cases)
 
 
 def _listing(folder) -> list[str]:
@@ -262,7 +262,7 @@ CASES = {
         "error: started holds a run that has not finished (no results.json; checkpoint of "
         "segment 1) (--resume finishes it: python experiments/sailor.py with the flags that "
         "started it, then --out started --resume; then run this command again)")),
-    # Issue 35: --out is created (and a file written in it) to check it, root or not.
+    # --out is created (and a file written in it) to check it, root or not.
     "out under /proc": ("sailor", ["--out", "/proc/nonexistent/run"],
                         r"^error: --out /proc/nonexistent/run: cannot create /proc/nonexistent "
                         r"\(No such file or directory\) \(choose a folder you can write to\)"),
@@ -275,7 +275,7 @@ CASES = {
                           r"\(use folder names of at most 255 bytes\)"),
     "train_ppo out name too long": ("train_ppo", ["--out", "x" * 300 + "/run"],
                                     r"File name too long.*at most 255 bytes"),
-    # Issue 74: nothing listening at the judge's endpoint, checked at start-up.
+    # Nothing listening at the judge's endpoint, checked at start-up.
     "dead endpoint": ("sailor", [*LLM, "--sailor.ranker.llm.endpoint", "http://127.0.0.1:9/v1",
                                  "--out", "o"],
                       r"^error: judge endpoint http://127\.0\.0\.1:9/v1 cannot be reached after "

@@ -1,4 +1,4 @@
-"""Warm-up updates before the first segment (`SailorConfig.warmup_updates`, issue 49): the
+"""Warm-up updates before the first segment (`SailorConfig.warmup_updates`): the
 records and theta history they leave, that they train nothing, and kill-and-resume."""
 
 from __future__ import annotations

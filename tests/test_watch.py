@@ -1,4 +1,4 @@
-"""`experiments/watch.py`: a trained agent's greedy games as an animated SVG (issue 36, item 4).
+"""`experiments/watch.py`: a trained agent's greedy games as an animated SVG.
 
 One tiny run of the real `experiments/train_ppo.py` (in-process, module-scoped) is watched;
 the SVG is read back with `xml.etree` and checked against the NumPy reference game
