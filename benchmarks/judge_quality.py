@@ -12,6 +12,9 @@
         --groups 32 --json                                         # the offline 1.5B judge
     python benchmarks/judge_quality.py --setting sailor --json               # SAILOR's groups
     python benchmarks/judge_quality.py --setting strong --judge llm --json
+    python benchmarks/judge_quality.py --setting windows --judge llm --json  # SAILOR's windows
+    python benchmarks/judge_quality.py --setting windows --windows development --judge expert
+    python benchmarks/judge_quality.py --setting windows --windows-seed 3 --judge llm  # fresh
 
 Run it with your judge model before a long SAILOR run: a judge that cannot tell the
 expert from a random player (`skill_order_accuracy` near 0.5) has nothing to teach theta.
@@ -30,6 +33,22 @@ points for windows) and the expert's verdict are measured beside the judge as re
 JSON line with `views`: per view, each judge's metrics and its accuracy per pair of players.
 The pool is cached under `~/.cache/sailor_jax/strong_pool` (training its agents takes minutes).
 
+`--setting windows`: the windows SAILOR itself judges (`sailor_lab.sailor_windows`): every
+training iteration's group of 16 windows from `cpu`-sized runs from theta0 and from
+`pays_for_dying`, 8 of the agent then 8 of the reference player, stored once under
+`benchmarks/results/judge_windows/` (`--windows development`, root seed 1, to choose a design
+on; `confirmation`, root seed 2, to confirm it once; or a path). The truth of a group: the
+agent's windows are the better play when its training score on that segment is above the
+reference player's skill. The JSON line gives `accuracy` (the share of (agent, reference)
+pairs the judge orders by skill) with its 95% interval `accuracy_ci` (bootstrap over groups),
+`seconds_per_window` (the judge's wall-clock over the windows it judged, in this process) and
+`evidence_per_second` = (2 accuracy - 1)^2 / seconds_per_window, per start too (`by_start`);
+an LLM judge adds its prompt statistics and `loop_order_agreement`, the share of the run's own
+(agent, reference) pairs it orders as the run's judge did. `--windows-seed S` records a fresh
+set from two new runs with root seed S first (as long as two `cpu` runs without their twins,
+written to `runs/judge_windows/seed<S>/`), so that a design can be checked on windows nobody
+tuned on.
+
 Prints one JSON line (`--json`): `judge`, `skill_order_accuracy`, `skill_pairs`,
 `agreement_expert`, `agreement_outcome`, `kendall_tau`, `failed_groups`, `seconds_per_group`,
 the pool settings, and for LLM judges `model`, `mode`, `label_mass`, `prompts` and, rating
@@ -41,6 +60,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import time
 from typing import Annotated, Literal
@@ -52,13 +72,14 @@ import tyro
 from sailor_jax.agents.rollout import cut_windows
 from sailor_jax.cli import parse_args
 from sailor_jax.config import LLMRankerConfig, RankerConfig
-from sailor_jax.errors import report_user_errors
+from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.judges import ExpertRanker, LLMRanker, OutcomeRanker
+from sailor_jax.judges import ExpertRanker, LLMRanker, OutcomeRanker, pointwise
+from sailor_jax.judges.base import group_size
 from sailor_jax.judges.factory import check_ranker, judge_name, make_ranker
 from sailor_jax.logging import to_jsonable
-from sailor_lab import judge_eval, policy_groups, report, strong_pool
+from sailor_lab import judge_eval, policy_groups, report, sailor_windows, strong_pool
 from sailor_lab.identifiability import feature_spread
 
 PoolFlags = Annotated[judge_eval.PoolArgs, tyro.conf.OmitArgPrefixes]
@@ -86,13 +107,20 @@ class Args:
     """The graded-skill pool and group draw (`--epsilons`, `--m`, `--groups`, ...)."""
     json: bool = False
     """Print the result as one JSON line on stdout (the summary and tables go to stderr)."""
-    setting: Literal["graded", "sailor", "strong"] = "graded"
+    setting: Literal["graded", "sailor", "strong", "windows"] = "graded"
     """graded: the graded-skill pool above (one judge, `--judge`). sailor: SAILOR's own
     setting, groups of `--m` whole games of one policy each, every judge of `--judges`:
     rank correlation of each judge's verdict with game length and final score per policy,
     and which theta entries the groups' Phi sums can identify (whole games vs windows).
     strong: the strong-play pool (`--strong.*`), whole games and windows, the judge beside
-    the final score and the expert."""
+    the final score and the expert. windows: the windows SAILOR itself judges (`--windows`)."""
+    windows: str = "confirmation"
+    """windows: the stored set (development, confirmation) or the path of a `.npz` set."""
+    windows_seed: int | None = None
+    """windows: record a fresh set from new runs with this root seed first (slow: two `cpu`
+    runs without twins, into `runs/judge_windows/seed<S>/`) and judge it instead."""
+    window_groups: int | None = None
+    """windows: judge this many groups of the set, drawn with `--seed` (None: all)."""
     strong: strong_pool.StrongPoolArgs = strong_pool.StrongPoolArgs()
     """strong: the players, pool sizes, group draw and seed (1 = development, 2 =
     confirmation)."""
@@ -240,6 +268,103 @@ def run_strong(args: Args) -> dict:
     return record
 
 
+WINDOW_SETS = {name: os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+                                  "judge_windows", f"{name}.npz")
+               for name in ("development", "confirmation")}
+"""The stored window sets (`sailor_lab.sailor_windows`): development (root seed 1) and
+confirmation (root seed 2)."""
+
+
+def window_set(args: Args) -> tuple[str, sailor_windows.WindowSet]:
+    """The set `--windows` names (or a fresh one of `--windows-seed`), cut to
+    `--window-groups`; its name.
+
+    Raises:
+      UserError: no such set, or `--window-groups` out of range.
+    """
+    if args.windows_seed is not None:
+        name = f"seed{args.windows_seed}"
+        windows = sailor_windows.collect(args.windows_seed,
+                                         os.path.join("runs", "judge_windows", name))
+    else:
+        name = args.windows
+        windows = sailor_windows.WindowSet.load(WINDOW_SETS.get(name, name))
+    if args.window_groups is not None:
+        if not 1 <= args.window_groups <= windows.num_groups:
+            raise UserError(f"--window-groups must be in [1, {windows.num_groups}], got "
+                            f"{args.window_groups}", "give fewer groups, or none for all")
+        pick = np.random.default_rng(args.pool.seed).choice(
+            windows.num_groups, args.window_groups, replace=False)
+        windows = windows.select(np.sort(pick))
+    return name, windows
+
+
+def window_metrics(rankings, truth: list[np.ndarray], windows: int, seconds: float) -> dict:
+    """`accuracy`, `accuracy_ci`, `pairs`, `seconds_per_window` and `evidence_per_second` of
+    a judge's rankings of window groups against their pair truth."""
+    right, total = judge_eval.pair_counts(rankings, truth)
+    accuracy = float(right.sum() / total.sum()) if total.sum() else float("nan")
+    per_window = seconds / max(windows, 1)
+    return {"accuracy": accuracy,
+            "accuracy_ci": list(judge_eval.accuracy_interval(rankings, truth)),
+            "pairs": int(total.sum()), "seconds_per_window": per_window,
+            "evidence_per_second": (2 * accuracy - 1) ** 2 / per_window if per_window > 0
+            else float("inf")}
+
+
+def run_windows(args: Args) -> dict:
+    """Judge the windows SAILOR itself judges (the module docstring); the record."""
+    cfg, judge = make_judge(args)
+    name, windows = window_set(args)
+    groups, truth = windows.groups(), windows.pair_truth()
+    count = sum(group_size(g) for g in groups)
+    t0 = time.perf_counter()
+    rankings = judge.rank_groups(groups)
+    seconds = time.perf_counter() - t0
+    record = {"setting": "windows", "judge": _label(cfg), "kind": args.judge, "windows": name,
+              "groups": windows.num_groups, "windows_judged": count,
+              **window_metrics(rankings, truth, count, seconds), "by_start": {}}
+    for start in np.unique(windows.start).tolist():
+        pick = np.flatnonzero(windows.start == start)
+        record["by_start"][start] = {"groups": len(pick), **{
+            k: v for k, v in window_metrics([rankings[g] for g in pick],
+                                            [truth[g] for g in pick], 1, 0.0).items()
+            if k in ("accuracy", "accuracy_ci", "pairs")}}
+    if cfg.kind == "llm":
+        stats = judge_eval.llm_prompt_stats(judge.records)
+        stats["model_seconds_per_window"] = stats.pop("seconds_per_window", float("nan"))
+        record |= {"mode": args.llm.mode, "batch_size": args.llm.batch_size, **stats,
+                   "loop_order_agreement": loop_agreement(rankings, windows)}
+    record |= {"reference_skill": windows.reference_skill,
+               "loop_seconds_per_window": windows.loop_seconds_per_window, **report.machine()}
+    return record
+
+
+def loop_agreement(rankings, windows: sailor_windows.WindowSet) -> float:
+    """The share of (agent, reference) pairs `rankings` order as the run's own judge did
+    (its stored scores; groups it gave no score are left out)."""
+    mask = windows.cross_pairs()
+    loop = [pointwise.rating_ranking(s) for s in windows.loop_scores]
+    keep = [g for g, r in enumerate(loop) if r is not None]
+    signs = [np.sign(loop[g].rank[None, :] - loop[g].rank[:, None]) * mask for g in keep]
+    return judge_eval.pair_accuracy([rankings[g] for g in keep], signs) if keep \
+        else float("nan")
+
+
+def print_windows(record: dict, file=sys.stdout) -> None:
+    """The windows setting's table as markdown, to `file`."""
+    lo, hi = record["accuracy_ci"]
+    print(f"| judge | windows | accuracy [95%] | s per window | evidence per s |\n"
+          f"|---|---|---:|---:|---:|\n| {record['judge']} | {record['windows']} "
+          f"({record['groups']} groups) | {record['accuracy']:.3f} [{lo:.3f}, {hi:.3f}] | "
+          f"{record['seconds_per_window']:.4f} | {record['evidence_per_second']:.3g} |",
+          file=file)
+    for start, r in record["by_start"].items():
+        lo, hi = r["accuracy_ci"]
+        print(f"  from {start}: {r['accuracy']:.3f} [{lo:.3f}, {hi:.3f}] over {r['groups']} "
+              "groups", file=file)
+
+
 def print_strong(record: dict, file=sys.stdout) -> None:
     """The strong setting's tables as markdown, to `file`."""
     print("| player | skill (mean score) |\n|---|---:|", file=file)
@@ -282,7 +407,8 @@ def print_sailor(record: dict, file=sys.stdout) -> None:
 def main(args: Args) -> dict:
     """Run and print a summary (to stderr with --json, then the JSON line). Host-only."""
     out = sys.stderr if args.json else sys.stdout
-    settings = {"sailor": (run_sailor, print_sailor), "strong": (run_strong, print_strong)}
+    settings = {"sailor": (run_sailor, print_sailor), "strong": (run_strong, print_strong),
+                "windows": (run_windows, print_windows)}
     if args.setting in settings:
         run_setting, print_setting = settings[args.setting]
         record = run_setting(args)

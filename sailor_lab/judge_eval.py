@@ -159,7 +159,15 @@ def accuracy_interval(rankings: Sequence[Ranking | None], truth: Sequence[np.nda
     games too, so with few games the interval is, if anything, too narrow). `(nan, nan)`
     when no pair is counted.
     """
-    right, total = pair_counts(rankings, truth)
+    return ratio_interval(*pair_counts(rankings, truth), confidence, resamples, seed)
+
+
+def ratio_interval(right: np.ndarray, total: np.ndarray, confidence: float = 0.95,
+                   resamples: int = 4000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of `sum(right) / sum(total)` over groups (`[G]` each, the
+    pairs a group got right, ties counted 1/2, and its pairs), resampling whole groups.
+    `(nan, nan)` when no pair is counted. Host-only."""
+    right, total = np.asarray(right, np.float64), np.asarray(total, np.float64)
     if total.sum() == 0:
         return float("nan"), float("nan")
     rng = np.random.default_rng(seed)
@@ -214,26 +222,33 @@ def tau_with(rankings: Sequence[Ranking | None], references: Sequence[Ranking | 
 def llm_prompt_stats(records: Sequence[dict]) -> dict:
     """Cost and bias of an LLM judge from its log records. Host-only.
 
+    A prompt repeated in several groups (the same game drawn twice from a pool) runs once; its
+    repeats are logged with 0 seconds (`LLMRanker._logprobs`), so the cost is per prompt the
+    model ran (`distinct_prompts`), not per prompt logged.
+
     Pointwise prompts (one window each) give `label_mass` (mean probability of the rating
-    labels), `prompts`, `seconds_per_window` and `tokens_per_window`. Pairwise prompts give
-    `position_bias` (fraction of prompts whose first-shown trajectory got `p_first > 0.5`,
-    before the two orders are combined), `label_mass` (mean probability of the two label
-    tokens), `prompts`, `seconds_per_pair` and `tokens_per_pair` (a pair is judged in both
-    orders: two prompts). Empty when neither was logged.
+    labels), `prompts`, `distinct_prompts`, `seconds_per_window` and `tokens_per_window` (per
+    prompt run). Pairwise prompts give `position_bias` (fraction of prompts whose first-shown
+    trajectory got `p_first > 0.5`, before the two orders are combined), `label_mass` (mean
+    probability of the two label tokens), `prompts`, `distinct_prompts`, `seconds_per_pair`
+    and `tokens_per_pair` (a pair is judged in both orders: two prompts run). Empty when
+    neither was logged.
     """
     rated = [r for r in records if r.get("event") == "pointwise_prompt"]
     if rated:
+        ran = [r for r in rated if r["seconds"] > 0] or rated
         return {"label_mass": float(np.nanmean([np.nan if r["label_mass"] is None
                                                 else r["label_mass"] for r in rated])),
-                "prompts": len(rated),
-                "seconds_per_window": float(sum(r["seconds"] for r in rated) / len(rated)),
-                "tokens_per_window": float(sum(r["prompt_tokens"] for r in rated) / len(rated))}
+                "prompts": len(rated), "distinct_prompts": len(ran),
+                "seconds_per_window": float(sum(r["seconds"] for r in ran) / len(ran)),
+                "tokens_per_window": float(sum(r["prompt_tokens"] for r in ran) / len(ran))}
     prompts = [r for r in records if r.get("event") == "pairwise_prompt"]
     if not prompts:
         return {}
-    pairs = len(prompts) / 2
+    ran = [r for r in prompts if r["seconds"] > 0] or prompts
+    pairs = len(ran) / 2
     return {"position_bias": float(np.mean([r["p_first"] > 0.5 for r in prompts])),
             "label_mass": float(np.mean([r["label_mass"] for r in prompts])),
-            "prompts": len(prompts),
-            "seconds_per_pair": float(sum(r["seconds"] for r in prompts) / pairs),
-            "tokens_per_pair": float(sum(r["prompt_tokens"] for r in prompts) / pairs)}
+            "prompts": len(prompts), "distinct_prompts": len(ran),
+            "seconds_per_pair": float(sum(r["seconds"] for r in ran) / pairs),
+            "tokens_per_pair": float(sum(r["prompt_tokens"] for r in ran) / pairs)}

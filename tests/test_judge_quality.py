@@ -107,12 +107,13 @@ def test_sailor_setting_end_to_end(bench, capsys):
 def test_prompt_stats_of_rated_windows_and_of_pairs_against_hand_counts():
     rated = [{"event": "pointwise_prompt", "label_mass": m, "seconds": s, "prompt_tokens": t}
              for m, s, t in ((0.5, 1.0, 100), (None, 2.0, 200), (0.7, 3.0, 300))]
-    stats = judge_eval.llm_prompt_stats([*rated, {"event": "group"}])
-    assert stats == pytest.approx({"label_mass": 0.6, "prompts": 3, "seconds_per_window": 2.0,
-                                   "tokens_per_window": 200.0})
+    repeat = {**rated[0], "seconds": 0.0}  # a prompt run before: its result, no model time
+    stats = judge_eval.llm_prompt_stats([*rated, repeat, {"event": "group"}])
+    assert stats == pytest.approx({"label_mass": 1.7 / 3, "prompts": 4, "distinct_prompts": 3,
+                                   "seconds_per_window": 2.0, "tokens_per_window": 200.0})
     pairs = [{"event": "pairwise_prompt", "p_first": p, "label_mass": 0.9, "seconds": 1.0,
               "prompt_tokens": 50} for p in (0.8, 0.3, 0.6, 0.7)]
     assert judge_eval.llm_prompt_stats(pairs) == pytest.approx({
-        "position_bias": 0.75, "label_mass": 0.9, "prompts": 4, "seconds_per_pair": 2.0,
-        "tokens_per_pair": 100.0})
+        "position_bias": 0.75, "label_mass": 0.9, "prompts": 4, "distinct_prompts": 4,
+        "seconds_per_pair": 2.0, "tokens_per_pair": 100.0})
     assert judge_eval.llm_prompt_stats([{"event": "group"}]) == {}
