@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -358,6 +359,19 @@ def test_importing_rankers_does_not_import_torch():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("given", [None, "ACTIVE"])
+def test_torch_threads_sleep_at_barriers_unless_the_user_says_otherwise(given):
+    # OpenMP reads OMP_WAIT_POLICY once, when torch loads: the judge's module sets it first.
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given:
+        env["OMP_WAIT_POLICY"] = given
+    code = ("import os, sailor_jax.judges.hf_backend, torch; "
+            "print(os.environ['OMP_WAIT_POLICY'])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, env=env)
+    assert result.stdout.strip() == (given or "PASSIVE")
 
 
 def test_random_ranker_is_uniform_and_depends_only_on_the_group():
