@@ -127,7 +127,7 @@ _CPU = SailorConfig(
     iterations=32, num_seeds=8, max_len=2000, baseline=False, tensorboard=False,
     ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
     ranker=RankerConfig(kind="expert", llm=LLMRankerConfig(
-        batch_size=2, max_prompt_tokens=1536)),
+        batch_size=32, max_prompt_tokens=1536)),
     eval=EvalConfig(episodes=64, max_len=50_000))
 """The repair table's sizes: 32 iterations of 4 PPO updates x 256 envs (1,048,576 env steps
 per seed), 8 seeds, the (64, 64) afterstate trunk, the expert judge (with `--judge llm`, the

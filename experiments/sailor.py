@@ -75,7 +75,7 @@ PRESETS: dict[str, SailorConfig] = {
         theta0=STARTS["pays_for_dying"].theta,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=128, num_steps=32, updates_per_segment=4),
         ranker=RankerConfig(kind="expert", llm=LLMRankerConfig(
-            batch_size=2, max_prompt_tokens=1024)),
+            batch_size=32, max_prompt_tokens=1024)),
         eval=EvalConfig(episodes=16, max_len=10_000)),
     # 32 updates of 4 PPO updates x 256 envs: 1,048,576 env steps per seed, the budget of the
     # repair table (docs/repair.md).
@@ -83,7 +83,7 @@ PRESETS: dict[str, SailorConfig] = {
         iterations=32, num_seeds=2, max_len=2000,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(
-            batch_size=2, max_prompt_tokens=1536)),
+            batch_size=32, max_prompt_tokens=1536)),
         eval=EvalConfig(episodes=64, max_len=50_000)),
     # One GPU: 8 SAILOR + 8 baseline rows, 32 updates of 20 PPO updates x 256 envs (5,242,880
     # env steps per seed, the repair table's ~5M budget), the 1.5B judge ~3 GiB of bf16 weights

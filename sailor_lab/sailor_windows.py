@@ -58,7 +58,7 @@ REFERENCE_SKILL_GAMES = 256
 def collection_config(seed: int, start: str, num_seeds: int = 4,
                       iterations: int = 32) -> SailorConfig:
     """The SAILOR run whose windows a set records: the `cpu` sizes of the repair table, the
-    presets' LLM judge (SmolLM2 rating each window's summary, batches of 2), no kept-fixed
+    presets' LLM judge (SmolLM2 rating each window's summary, batches of 32), no kept-fixed
     twins (their agents are never judged), no TensorBoard.
 
     Raises:
@@ -70,7 +70,7 @@ def collection_config(seed: int, start: str, num_seeds: int = 4,
         iterations=iterations, num_seeds=num_seeds, seed=seed, max_len=2000, baseline=False,
         tensorboard=False, theta0=None if start == "theta0" else STARTS[start].theta,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
-        ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(batch_size=2,
+        ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(batch_size=32,
                                                             max_prompt_tokens=1536)),
         eval=EvalConfig(episodes=8, max_len=50_000))
 
@@ -285,7 +285,8 @@ def collect(seed: int, out_dir: str, num_seeds: int = 4, iterations: int = 32,
 
     A start whose run finished in `out_dir` before is not run again: its windows come from
     `out_dir/<start>.npz`, written when its run ended. A start's run killed on the way starts
-    over (the judge calls before the kill were not recorded).
+    over (the judge calls before the kill were not recorded). The joined set is written to
+    `out_dir/windows.npz`.
     """
     from sailor_jax.judges.factory import make_ranker
     from sailor_jax.run import loop
@@ -310,4 +311,6 @@ def collect(seed: int, out_dir: str, num_seeds: int = 4, iterations: int = 32,
                                   rank_s / max(judged, 1))
         windows.save(path)
         sets.append(windows)
-    return WindowSet.concatenate(sets)
+    windows = WindowSet.concatenate(sets)
+    windows.save(os.path.join(out_dir, "windows.npz"))
+    return windows
