@@ -41,7 +41,8 @@ on; `confirmation`, root seed 2, to confirm it once; or a path). The truth of a 
 agent's windows are the better play when its training score on that segment is above the
 reference player's skill. The JSON line gives `accuracy` (the share of (agent, reference)
 pairs the judge orders by skill) with its 95% interval `accuracy_ci` (bootstrap over groups),
-`seconds_per_window` (the judge's wall-clock over the windows it judged, in this process) and
+`seconds_per_window` (the judge's wall-clock over the windows it judged, in this process, in
+the calls the run made: one per iteration, every seed's group in it) and
 `evidence_per_second` = (2 accuracy - 1)^2 / seconds_per_window, per start too (`by_start`);
 an LLM judge adds its prompt statistics and `loop_order_agreement`, the share of the run's own
 (agent, reference) pairs it orders as the run's judge did. `--windows-seed S` records a fresh
@@ -120,7 +121,8 @@ class Args:
     """windows: record a fresh set from new runs with this root seed first (slow: two `cpu`
     runs without twins, into `runs/judge_windows/seed<S>/`) and judge it instead."""
     window_groups: int | None = None
-    """windows: judge this many groups of the set, drawn with `--seed` (None: all)."""
+    """windows: judge this many groups of the set (rounded up to the run's whole calls, every
+    seed's group of one iteration), drawn with `--seed` (None: all)."""
     strong: strong_pool.StrongPoolArgs = strong_pool.StrongPoolArgs()
     """strong: the players, pool sizes, group draw and seed (1 = development, 2 =
     confirmation)."""
@@ -293,10 +295,23 @@ def window_set(args: Args) -> tuple[str, sailor_windows.WindowSet]:
         if not 1 <= args.window_groups <= windows.num_groups:
             raise UserError(f"--window-groups must be in [1, {windows.num_groups}], got "
                             f"{args.window_groups}", "give fewer groups, or none for all")
-        pick = np.random.default_rng(args.pool.seed).choice(
-            windows.num_groups, args.window_groups, replace=False)
-        windows = windows.select(np.sort(pick))
+        windows = windows.select(whole_calls(windows, args.window_groups, args.pool.seed))
     return name, windows
+
+
+def whole_calls(windows: sailor_windows.WindowSet, groups: int, seed: int) -> np.ndarray:
+    """Indices of at least `groups` groups (at most one call more), drawn as the run's whole
+    calls (every seed's group of one run and iteration), so that a judge's cost per window
+    is the loop's."""
+    keys = list(zip(windows.root.tolist(), windows.start.tolist(), windows.iteration.tolist(),
+                    strict=True))
+    calls = sorted(set(keys))
+    pick: list[int] = []
+    for k in np.random.default_rng(seed).permutation(len(calls)):
+        if len(pick) >= groups:
+            break
+        pick += [g for g, key in enumerate(keys) if key == calls[k]]
+    return np.sort(np.asarray(pick))
 
 
 def window_metrics(rankings, truth: list[np.ndarray], windows: int, seconds: float) -> dict:
@@ -318,9 +333,7 @@ def run_windows(args: Args) -> dict:
     name, windows = window_set(args)
     groups, truth = windows.groups(), windows.pair_truth()
     count = sum(group_size(g) for g in groups)
-    t0 = time.perf_counter()
-    rankings = judge.rank_groups(groups)
-    seconds = time.perf_counter() - t0
+    rankings, seconds = rank_as_the_loop(judge, groups, windows)
     record = {"setting": "windows", "judge": _label(cfg), "kind": args.judge, "windows": name,
               "groups": windows.num_groups, "windows_judged": count,
               **window_metrics(rankings, truth, count, seconds), "by_start": {}}
@@ -333,11 +346,34 @@ def run_windows(args: Args) -> dict:
     if cfg.kind == "llm":
         stats = judge_eval.llm_prompt_stats(judge.records)
         stats["model_seconds_per_window"] = stats.pop("seconds_per_window", float("nan"))
-        record |= {"mode": args.llm.mode, "batch_size": args.llm.batch_size, **stats,
-                   "loop_order_agreement": loop_agreement(rankings, windows)}
+        import torch  # loaded with the judge
+
+        record |= {"mode": args.llm.mode, "batch_size": args.llm.batch_size,
+                   "dtype": args.llm.dtype, **stats,
+                   "loop_order_agreement": loop_agreement(rankings, windows),
+                   "torch_threads": torch.get_num_threads(),
+                   "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
     record |= {"reference_skill": windows.reference_skill,
                "loop_seconds_per_window": windows.loop_seconds_per_window, **report.machine()}
     return record
+
+
+def rank_as_the_loop(judge, groups, windows: sailor_windows.WindowSet) -> tuple[list, float]:
+    """Rank the groups in the calls the run made (one per run and iteration, every seed's
+    group in it), so that the judge shares prefixes and repeated windows within a call only,
+    as in the loop; the rankings in the set's order and the judge's wall-clock seconds."""
+    calls: dict[tuple, list[int]] = {}
+    for g, key in enumerate(zip(windows.root.tolist(), windows.start.tolist(),
+                                windows.iteration.tolist(), strict=True)):
+        calls.setdefault(key, []).append(g)
+    rankings, seconds = [None] * len(groups), 0.0
+    for members in calls.values():
+        t0 = time.perf_counter()
+        out = judge.rank_groups([groups[g] for g in members])
+        seconds += time.perf_counter() - t0
+        for g, ranking in zip(members, out, strict=True):
+            rankings[g] = ranking
+    return rankings, seconds
 
 
 def loop_agreement(rankings, windows: sailor_windows.WindowSet) -> float:

@@ -136,7 +136,7 @@ def test_windows_setting_scores_a_stored_set_end_to_end(bench, tmp_path, capsys)
     assert record["by_start"]["theta0"]["groups"] == 4
     two = bench.run_windows(bench.Args(setting="windows", windows=path, judge="outcome",
                                        window_groups=2))
-    assert two["groups"] == 2
+    assert two["groups"] == 2  # each hand-made group is a call of its own
     with pytest.raises(UserError, match="--window-groups"):
         bench.run_windows(bench.Args(setting="windows", windows=path, judge="outcome",
                                      window_groups=9))
