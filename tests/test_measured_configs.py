@@ -77,10 +77,17 @@ def _differences(saved: dict, cfg: SailorConfig) -> list[str]:
     return config_differences(saved, json.loads(config_json(cfg)), cfg)
 
 
+SAME_VERDICTS = ("ranker.llm.batch_size: saved 2, given 32",)
+"""Preset changes that judge as the measured config did: batches of 32 prompts give the pair
+orders of batches of 2 on 0.9999 of the pairs of the stored confirmation windows
+(`benchmarks/results/judge_windows/`; float rounding only)."""
+
+
 def test_the_sailor_presets_are_built_as_measured():
     before = stored()
     for name, cfg in _load("experiments/sailor.py").PRESETS.items():
-        assert _differences(before[f"sailor.{name}"], cfg) == [], name
+        differences = _differences(before[f"sailor.{name}"], cfg)
+        assert [d for d in differences if d not in SAME_VERDICTS] == [], name
 
 
 def test_the_repair_arms_are_built_by_the_comparison_as_measured():
