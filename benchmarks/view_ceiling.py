@@ -4,8 +4,9 @@
     python benchmarks/view_ceiling.py --views summary board --json
 
 Fits each function of `sailor_lab.view_ceiling.MODELS` on each view of `--views` over the
-stored development windows (`judge_quality.py --setting windows`, root seed 1) and scores it
-on the confirmation windows (root seed 2), never fitted on; beside them each number of the
+stored development windows (those the judge benchmark's windows setting scores, root seed 1)
+and scores it on the confirmation windows (root seed 2), never fitted on; beside them each
+number of the
 summary and of the reward features alone, its direction chosen on the development windows.
 Prints the tables (markdown; to stderr with `--json`) and one JSON line: `ceilings` (per view
 and model: `development` in-sample accuracy, `accuracy` and `accuracy_ci` on the confirmation
