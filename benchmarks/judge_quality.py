@@ -301,30 +301,32 @@ def window_set(args: Args) -> tuple[str, sailor_windows.WindowSet]:
 
 def whole_calls(windows: sailor_windows.WindowSet, groups: int, seed: int) -> np.ndarray:
     """Indices of at least `groups` groups (at most one call more), drawn as the run's whole
-    calls (every seed's group of one run and iteration), so that a judge's cost per window
-    is the loop's."""
-    keys = list(zip(windows.root.tolist(), windows.start.tolist(), windows.iteration.tolist(),
-                    strict=True))
-    calls = sorted(set(keys))
+    calls (`WindowSet.calls`), so that a judge's cost per window is the loop's."""
+    calls = [members for _, members in sorted(windows.calls().items())]
     pick: list[int] = []
     for k in np.random.default_rng(seed).permutation(len(calls)):
         if len(pick) >= groups:
             break
-        pick += [g for g, key in enumerate(keys) if key == calls[k]]
+        pick += calls[k]
     return np.sort(np.asarray(pick))
 
 
-def window_metrics(rankings, truth: list[np.ndarray], windows: int, seconds: float) -> dict:
-    """`accuracy`, `accuracy_ci`, `pairs`, `seconds_per_window` and `evidence_per_second` of
-    a judge's rankings of window groups against their pair truth."""
+def window_accuracy(rankings, truth: list[np.ndarray]) -> dict:
+    """`accuracy`, `accuracy_ci` and `pairs` of a judge's rankings of window groups against
+    their pair truth."""
     right, total = judge_eval.pair_counts(rankings, truth)
-    accuracy = float(right.sum() / total.sum()) if total.sum() else float("nan")
-    per_window = seconds / max(windows, 1)
-    return {"accuracy": accuracy,
+    return {"accuracy": float(right.sum() / total.sum()) if total.sum() else float("nan"),
             "accuracy_ci": list(judge_eval.accuracy_interval(rankings, truth)),
-            "pairs": int(total.sum()), "seconds_per_window": per_window,
-            "evidence_per_second": (2 * accuracy - 1) ** 2 / per_window if per_window > 0
-            else float("inf")}
+            "pairs": int(total.sum())}
+
+
+def window_metrics(rankings, truth: list[np.ndarray], windows: int, seconds: float) -> dict:
+    """`window_accuracy`, with `seconds_per_window` and `evidence_per_second`."""
+    metrics = window_accuracy(rankings, truth)
+    per_window = seconds / max(windows, 1)
+    return metrics | {"seconds_per_window": per_window,
+                      "evidence_per_second": (2 * metrics["accuracy"] - 1) ** 2 / per_window
+                      if per_window > 0 else float("inf")}
 
 
 def run_windows(args: Args) -> dict:
@@ -339,10 +341,8 @@ def run_windows(args: Args) -> dict:
               **window_metrics(rankings, truth, count, seconds), "by_start": {}}
     for start in np.unique(windows.start).tolist():
         pick = np.flatnonzero(windows.start == start)
-        record["by_start"][start] = {"groups": len(pick), **{
-            k: v for k, v in window_metrics([rankings[g] for g in pick],
-                                            [truth[g] for g in pick], 1, 0.0).items()
-            if k in ("accuracy", "accuracy_ci", "pairs")}}
+        record["by_start"][start] = {"groups": len(pick), **window_accuracy(
+            [rankings[g] for g in pick], [truth[g] for g in pick])}
     if cfg.kind == "llm":
         stats = judge_eval.llm_prompt_stats(judge.records)
         stats["model_seconds_per_window"] = stats.pop("seconds_per_window", float("nan"))
@@ -362,12 +362,8 @@ def rank_as_the_loop(judge, groups, windows: sailor_windows.WindowSet) -> tuple[
     """Rank the groups in the calls the run made (one per run and iteration, every seed's
     group in it), so that the judge shares prefixes and repeated windows within a call only,
     as in the loop; the rankings in the set's order and the judge's wall-clock seconds."""
-    calls: dict[tuple, list[int]] = {}
-    for g, key in enumerate(zip(windows.root.tolist(), windows.start.tolist(),
-                                windows.iteration.tolist(), strict=True)):
-        calls.setdefault(key, []).append(g)
     rankings, seconds = [None] * len(groups), 0.0
-    for members in calls.values():
+    for members in windows.calls().values():
         t0 = time.perf_counter()
         out = judge.rank_groups([groups[g] for g in members])
         seconds += time.perf_counter() - t0

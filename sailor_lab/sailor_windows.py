@@ -67,7 +67,7 @@ def collection_config(seed: int, start: str, num_seeds: int = 4,
     if start not in STARTS_RECORDED:
         raise UserError(f"unknown start {start!r}", f"known: {', '.join(STARTS_RECORDED)}")
     return SailorConfig(
-        iterations=iterations, num_seeds=num_seeds, seed=seed, max_len=2000, baseline=False,
+        iterations=iterations, num_seeds=num_seeds, seed=seed, baseline=False,
         tensorboard=False, theta0=None if start == "theta0" else STARTS[start].theta,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(batch_size=32,
@@ -159,6 +159,15 @@ class WindowSet:
         m = int(np.shape(self.batch.lengths)[1])
         agent = np.arange(m) < m - self.reference_games
         return (agent[:, None] != agent[None, :]).astype(np.int64)
+
+    def calls(self) -> dict[tuple, list[int]]:
+        """The judge calls the runs made: `(root, start, iteration)` -> the indices of its
+        groups (every seed's group of that iteration), in the set's order."""
+        calls: dict[tuple, list[int]] = {}
+        for g, key in enumerate(zip(self.root.tolist(), self.start.tolist(),
+                                    self.iteration.tolist(), strict=True)):
+            calls.setdefault(key, []).append(g)
+        return calls
 
     def pair_truth(self) -> list[np.ndarray]:
         """Per group, `int64[M, M]` +1 where window i should rank before j, -1 after, 0 where
@@ -291,7 +300,7 @@ def collect(seed: int, out_dir: str, num_seeds: int = 4, iterations: int = 32,
     from sailor_jax.judges.factory import make_ranker
     from sailor_jax.run import loop
 
-    skill = reference_skill()
+    skill = functools.cache(reference_skill)  # played only if a start must run
     sets = []
     for start in starts:
         path = os.path.join(out_dir, f"{start}.npz")
@@ -307,7 +316,7 @@ def collect(seed: int, out_dir: str, num_seeds: int = 4, iterations: int = 32,
         judged = sum(int(np.shape(g.lengths)[0]) for batches, _ in recorder.calls
                      for g in batches)
         rank_s = results.timings.get("rank", float("nan"))
-        windows = recorded_groups(recorder, results, cfg, skill, start,
+        windows = recorded_groups(recorder, results, cfg, skill(), start,
                                   rank_s / max(judged, 1))
         windows.save(path)
         sets.append(windows)

@@ -36,11 +36,17 @@ from sailor_lab import judge_eval
 from sailor_lab.sailor_windows import WindowSet
 
 
+def _final_boards(batch: TrajectoryBatch) -> np.ndarray:
+    """`int64[M, 16]` each window's last board (`boards[i, lengths[i]]`)."""
+    lengths = np.asarray(batch.lengths)
+    return np.take_along_axis(np.asarray(batch.boards, np.int64), lengths[:, None, None],
+                              axis=1)[:, 0]
+
+
 def summary_view(batch: TrajectoryBatch) -> np.ndarray:
     """`float64[M, 7]` the numbers `summary_text` states of each window of a host group."""
     lengths = np.asarray(batch.lengths)
-    final = np.take_along_axis(np.asarray(batch.boards, np.int64),
-                               lengths[:, None, None], axis=1)[:, 0]
+    final = _final_boards(batch)
     top = final.max(axis=1)
     corner = (final[:, list(CORNERS)] == top[:, None]).any(axis=1) & (top > 0)
     points = np.asarray(batch.score, np.float64)
@@ -66,10 +72,8 @@ def _board_stats(board: np.ndarray) -> np.ndarray:
 
 def board_view(batch: TrajectoryBatch) -> np.ndarray:
     """`float64[M, 14]` `_board_stats` of the window's first and last board."""
-    boards = np.asarray(batch.boards, np.int64)
-    lengths = np.asarray(batch.lengths)
-    final = np.take_along_axis(boards, lengths[:, None, None], axis=1)[:, 0]
-    return np.concatenate([_board_stats(boards[:, 0]), _board_stats(final)], axis=1)
+    first = np.asarray(batch.boards, np.int64)[:, 0]
+    return np.concatenate([_board_stats(first), _board_stats(_final_boards(batch))], axis=1)
 
 
 VIEWS: dict[str, Callable[[TrajectoryBatch], np.ndarray]] = {
