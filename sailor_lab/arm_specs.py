@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from sailor_jax.config import SailorConfig
-from sailor_jax.config.arms import ARMS, Arm, _fields
+from sailor_jax.config.arms import ARMS, Arm, leaf_fields
 
 
 def _value(path: str, text: str, default: object) -> object:
@@ -60,7 +60,7 @@ def parse_arm(spec: str, arms: Mapping[str, Arm] = ARMS) -> tuple[str, Arm]:
         raise ValueError(f"arm {spec!r}: expected NAME:field=value,field=value")
     if name in arms:
         raise ValueError(f"arm {spec!r}: {name!r} is already an arm's name; choose another")
-    defaults, changes, base = _fields(SailorConfig()), {}, None
+    defaults, changes, base = leaf_fields(SailorConfig()), {}, None
     for item in re.split(r",(?![^()\[\]]*[)\]])", body):  # not the commas of a tuple
         path, eq, text = (part.strip() for part in item.partition("="))
         if not eq or not path:

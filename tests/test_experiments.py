@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from sailor_jax.errors import UserError
-from sailor_jax.run.results import OUTCOMES, SeedUpdate
+from sailor_jax.run.results import OUTCOMES, Outcome, SeedUpdate
 from sailor_lab.starts import STARTS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -193,3 +193,15 @@ def test_sailor_cli_checks_out_before_printing_anything(tmp_path, capsys):
     with pytest.raises(UserError, match="is a file, not a folder"):
         sailor.main(["--preset", "smoke", "--out", str(a_file / "run")])
     assert capsys.readouterr().out == ""
+
+
+def test_an_outcome_is_an_enum_that_results_json_stores_as_its_word():
+    """`SeedUpdate.outcome` is an `Outcome`; `results.json` holds its word, and reading it
+    back gives the enum again (a word no outcome has is refused)."""
+    for outcome in Outcome:
+        update = SeedUpdate(outcome=outcome)
+        stored = json.loads(json.dumps(update.to_json()))
+        assert stored["outcome"] == outcome.value
+        assert SeedUpdate.from_json(stored).outcome is outcome
+    with pytest.raises(ValueError):
+        SeedUpdate.from_json({"outcome": "accepted"})

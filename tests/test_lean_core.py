@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_FIELDS_CAP = 110
 SAILOR_FLAGS_CAP = 81  # 80, and `--sailor.alignment.evidence-z`, the judge-evidence gate
 COMPARE_FLAGS_CAP = 60
-PACKAGE_CODE_CAP = 6_164  # 12 of them cache programs or traces: make_train, the collectors
+PACKAGE_CODE_CAP = 6_205  # 12 of them cache programs or traces: make_train, the collectors
 """The package's code lines (`code_lines`): 5,820 when the cap began to count code only,
 116 more for the prompts the judge's server renders (`judges/served_prompts.py` and its use in
 `judges/endpoint.py`), a behaviour the package did not have, and 3 for the collect's buffers
@@ -48,7 +48,9 @@ type before tyro runs; the `ValueError` behind a rejection is read from the `Sys
 context) in place of tyro's private parse-error hook, which pinned tyro to 1.0.x; 25 for a
 `--help` of one line per preset, arm and start (`cli.one_line_each`), with `-H` for the
 rest; 1 for torch's OpenMP threads that sleep at a barrier instead of spinning
-(`judges.hf_backend`), which keeps the judge's cost on a loaded CPU near its cost alone."""
+(`judges.hf_backend`), which keeps the judge's cost on a loaded CPU near its cost alone; 41
+for the update's decision as one typed record (`run.theta_update.decide`, its context and
+`results.Outcome`)."""
 HISTORY = re.compile(r"\b[Ii]ssue[ -]?\d+|\b[Rr]ound \d+|\b20\d\d-\d\d-\d\d")
 """An issue or round number, or a date: history, which belongs in CHANGELOG.md and git."""
 FLAG = re.compile(r"^[│ ]*\s(--[a-z0-9][\w.-]*)", re.M)

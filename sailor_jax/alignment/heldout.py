@@ -51,7 +51,7 @@ import dataclasses
 
 import numpy as np
 
-from sailor_jax.alignment.preferences import _theta_sign
+from sailor_jax.alignment.preferences import theta_sign
 from sailor_jax.config.judge import COMPARISONS
 from sailor_jax.game.features import TERMINAL_FEATURES
 from sailor_jax.types import Ranking
@@ -157,8 +157,8 @@ def pairs_test(theta, candidate, phi, win, lose, z: float = 1.0) -> HeldoutResul
     if not (np.isfinite(z) and z >= 0):
         raise ValueError(f"held-out z must be finite and >= 0, got {z}")
     phi = np.asarray(phi, np.float64)
-    old = _theta_sign(phi @ np.asarray(theta, np.float64), win, lose) / 2.0 + 0.5
-    new = _theta_sign(phi @ np.asarray(candidate, np.float64), win, lose) / 2.0 + 0.5
+    old = theta_sign(phi @ np.asarray(theta, np.float64), win, lose) / 2.0 + 0.5
+    new = theta_sign(phi @ np.asarray(candidate, np.float64), win, lose) / 2.0 + 0.5
     gained = float(np.sum(np.maximum(new - old, 0.0)))
     lost = float(np.sum(np.maximum(old - new, 0.0)))
     accepted = bool(gained - lost >= max(1.0, z * np.sqrt(gained + lost)))

@@ -72,9 +72,9 @@ def agent_preferred(ranking: Ranking, reference_games: int) -> float | None:
     return float(np.mean(rank[:m - reference_games, None] < rank[None, m - reference_games:]))
 
 
-def _theta_sign(r: np.ndarray, win: np.ndarray, lose: np.ndarray) -> np.ndarray:
-    """`int8[Q]`: +1 if r_theta agrees with the judge, -1 if it disagrees, 0 if tied
-    (`TIE_TOL`)."""
+def theta_sign(r: np.ndarray, win: np.ndarray, lose: np.ndarray) -> np.ndarray:
+    """`int8[Q]`: +1 where the returns `r` (`float[M]`) order pair (`win[q]`, `lose[q]`) as
+    the judge does, -1 where they reverse it, 0 where tied (within `TIE_TOL`, relative)."""
     diff = r[win] - r[lose]
     tol = TIE_TOL * np.maximum(1.0, np.maximum(np.abs(r[win]), np.abs(r[lose])))
     return np.where(np.abs(diff) <= tol, 0, np.sign(diff)).astype(np.int8)
@@ -194,7 +194,7 @@ def select_pairs(r: np.ndarray, win: np.ndarray, lose: np.ndarray,
     order; the number of discordant ones)`.
     """
     rng = np.random.default_rng(rng)
-    sign = _theta_sign(r, win, lose)
+    sign = theta_sign(r, win, lose)
     discordant, concordant = np.flatnonzero(sign < 0), np.flatnonzero(sign > 0)
     num_pos = min(int(np.floor(cfg.concordant_ratio * len(discordant) + 0.5)), len(concordant))
     sampled = np.sort(rng.choice(len(concordant), size=num_pos, replace=False))
@@ -253,5 +253,5 @@ def pair_agreement(r_theta, ranking: Ranking) -> float:
     win, lose = judged_pairs(ranking)
     if len(win) == 0:
         return float("nan")
-    sign = _theta_sign(r, win, lose)
+    sign = theta_sign(r, win, lose)
     return float(np.mean((sign + 1) / 2.0))

@@ -38,13 +38,13 @@ class Arm:
     (the comparison reports the paired difference to it)."""
 
 
-def _fields(cfg: object, prefix: str = "") -> dict[str, object]:
+def leaf_fields(cfg: object, prefix: str = "") -> dict[str, object]:
     """Every leaf field of a nested config dataclass, by dotted path."""
     out = {}
     for f in dataclasses.fields(cfg):
         value = getattr(cfg, f.name)
         if dataclasses.is_dataclass(value):
-            out.update(_fields(value, f"{prefix}{f.name}."))
+            out.update(leaf_fields(value, f"{prefix}{f.name}."))
         else:
             out[f"{prefix}{f.name}"] = value
     return out
@@ -52,7 +52,7 @@ def _fields(cfg: object, prefix: str = "") -> dict[str, object]:
 
 def _difference(a: object, b: object) -> dict[str, object]:
     """The leaf fields in which config `b` differs from config `a`, with `b`'s values."""
-    fa, fb = _fields(a), _fields(b)
+    fa, fb = leaf_fields(a), leaf_fields(b)
     return {k: v for k, v in fb.items() if fa[k] != v}
 
 

@@ -10,6 +10,7 @@ Every record converts with `to_json()` (plain JSON values; NaN becomes null thro
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import os
 from typing import Any
@@ -28,6 +29,24 @@ def _from_fields(cls, d: dict) -> Any:
     """Build dataclass `cls` from the known keys of `d` (missing optional keys take defaults)."""
     names = {f.name for f in dataclasses.fields(cls)}
     return cls(**{k: v for k, v in d.items() if k in names})
+
+
+class Outcome(enum.StrEnum):
+    """What an update did to a seed's theta, in the order a decision is made
+    (`run.theta_update.decide`); stored in `results.json` as its value."""
+
+    MOVED = "moved"
+    """Accepted: theta moved."""
+    HELD_OUT = "held out"
+    """Refused: it ordered the held-out windows no better than theta did."""
+    NO_EVIDENCE = "no evidence"
+    """Refused: the judge-evidence gate was closed (`AlignmentConfig.evidence_z`)."""
+    GUARD = "guard"
+    """Refused by the survival guard."""
+    NO_GAIN = "no gain"
+    """The fit did not lower the pair error."""
+    NO_JUDGE = "no judge"
+    """The judge gave no ranking."""
 
 
 @dataclasses.dataclass
@@ -51,12 +70,9 @@ class SeedUpdate:
     error_before: float | None = None
     error_after: float | None = None
     accepted: bool | None = None
-    outcome: str | None = None
-    """What the update did to theta, set where it was decided (`OUTCOMES`): "moved" (accepted),
-    "held out" (refused: it ordered the held-out windows no better than theta did), "no
-    evidence" (refused: the judge-evidence gate was closed, `AlignmentConfig.evidence_z`), "guard"
-    (refused by the survival guard), "no gain" (the fit did not lower the pair error) or "no
-    judge" (no ranking). None: no update was attempted (a fixed reward, another process)."""
+    outcome: Outcome | None = None
+    """What the update did to theta (`Outcome`). None: no update was attempted (a fixed
+    reward, another process)."""
     evaluations: int | None = None
     heldout_p: float | None = None
     """One-sided p-value that the fitted theta orders the held-out windows as the judge does
@@ -80,11 +96,14 @@ class SeedUpdate:
     @classmethod
     def from_json(cls, d: dict) -> SeedUpdate:
         # A present null was a NaN (e.g. the error of an update without pairs): keep it present.
-        return _from_fields(cls, {k: float("nan") if v is None and k in _NAN_FIELDS else v
-                                  for k, v in d.items()})
+        update = _from_fields(cls, {k: float("nan") if v is None and k in _NAN_FIELDS else v
+                                    for k, v in d.items()})
+        if update.outcome is not None:
+            update.outcome = Outcome(update.outcome)
+        return update
 
 
-OUTCOMES = ("moved", "held out", "no evidence", "guard", "no gain", "no judge")
+OUTCOMES = tuple(o.value for o in Outcome)
 """The values of `SeedUpdate.outcome`, in the order a decision is made."""
 
 _NAN_FIELDS = ("kendall_tau_before", "kendall_tau_after", "error_before", "error_after",

@@ -10,6 +10,7 @@ Models via Self-Alignment" (the update, and the "active" refinement step).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -22,9 +23,10 @@ from sailor_jax.alignment.preferences import (
     judged_pairs,
     kendall_tau,
 )
-from sailor_jax.config import SailorConfig
+from sailor_jax.alignment.updates import UpdateResult
+from sailor_jax.config import AlignmentConfig, SailorConfig
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.run.results import LoopState, SeedUpdate
+from sailor_jax.run.results import LoopState, Outcome, SeedUpdate
 from sailor_jax.types import Ranking
 
 
@@ -71,7 +73,7 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     judged, calls, fresh, tests = [], [], {}, {}
     for s, ranking in enumerate(rankings):
         if ranking is None:
-            updates[s] = SeedUpdate(judge_failed=True, outcome="no judge",
+            updates[s] = SeedUpdate(judge_failed=True, outcome=Outcome.NO_JUDGE,
                                     message="judge gave no ranking; theta unchanged")
             continue
         rng = np.random.default_rng([cfg.seed, iteration, s])
@@ -86,17 +88,19 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     results = update_many(calls, cfg.alignment.update_workers)
     for s, result in zip(judged, results, strict=True):
         prefs, tau = fresh[s]
-        theta, accepted, outcome, message, p, z = _decide(
-            thetas[s], result, tests.get(s), batch, s, spec, cfg,
-            (evidence[s] if evidence is not None else []))
+        decision = decide(DecisionContext(
+            thetas[s], result, tests.get(s), batch.Phi[s], batch.lengths[s], spec,
+            cfg.alignment, evidence[s] if evidence is not None else []))
+        theta = decision.theta
         new_thetas[s] = theta
         updates[s] = SeedUpdate(
             num_discordant=prefs.num_discordant, num_concordant=prefs.num_concordant,
             kendall_tau_before=tau(thetas[s]), kendall_tau_after=tau(theta),
             error_before=result.error_before,
-            error_after=result.error_after if accepted else result.error_before,
-            accepted=accepted, outcome=outcome, evaluations=result.num_evaluations,
-            message=message, heldout_p=p, evidence_z=z, mcmc=result.diagnostics,
+            error_after=result.error_after if decision.accepted else result.error_before,
+            accepted=decision.accepted, outcome=decision.outcome,
+            evaluations=result.num_evaluations, message=decision.message,
+            heldout_p=decision.heldout_p, evidence_z=decision.evidence_z, mcmc=result.diagnostics,
             agent_preferred=agent_preferred(rankings[s], cfg.reference_games))
     if advisor is not None and stalled is not None:
         refine_stalled(new_thetas, updates, batch, rankings, spec, cfg, iteration, advisor,
@@ -104,44 +108,97 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
     return new_thetas, updates
 
 
-def _decide(theta: np.ndarray, result: Any, test: tuple | None, batch: Any, s: int,
-            spec: RewardSpec, cfg: SailorConfig, prior: list) -> tuple:
-    """Seed `s`'s update through the held-out test, the judge-evidence gate and the survival
-    guard: `(theta, accepted, outcome, message, held-out p or None, evidence z or None)`."""
-    accepted, message = result.accepted, result.message
-    candidate, outcome = result.theta, "moved" if result.accepted else "no gain"
-    p = z = None
-    if test is not None:
-        phi_out, win, lose, out_ranking = test
-        fitted = result.proposal if result.proposal is not None else theta
-        p, z = heldout.heldout_p(fitted, phi_out, out_ranking), heldout.judge_evidence(prior)
-        if accepted:
-            check = heldout.pairs_test(theta, candidate, phi_out, win, lose)
-            accepted, message = check.accepted, f"{message}; {check.message}"
-            outcome = outcome if accepted else "held out"
-        if accepted and cfg.alignment.evidence_z > 0 and z < cfg.alignment.evidence_z:
-            accepted, outcome = False, "no evidence"
-            message = (f"{message}; judge evidence z {z:+.2f} below {cfg.alignment.evidence_z:g}"
-                       f" (theta unchanged)")
-    if cfg.alignment.survival_guard and accepted:
-        accepted, guard = heldout.survival_check(theta, candidate, batch.Phi[s],
-                                                 batch.lengths[s], spec.names,
-                                                 cfg.alignment.survival_floor)
-        message, outcome = f"{message}; {guard}", outcome if accepted else "guard"
-    return (candidate if accepted else theta), accepted, outcome, message, p, z
+@dataclasses.dataclass(frozen=True)
+class HeldoutWindows:
+    """The held-out part of a seed's group: its windows' features and the judge's order."""
+
+    phi: np.ndarray
+    """`float64[H, F]` the held-out windows' features (as the comparison ranks them)."""
+    win: np.ndarray
+    """`int64[Q]` index (into `phi`) of the window the judge prefers in each judged pair."""
+    lose: np.ndarray
+    """`int64[Q]` the other window of each pair."""
+    ranking: Ranking
+    """The judge's ranking of the held-out windows."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DecisionContext:
+    """Everything one seed's update decision reads (host-only)."""
+
+    theta: np.ndarray
+    """`float32[F]` the seed's current theta."""
+    result: UpdateResult
+    """The fit (`alignment.updates.update_theta`)."""
+    heldout: HeldoutWindows | None
+    """The group's held-out windows (None: `alignment.heldout` is 0)."""
+    Phi: np.ndarray
+    """`float[M, F]` the group's feature sums (the survival guard's)."""
+    lengths: np.ndarray
+    """`int[M]` the group's window lengths in moves."""
+    spec: RewardSpec
+    alignment: AlignmentConfig
+    earlier_p: list[float | None]
+    """The seed's earlier updates' `heldout_p` (the judge-evidence gate's input)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """One seed's update decision: the theta it keeps and why."""
+
+    theta: np.ndarray
+    """`float32[F]` the candidate if accepted, else the current theta."""
+    outcome: Outcome
+    message: str
+    heldout_p: float | None = None
+    """The held-out test's one-sided p-value (`alignment.heldout.heldout_p`; None: none)."""
+    evidence_z: float | None = None
+    """The seed's judge evidence before this update (None: no held-out part)."""
+
+    @property
+    def accepted(self) -> bool:
+        return self.outcome is Outcome.MOVED
+
+
+def decide(ctx: DecisionContext) -> Decision:
+    """Take or refuse one seed's fitted theta: the fit's own acceptance, then the held-out sign
+    test, the judge-evidence gate and the survival guard, in that order; the first that refuses
+    names the outcome. Host-only; raises nothing for valid inputs."""
+    result, cfg = ctx.result, ctx.alignment
+    outcome = Outcome.MOVED if result.accepted else Outcome.NO_GAIN
+    message, p, z = result.message, None, None
+    if ctx.heldout is not None:
+        held = ctx.heldout
+        fitted = result.proposal if result.proposal is not None else ctx.theta
+        p = heldout.heldout_p(fitted, held.phi, held.ranking)
+        z = heldout.judge_evidence(ctx.earlier_p)
+        if outcome is Outcome.MOVED:
+            check = heldout.pairs_test(ctx.theta, result.theta, held.phi, held.win, held.lose)
+            message = f"{message}; {check.message}"
+            outcome = Outcome.MOVED if check.accepted else Outcome.HELD_OUT
+        if outcome is Outcome.MOVED and cfg.evidence_z > 0 and z < cfg.evidence_z:
+            outcome = Outcome.NO_EVIDENCE
+            message = (f"{message}; judge evidence z {z:+.2f} below {cfg.evidence_z:g} "
+                       f"(theta unchanged)")
+    if cfg.survival_guard and outcome is Outcome.MOVED:
+        kept, guard = heldout.survival_check(ctx.theta, result.theta, ctx.Phi, ctx.lengths,
+                                             ctx.spec.names, cfg.survival_floor)
+        message, outcome = f"{message}; {guard}", Outcome.MOVED if kept else Outcome.GUARD
+    theta = result.theta if outcome is Outcome.MOVED else ctx.theta
+    return Decision(theta, outcome, message, p, z)
 
 
 def _window_fit(theta: np.ndarray, batch: Any, s: int, ranking: Ranking, comparison: str,
                 rng: np.random.Generator, cfg: SailorConfig) -> tuple:
     """Seed `s`'s windows: `(phi [N, F] of the fitted windows, their preferences, tau(theta)
-    on them, the held-out test's (phi, win, lose, judge's ranking) or None)`."""
+    on them, the held-out windows (`HeldoutWindows`) or None)`."""
     phi_all = heldout.comparison_phi(batch.Phi[s], batch.lengths[s], comparison)
     phi_sum, fit_ranking, test = phi_all, ranking, None
     if cfg.alignment.heldout > 0:
         fit, out = heldout.split_group(len(phi_all), cfg.alignment.heldout, rng)
         phi_sum, fit_ranking = phi_all[fit], heldout.subset_ranking(ranking, fit)
         out_ranking = heldout.subset_ranking(ranking, out)
-        test = (phi_all[out], *judged_pairs(out_ranking), out_ranking)
+        test = HeldoutWindows(phi_all[out], *judged_pairs(out_ranking), out_ranking)
     prefs = build_preferences(phi_sum @ theta, fit_ranking, rng, cfg.preferences)
     return phi_sum, prefs, lambda th: kendall_tau(phi_sum @ th, fit_ranking), test
 
