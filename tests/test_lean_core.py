@@ -2,7 +2,7 @@
 flags, and no history (issue or round numbers, dates) in the code.
 
 The caps are the lean core's targets: config fields at most 110, the main job's `--help` at
-most 81 flags and the comparison's at most 60, the package's code at most `PACKAGE_CODE_CAP`
+most 83 flags and the comparison's at most 60, the package's code at most `PACKAGE_CODE_CAP`
 lines. Code lines are lines with a token of code: docstrings, comments and blank lines do not
 count, so documentation costs nothing and the package cannot grow in logic without removing
 logic. A change that grows one past its cap says so here, where the reviewer sees it.
@@ -23,9 +23,9 @@ from test_experiments import _load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_FIELDS_CAP = 110
-SAILOR_FLAGS_CAP = 81  # 80, and `--sailor.alignment.evidence-z`, the judge-evidence gate
+SAILOR_FLAGS_CAP = 83  # 80, the judge-evidence gate's and the reliability update's 2 priors
 COMPARE_FLAGS_CAP = 60
-PACKAGE_CODE_CAP = 6_205  # 12 of them cache programs or traces: make_train, the collectors
+PACKAGE_CODE_CAP = 6_354  # 12 of them cache programs or traces: make_train, the collectors
 """The package's code lines (`code_lines`): 5,820 when the cap began to count code only,
 116 more for the prompts the judge's server renders (`judges/served_prompts.py` and its use in
 `judges/endpoint.py`), a behaviour the package did not have, and 3 for the collect's buffers
@@ -50,7 +50,10 @@ context) in place of tyro's private parse-error hook, which pinned tyro to 1.0.x
 rest; 1 for torch's OpenMP threads that sleep at a barrier instead of spinning
 (`judges.hf_backend`), which keeps the judge's cost on a loaded CPU near its cost alone; 41
 for the update's decision as one typed record (`run.theta_update.decide`, its context and
-`results.Outcome`)."""
+`results.Outcome`); 149 for the update that samples theta and the judge's reliability
+jointly by NUTS and carries its posterior from update to update (`alignment.reliability`, its
+method in `alignment.updates`, every judged pair and the carried belief in `run`), a behaviour
+the package did not have."""
 HISTORY = re.compile(r"\b[Ii]ssue[ -]?\d+|\b[Rr]ound \d+|\b20\d\d-\d\d-\d\d")
 """An issue or round number, or a date: history, which belongs in CHANGELOG.md and git."""
 FLAG = re.compile(r"^[│ ]*\s(--[a-z0-9][\w.-]*)", re.M)

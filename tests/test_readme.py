@@ -327,7 +327,7 @@ def test_help_exits_zero(script: str, capsys):
 def test_help_in_a_real_process(script: str):
     """`python SCRIPT --help` as a user types it: exit 0, the preset optional in the usage
     line, one line per preset, `--debug` named, and at 100 columns no line wider and no more
-    than 135 lines (the main job's 81 flags, and tyro's frame around each of its 11 groups of
+    than 137 lines (the main job's 83 flags, and tyro's frame around each of its 11 groups of
     options: 4 lines a group)."""
     done = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120, env={**os.environ, "COLUMNS": "100"})
@@ -337,7 +337,7 @@ def test_help_in_a_real_process(script: str):
     for name in _load(script).PRESETS:
         assert sum(line.startswith(f"  {name} ") for line in lines) == 1, name
     assert "--debug" in done.stdout and "-H, --help-verbose" in done.stdout
-    assert len(lines) <= 135 and max(map(len, lines)) <= 100, (len(lines), max(map(len, lines)))
+    assert len(lines) <= 137 and max(map(len, lines)) <= 100, (len(lines), max(map(len, lines)))
 
 
 def test_ci_installs_as_the_readme_says():

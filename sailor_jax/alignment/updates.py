@@ -69,9 +69,10 @@ class UpdateResult:
     proposal: np.ndarray | None = None
     """`float32[F]` the optimiser's point whatever the decision (None: no optimiser ran)."""
     diagnostics: dict | None = None
-    """bt_mcmc's convergence diagnostics after burn-in (`blackjax.diagnostics`): `{"rhat":
+    """The sampler's convergence diagnostics after burn-in (`blackjax.diagnostics`): `{"rhat":
     the largest potential scale reduction, "ess": the smallest effective sample size}` over
-    the free coordinates; None for bo or when no sampler ran."""
+    the free coordinates (bt_reliability's also over eta, with "divergences", "eta", "mixed"
+    and "belief", the next update's prior); None for bo or when no sampler ran."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,6 +260,38 @@ def _mcmc_program(num_samples: int, burn_in: int):
     return jax.jit(run)
 
 
+RELIABILITY_RHAT_LIMIT = 1.1
+"""bt_reliability keeps theta and its belief when the chains' largest R-hat exceeds this (or
+is not finite): a posterior the chains disagree on is not stepped to."""
+
+
+def _run_reliability(problem: _Problem, rng: np.random.Generator, belief: dict | None) -> tuple:
+    """NUTS on theta and the judge's reliability (`alignment.reliability.sample`) from the
+    carried `belief` (None: the prior around the current theta): `(posterior mean [D],
+    evaluations, note, diagnostics)`; the diagnostics hold R-hat, ESS, the divergence share,
+    eta's posterior mean and the new belief (`Belief.to_json`)."""
+    from sailor_jax.alignment import reliability
+
+    cfg, free = problem.cfg, problem.free
+    x0 = problem.theta[problem.index[free]].astype(np.float64)
+    prior = (reliability.Belief.from_json(belief) if belief is not None else
+             reliability.Belief.prior(x0, cfg.prior_sd, *cfg.reliability_prior))
+    coef = cfg.beta / problem.scale
+    fixed = problem.thetas(np.zeros((1, len(x0))))[0]
+    post = reliability.sample(
+        prior, problem.lo[free], problem.hi[free], problem.dphi[:, problem.index[free]] * coef,
+        problem.dphi @ fixed * coef, problem.w, int(rng.integers(2**31 - 1)),
+        cfg.mcmc_burn_in, cfg.mcmc_samples - cfg.mcmc_burn_in, cfg.prior_sd)
+    mixed = bool(np.isfinite(post.rhat) and post.rhat <= RELIABILITY_RHAT_LIMIT)
+    diagnostics = {"rhat": post.rhat, "ess": post.ess, "divergences": post.divergences,
+                   "eta": post.belief.eta_mean, "mixed": mixed,
+                   "belief": (post.belief if mixed else prior).to_json()}
+    note = (f"NUTS R-hat {post.rhat:.3f}, ESS {post.ess:.0f}, judge reliability eta "
+            f"{post.belief.eta_mean:.2f}; ")
+    step = np.clip(post.belief.mean, problem.lo[free], problem.hi[free]) if mixed else x0
+    return step, reliability.CHAINS * cfg.mcmc_samples, note, diagnostics
+
+
 def _values(problem: _Problem, theta: np.ndarray) -> tuple[float, float]:
     """(objective, weighted pair error) of a full float32 theta."""
     x = theta[problem.index[problem.free]].astype(np.float64)[None]
@@ -277,16 +310,19 @@ def _skip_reason(problem: _Problem, num_pairs: int) -> str:
 
 
 def _decide(problem: _Problem, candidate: np.ndarray, before: tuple[float, float],
-            evaluations: int, note: str, accept_ties: bool) -> UpdateResult:
+            evaluations: int, note: str, accept_ties: bool, mixed: bool = True) -> UpdateResult:
     """Accept `candidate` (float32[F]) if it beats the current theta, whose values are `before`.
 
     bo compares the objective, bt_mcmc the weighted pair error; `accept_ties` accepts equality.
+    bt_reliability steps to its posterior mean whenever its chains `mixed`.
     """
     (obj, err), (obj_new, err_new) = before, _values(problem, candidate)
-    mcmc = problem.cfg.method == "bt_mcmc"
+    mcmc = problem.cfg.method != "bo"
     what = "weighted pair error" if mcmc else f"objective ({problem.cfg.objective})"
     old, new = (err, err_new) if mcmc else (obj, obj_new)
     accepted = new <= old if accept_ties else new < old
+    if problem.cfg.method == "bt_reliability":
+        accepted = mixed and not np.array_equal(candidate, problem.theta)
     message = f"{note}accepted: {what} {old:.6g} -> {new:.6g}"
     if not accepted:
         relation = "is above" if accept_ties else "is not below"
@@ -300,8 +336,8 @@ def _decide(problem: _Problem, candidate: np.ndarray, before: tuple[float, float
 
 
 def update_theta(theta, Phi, prefs: Preferences, spec: RewardSpec, cfg: AlignmentConfig,
-                 rng: np.random.Generator | int, *, box: tuple | None = None,
-                 accept_ties: bool = False) -> UpdateResult:
+                 rng: np.random.Generator | int, belief: dict | None = None, *,
+                 box: tuple | None = None, accept_ties: bool = False) -> UpdateResult:
     """Update the tunable entries of theta to agree better with the preference pairs.
 
     Host-only. "bo" runs `skopt.gp_minimize` on `cfg.objective` over the box
@@ -311,8 +347,11 @@ def update_theta(theta, Phi, prefs: Preferences, spec: RewardSpec, cfg: Alignmen
     Metropolis-Hastings (Gaussian random walk, `MCMC_CHAINS` chains) on the Bradley-Terry
     posterior `prod_p sigmoid(beta (R_i - R_j) / scale) ** w_p` under a uniform prior on
     bounds ∩ [theta +/- mcmc_trust_region] (∩ trust_region); the posterior mean after burn-in
-    is accepted only if its weighted pair error is strictly lower. Non-tunable entries are
-    returned bit-for-bit; the result is always within the bounds and trust region.
+    is accepted only if its weighted pair error is strictly lower. "bt_reliability" samples
+    theta and the judge's reliability jointly by NUTS from `belief` (what the seed's earlier
+    updates left, `alignment.reliability`) and steps to theta's posterior mean clipped into the
+    bounds (no trust region), unless the chains did not mix. Non-tunable entries are returned
+    bit-for-bit; the result is always within the bounds and trust region.
 
     Args:
       theta: `float[F]` current weights, valid for `spec`.
@@ -321,6 +360,8 @@ def update_theta(theta, Phi, prefs: Preferences, spec: RewardSpec, cfg: Alignmen
       spec: Names, bounds and tunable mask of theta.
       cfg: Method and budgets.
       rng: NumPy generator or int seed (makes the update deterministic).
+      belief: bt_reliability's prior, the previous update's `diagnostics["belief"]` (None:
+        the first update's prior around `theta`); other methods ignore it.
       box: optional `(lower, upper)` (scalars or `float[F]`) intersected with the search box.
         A box that excludes the current theta forces a move (LLM-guided refinement's
         one-sided interval, see `sailor_jax.alignment.refinement`); an empty box leaves theta
@@ -342,12 +383,13 @@ def update_theta(theta, Phi, prefs: Preferences, spec: RewardSpec, cfg: Alignmen
     skip = _skip_reason(problem, len(prefs))
     if skip:
         return UpdateResult(problem.theta, False, obj, obj, err, err, 0, skip)
-    run = _run_mcmc if mcmc else _run_bo
+    run = {"bo": _run_bo, "bt_mcmc": _run_mcmc,
+           "bt_reliability": functools.partial(_run_reliability, belief=belief)}[cfg.method]
     # Small GP fits and [K, 8] x [8, P] products: BLAS threads only add contention (10x slower
     # on a busy 2-core host), so run single-threaded.
     with threadpoolctl.threadpool_limits(limits=1):
         x_best, evaluations, note, diagnostics = run(problem, np.random.default_rng(rng))
     result = _decide(problem, problem.to_theta(x_best), (obj, err), evaluations, note,
-                     accept_ties)
+                     accept_ties, (diagnostics or {}).get("mixed", True))
     return dataclasses.replace(result, diagnostics=diagnostics)
 

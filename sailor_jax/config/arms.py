@@ -74,6 +74,15 @@ ARMS: Mapping[str, Arm] = MappingProxyType({
                            control="sailor_evidence_random_judge"),
     "sailor_evidence_random_judge": Arm("its control: the gated update fitted to a uniformly "
                                         "random order", _RANDOM, base="sailor_evidence"),
+    "sailor_reliability": Arm("SAILOR with the reliability update: theta and the judge's "
+                              "reliability sampled jointly (NUTS) on all of each group's "
+                              "judged pairs, the posterior carried from update to update, "
+                              "a step to theta's posterior mean",
+                              {"alignment.method": "bt_reliability", "alignment.heldout": 0.0},
+                              control="sailor_reliability_random_judge"),
+    "sailor_reliability_random_judge": Arm("its control: the reliability update fitted to a "
+                                           "uniformly random order", _RANDOM,
+                                           base="sailor_reliability"),
     "sailor_value": Arm("the recommended SAILOR judged by the expert's value verdict (score "
                         "gained + change of the expert's value of the position)",
                         {"ranker.kind": "expert", "ranker.expert_verdict": "value"},

@@ -18,7 +18,7 @@ from sailor_jax.game.reward import RewardSpec
 WEIGHTINGS = ("none", "confidence", "discrepancy")
 COMPARISONS = ("auto", "sum", "mean")
 """How `R_theta` ranks a trajectory: the judge's own way (auto), by feature sums or means."""
-METHODS = ("bo", "bt_mcmc")
+METHODS = ("bo", "bt_mcmc", "bt_reliability")
 OBJECTIVES = ("error", "bt_nll")
 RANKER_KINDS = ("llm", "outcome", "linear_oracle", "expert", "random")
 EXPERT_VERDICTS = ("regret", "agreement", "value")
@@ -66,8 +66,10 @@ class PreferenceConfig:
 class AlignmentConfig:
     """How theta is updated from preference pairs."""
 
-    method: Literal["bo", "bt_mcmc"] = "bo"
-    """"bo": scikit-optimize GP minimisation; "bt_mcmc": Zeng et al. (2024) posterior mean."""
+    method: Literal["bo", "bt_mcmc", "bt_reliability"] = "bo"
+    """"bo": scikit-optimize GP minimisation; "bt_mcmc": Zeng et al. (2024) posterior mean;
+    "bt_reliability": the posterior mean of theta and the judge's reliability, carried from
+    update to update (`alignment.reliability`)."""
     objective: Literal["error", "bt_nll"] = "error"
     """BO objective: weighted pair error (ties count 1/2) or Bradley-Terry NLL."""
     bo_calls: int = 40
@@ -82,9 +84,17 @@ class AlignmentConfig:
     beta: float = 0.9
     """Boltzmann rationality of the Bradley-Terry likelihood."""
     mcmc_samples: int = 2000
-    """Metropolis-Hastings steps per chain, burn-in included."""
+    """Sampler steps per chain, burn-in included (bt_mcmc's Metropolis-Hastings steps;
+    bt_reliability's NUTS adaptation and draws)."""
     mcmc_burn_in: int = 500
-    """Initial steps per chain left out of the posterior mean."""
+    """Initial steps per chain left out of the posterior mean (bt_reliability: adaptation)."""
+    reliability_prior: tuple[float, float] = (1.0, 4.0)
+    """bt_reliability: the Beta(a, b) prior of the judge's reliability eta (the share of its
+    verdicts that follow the reward; the rest are coin flips): (1, 4) has its mode at eta = 0,
+    "no information", and mean 0.2."""
+    prior_sd: float = 0.3
+    """bt_reliability: the sd of theta's Gaussian prior around the seed's first theta, and the
+    widest any later prior may be."""
     mcmc_trust_region: float = 0.2
     """Half-width of the uniform prior box around the current theta (within bounds)."""
     heldout: float = 0.0
@@ -133,7 +143,10 @@ class AlignmentConfig:
                f"evidence_z {self.evidence_z} needs a held-out part: set heldout in (0, 1)")
         _check(self.update_workers >= 0,
                f"update_workers must be >= 0 (0 = one per core), got {self.update_workers}")
-        for name in ("beta", "mcmc_trust_region", "trust_region"):
+        _check(len(self.reliability_prior) == 2
+               and all(np.isfinite(v) and v > 0 for v in self.reliability_prior),
+               f"reliability_prior must be two finite numbers > 0, got {self.reliability_prior}")
+        for name in ("beta", "mcmc_trust_region", "trust_region", "prior_sd"):
             value = getattr(self, name)
             if value is not None or name != "trust_region":
                 _check(

@@ -123,7 +123,8 @@ def update_theta(ctx: Context, state: LoopState, batch: Any, rankings: list | No
     new_thetas, updates = align_step(state.thetas, batch, rankings, ctx.spec, cfg, t,
                                      ctx.advisor, stalled, history,
                                      aggregate=getattr(ctx.ranker, "aggregate", "sum"),
-                                     evidence=heldout_history(state, s))
+                                     evidence=heldout_history(state, s),
+                                     beliefs=last_beliefs(state, s))
     refined = [k for k, update in enumerate(updates) if update.refine is not None]
     usage = getattr(ctx.ranker, "token_usage", None)
     tokens = None if usage is None else {  # the judge's and a sharing refinement advisor's
@@ -136,6 +137,15 @@ def heldout_history(state: LoopState, num_seeds: int) -> list[list[float | None]
     what the judge-evidence gate combines (`theta_update.align_step`)."""
     records = state.warmup + state.iterations
     return [[r.seeds[k].heldout_p for r in records if k < len(r.seeds)]
+            for k in range(num_seeds)]
+
+
+def last_beliefs(state: LoopState, num_seeds: int) -> list[dict | None]:
+    """Per seed, the `belief` its latest update left (the warm-up's, then the iterations';
+    None: none yet): the bt_reliability update's prior (`theta_update.align_step`)."""
+    records = state.warmup + state.iterations
+    return [next((r.seeds[k].belief for r in reversed(records)
+                  if k < len(r.seeds) and r.seeds[k].belief is not None), None)
             for k in range(num_seeds)]
 
 

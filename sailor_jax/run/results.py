@@ -87,6 +87,10 @@ class SeedUpdate:
     evidence_z: float | None = None
     """The seed's judge evidence before this update: Stouffer's z of its earlier updates'
     `heldout_p` (`alignment.heldout.judge_evidence`; None: no held-out part)."""
+    belief: dict | None = None
+    """What the bt_reliability update leaves for the seed's next update (its posterior over
+    theta and the judge's reliability, `alignment.reliability.Belief.to_json`); None: another
+    method."""
     refine: dict | None = None
     """LLM-guided refinement of this seed: answer, suggestion, invalid_reason, accepted, ..."""
 

@@ -22,19 +22,21 @@ from sailor_jax.alignment.preferences import (
     build_preferences,
     judged_pairs,
     kendall_tau,
+    theta_sign,
 )
 from sailor_jax.alignment.updates import UpdateResult
 from sailor_jax.config import AlignmentConfig, SailorConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run.results import LoopState, Outcome, SeedUpdate
-from sailor_jax.types import Ranking
+from sailor_jax.types import Preferences, Ranking
 
 
 def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
                spec: RewardSpec, cfg: SailorConfig, iteration: int,
                advisor: refinement.Advisor | None = None, stalled: list[bool] | None = None,
                score_history: list[list[float | None]] | None = None, aggregate: str = "sum",
-               evidence: list[list[float | None]] | None = None
+               evidence: list[list[float | None]] | None = None,
+               beliefs: list[dict | None] | None = None
                ) -> tuple[np.ndarray, list[SeedUpdate]]:
     """Build preferences and update theta for every seed; refine where asked. Host-only.
 
@@ -60,6 +62,8 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
       score_history: per iteration, the `[S]` segment game scores (for the advisor's prompt).
       aggregate: what the judge's verdict is about, "sum" or "mean" (`Ranker.aggregate`).
       evidence: per seed, the `heldout_p` of its earlier updates (None: none yet).
+      beliefs: per seed, what its last update left for the next (`SeedUpdate.belief`, the
+        bt_reliability update's prior; None: none yet).
 
     Returns:
       `(new thetas float32[S, F], S SeedUpdate)`; a refined seed's update has `refine` set;
@@ -83,7 +87,8 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
             tests[s] = test
         judged.append(s)
         fresh[s] = prefs, tau
-        calls.append((thetas[s], phi_sum, prefs, spec, cfg.alignment, rng))
+        calls.append((thetas[s], phi_sum, prefs, spec, cfg.alignment, rng,
+                      beliefs[s] if beliefs is not None else None))
     # The seeds' updates are independent: side by side in worker processes, same results.
     results = update_many(calls, cfg.alignment.update_workers)
     for s, result in zip(judged, results, strict=True):
@@ -100,7 +105,9 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
             error_after=result.error_after if decision.accepted else result.error_before,
             accepted=decision.accepted, outcome=decision.outcome,
             evaluations=result.num_evaluations, message=decision.message,
-            heldout_p=decision.heldout_p, evidence_z=decision.evidence_z, mcmc=result.diagnostics,
+            heldout_p=decision.heldout_p, evidence_z=decision.evidence_z,
+            mcmc=_without(result.diagnostics, "belief"),
+            belief=(result.diagnostics or {}).get("belief", beliefs[s] if beliefs else None),
             agent_preferred=agent_preferred(rankings[s], cfg.reference_games))
     if advisor is not None and stalled is not None:
         refine_stalled(new_thetas, updates, batch, rankings, spec, cfg, iteration, advisor,
@@ -188,6 +195,22 @@ def decide(ctx: DecisionContext) -> Decision:
     return Decision(theta, outcome, message, p, z)
 
 
+def every_judged_pair(ranking: Ranking, returns: np.ndarray) -> Preferences:
+    """Every pair the judge orders among `M` windows, each of weight `2 / M` (bt_reliability's
+    pairs): a group's `M (M - 1) / 2` pairs then weigh as its `M - 1` comparisons, the number
+    of choices in a ranking (the pairs of one ranking are not independent verdicts). A pair is
+    discordant where `returns` (`float[M]`, `R_theta`) reverse the judge's order."""
+    win, lose = judged_pairs(ranking)
+    m = len(ranking.order)
+    return Preferences(i=win.astype(np.int32), j=lose.astype(np.int32),
+                       w=np.full(win.shape, 2.0 / m, np.float32),
+                       discordant=theta_sign(returns, win, lose) < 0)
+
+
+def _without(d: dict | None, key: str) -> dict | None:
+    return None if d is None else {k: v for k, v in d.items() if k != key}
+
+
 def _window_fit(theta: np.ndarray, batch: Any, s: int, ranking: Ranking, comparison: str,
                 rng: np.random.Generator, cfg: SailorConfig) -> tuple:
     """Seed `s`'s windows: `(phi [N, F] of the fitted windows, their preferences, tau(theta)
@@ -199,7 +222,10 @@ def _window_fit(theta: np.ndarray, batch: Any, s: int, ranking: Ranking, compari
         phi_sum, fit_ranking = phi_all[fit], heldout.subset_ranking(ranking, fit)
         out_ranking = heldout.subset_ranking(ranking, out)
         test = HeldoutWindows(phi_all[out], *judged_pairs(out_ranking), out_ranking)
-    prefs = build_preferences(phi_sum @ theta, fit_ranking, rng, cfg.preferences)
+    if cfg.alignment.method == "bt_reliability":
+        prefs = every_judged_pair(fit_ranking, phi_sum @ theta)
+    else:
+        prefs = build_preferences(phi_sum @ theta, fit_ranking, rng, cfg.preferences)
     return phi_sum, prefs, lambda th: kendall_tau(phi_sum @ th, fit_ranking), test
 
 
