@@ -92,8 +92,9 @@ def verdict(diff: dict, recovery: dict | None = None) -> str:
         return f"undecided at this size: 1 seed gives no interval ({mean:+,.0f})"
     sign = 1 if lo > 0 else -1 if hi < 0 else 0
     sd = float(np.std(d, ddof=1))
-    need = (f"; about {seed_statistics.seeds_needed(abs(mean), sd):,} paired seeds would "
-            f"detect ±{abs(mean):,.0f} (paired SD {sd:,.0f})" if abs(mean) > 0 and sd > 0 else "")
+    n = seed_statistics.seeds_needed(abs(mean), sd) if abs(mean) > 0 and sd > 0 else None
+    need = (f"; about {n:,} paired seeds would detect ±{abs(mean):,.0f} (paired SD {sd:,.0f})"
+            if n is not None else "")
     if recovery is not None:
         r_lo, r_hi = recovery["ci_low"], recovery["ci_high"]
         r_sign = 1 if r_lo > 0 else -1 if r_hi < 0 else 0

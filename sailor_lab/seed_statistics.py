@@ -116,28 +116,40 @@ def probability_of_improvement(x: Sequence[float], y: Sequence[float],
     return [float(points["x,y"]), float(cis["x,y"][0][0]), float(cis["x,y"][1][0])]
 
 
+def _solve_power(**kwargs) -> float:
+    """`TTestPower().solve_power(..., alpha=ALPHA, alternative="two-sided")`, NaN where its
+    root finder fails (statsmodels then warns and returns NaN; the warning is not printed)."""
+    from statsmodels.stats.power import TTestPower
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning  # its filters set on import
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        value = TTestPower().solve_power(alpha=ALPHA, alternative="two-sided", **kwargs)
+    value = float(np.asarray(value).squeeze())
+    return value if math.isfinite(value) else float("nan")
+
+
 def detectable_difference(paired_sd: float, seeds: int, power: float = POWER) -> float:
     """The smallest paired mean difference that a two-sided paired t-test at level `ALPHA`
     over `seeds` paired seeds detects with probability `power`, for per-seed differences of
-    SD `paired_sd` (`statsmodels.stats.power.TTestPower`; game points, as `paired_sd`).
+    SD `paired_sd` (`statsmodels.stats.power.TTestPower`; game points, as `paired_sd`). NaN
+    where statsmodels' solver finds no answer.
 
     Raises:
       ValueError: fewer than 2 seeds, or a negative or non-finite SD.
     """
-    from statsmodels.stats.power import TTestPower
-
     if seeds < 2 or not math.isfinite(paired_sd) or paired_sd < 0:
         raise ValueError(f"detectable_difference needs >= 2 seeds and a finite SD >= 0, got "
                          f"{seeds} seeds and SD {paired_sd}")
-    d = TTestPower().solve_power(effect_size=None, nobs=seeds, alpha=ALPHA, power=power,
-                                 alternative="two-sided")
-    return float(d) * paired_sd
+    return _solve_power(effect_size=None, nobs=seeds, power=power) * paired_sd
 
 
-def seeds_needed(difference: float, paired_sd: float, power: float = POWER) -> int:
+def seeds_needed(difference: float, paired_sd: float, power: float = POWER) -> int | None:
     """Paired seeds a two-sided paired t-test at level `ALPHA` needs to detect a mean
     difference `difference` with probability `power`, at per-seed SD `paired_sd` (both game
-    points; `TTestPower`, rounded up).
+    points; `TTestPower`, rounded up, at least 2). A difference so large against its SD that
+    statsmodels' solver fails needs 2 when 2 seeds reach the power; None where no answer is
+    found.
 
     Raises:
       ValueError: a difference or SD that is not positive and finite.
@@ -147,9 +159,13 @@ def seeds_needed(difference: float, paired_sd: float, power: float = POWER) -> i
     if not (difference > 0 and paired_sd > 0 and math.isfinite(difference / paired_sd)):
         raise ValueError(f"seeds_needed needs a positive difference and SD, got {difference} "
                          f"and {paired_sd}")
-    n = TTestPower().solve_power(effect_size=difference / paired_sd, nobs=None, alpha=ALPHA,
-                                 power=power, alternative="two-sided")
-    return int(math.ceil(n))
+    effect = difference / paired_sd
+    n = _solve_power(effect_size=effect, nobs=None, power=power)
+    if math.isfinite(n):
+        return max(2, int(math.ceil(n)))
+    reached = TTestPower().power(effect_size=effect, nobs=2, alpha=ALPHA,
+                                 alternative="two-sided")
+    return 2 if reached >= power else None
 
 
 def power_summary(differences: Sequence[float]) -> dict:

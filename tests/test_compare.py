@@ -13,6 +13,8 @@ import shutil
 import numpy as np
 import pytest
 import scipy.stats
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_experiments import _load
 
 from sailor_jax.config import PAPER, SMALL_NETWORK, EvalConfig, PPOConfig, SailorConfig
@@ -387,3 +389,30 @@ def test_against_another_arm_pairs_every_arm_with_it(compare):
     assert plain["theta0.sailor"]["verdict"].startswith("a gain: +5 [+5, +5]")
     with pytest.raises(UserError, match="--against: 'nope' is not an arm of --arms"):
         compare.main(["--preset", "smoke", "--arms", "fixed", "sailor", "--against", "nope"])
+
+
+_SCORES = st.lists(st.sampled_from([0.0, 1.0, 412.0, 944.0, 5e4]) | st.floats(0, 6e4),
+                   min_size=2, max_size=9)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), scores=_SCORES)
+def test_the_statistics_of_finished_runs_never_raise(compare, data, scores):
+    """Any finished runs, from 2 seeds, an SD of 0, equal arms and differences far larger than
+    their SD included: `summarize`, `verdict` and the markdown tables give their rows."""
+    from sailor_lab.comparison import markdown, summarize, verdict
+
+    n = len(scores)
+    shift = data.draw(st.sampled_from([0.0, 7.0, 1e4]) | st.floats(-5e4, 5e4))
+    spread = data.draw(st.sampled_from([0.0, 1.0]) | st.floats(0, 3))
+    other = [max(0.0, s + shift + spread * k) for k, s in enumerate(scores)]
+    runs = compare.arm_list(TINY_BASE, ("theta0",), ("fixed", "sailor", "paper"))
+    samples = {name: {"score": score, "tile_1024": [0.0] * n, "tile_2048": [0.0] * n,
+                      "final_theta": [list(STARTS["theta0"].theta)] * n}
+               for name, score in (("theta0.fixed", scores), ("theta0.sailor", other),
+                                   ("theta0.paper", list(scores)))}
+    rows = summarize(runs, samples, reps=50, against="paper")
+    assert {r["arm"] for r in rows} == {"theta0.fixed", "theta0.sailor", "theta0.paper"}
+    assert "theta0.sailor" in markdown(rows)
+    line = verdict(report.paired_difference(other, scores))
+    assert line.split(":")[0] in ("a gain", "a loss", "level", "undecided at this size")
