@@ -9,13 +9,13 @@ it changes (dotted `SailorConfig` paths) from `SailorConfig()` or from `base=ARM
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
 
 from sailor_jax.config import SailorConfig
 from sailor_jax.config.arms import ARMS, Arm, leaf_fields
+from sailor_jax.config.flags import near_name
 
 
 def _value(path: str, text: str, default: object) -> object:
@@ -63,6 +63,8 @@ def parse_arm(spec: str, arms: Mapping[str, Arm] = ARMS) -> tuple[str, Arm]:
     defaults, changes, base = leaf_fields(SailorConfig()), {}, None
     for item in re.split(r",(?![^()\[\]]*[)\]])", body):  # not the commas of a tuple
         path, eq, text = (part.strip() for part in item.partition("="))
+        # the flag's spelling names the same field: --sailor.alignment.bo-calls
+        path = path.removeprefix("--").removeprefix("sailor.").replace("-", "_")
         if not eq or not path:
             raise ValueError(f"arm {spec!r}: {item!r} is not field=value")
         if path == "base":
@@ -71,8 +73,8 @@ def parse_arm(spec: str, arms: Mapping[str, Arm] = ARMS) -> tuple[str, Arm]:
                                  f"{', '.join(arms)}")
             base = text
         elif path not in defaults:
-            close = difflib.get_close_matches(path, defaults, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            close = near_name(path, defaults)
+            hint = f"; did you mean {close!r}?" if close else ""
             raise ValueError(f"arm {spec!r}: SailorConfig has no field {path!r}{hint}")
         else:
             changes[path] = _value(path, text, defaults[path])

@@ -305,12 +305,16 @@ def test_arms_written_out_on_the_command_line(compare):
     _, table = compare.arm_table(args.arms)
     assert dict(table["no_heldout"].changes) == {"alignment.heldout": 0.0,
                                                  "alignment.survival_guard": False}
+    for spelling in ("alignment.bo-calls", "--sailor.alignment.bo-calls", "alignment.bo_calls"):
+        _, same = compare.arm_table([f"b:{spelling}=3"])  # the flag's spelling, or the field's
+        assert dict(same["b"].changes) == {"alignment.bo_calls": 3}
     for spec, match in (
             ("x:alignment.helout=0", "no field 'alignment.helout'; did you mean "
                                      "'alignment.heldout'"),
             ("x:alignment.heldout=half", "alignment.heldout takes a float .* got 'half'"),
             ("x:iterations=2.5", "iterations takes a int"),
-            ("x:alignment.heldout=2", "heldout must be in"),  # the config's own check
+            ("x:alignment.heldout=2", "alignment.heldout must be in"),  # the config's check
+            ("x:alignment.no_such=1", "no field 'alignment.no_such'$"),  # nothing near
             ("sailor:alignment.beta=2", "'sailor' is already an arm's name"),
             ("x:base=nope", "unknown base arm 'nope'"),
             ("x:", "expected NAME:field=value"),

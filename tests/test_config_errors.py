@@ -198,3 +198,11 @@ def test_no_private_tyro_module_is_used():
 def test_tyros_report_is_said_on_one_line(report):
     """On a terminal tyro frames its report in a box, elsewhere between rules of dashes."""
     assert flags._report_message(report) == "Unrecognized options: 2"
+
+
+@pytest.mark.parametrize("name, said", [
+    ("--num-seed", "--num-seeds"), ("--num_seeds", "--num-seeds"),
+    ("--iteration", "--iterations"), ("--alignment.no-such", None)])
+def test_did_you_mean_names_only_a_field_within_two_edits(name, said):
+    assert flags.edit_distance("kitten", "sitting") == 3 and flags.edit_distance("", "ab") == 2
+    assert flags.near_name(name, flags.flag_types(SailorConfig)) == said

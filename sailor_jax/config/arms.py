@@ -139,7 +139,15 @@ def replace_fields(cfg, changes: Mapping[str, object]):
             grouped.setdefault(head, {})[rest] = value
         else:
             direct[head] = value
-    nested = {head: replace_fields(getattr(cfg, head), sub) for head, sub in grouped.items()}
+    nested = {}
+    for head, sub in grouped.items():
+        try:
+            nested[head] = replace_fields(getattr(cfg, head), sub)
+        except ValueError as e:  # the message names the field by its full path
+            said = str(e)
+            first = {path.partition(".")[0] for path in sub}
+            named = next((f for f in first if said.startswith((f"{f} ", f"{f}."))), None)
+            raise ValueError(f"{head}.{said}" if named else said) from None
     return dataclasses.replace(cfg, **direct, **nested)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import io
 import re
 import sys
@@ -198,6 +197,24 @@ def _converts(annotation: Any, token: str) -> bool:
     return True
 
 
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance: the fewest single-character insertions, deletions and
+    substitutions that turn `a` into `b`."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def near_name(name: str, known, max_edits: int = 2) -> str | None:
+    """The known name closest to `name` within `max_edits` edits (a typo a person makes;
+    `edit_distance`), or None: what a did-you-mean suggests."""
+    best = min(known, key=lambda k: edit_distance(name, k), default=None)
+    return best if best is not None and edit_distance(name, best) <= max_edits else None
+
+
 def argv_error(root: type, argv: list[str]) -> tuple[str, str] | None:
     """`(what, fix)` of what the flags' types alone reject in `argv`, or None.
 
@@ -218,9 +235,9 @@ def argv_error(root: type, argv: list[str]) -> tuple[str, str] | None:
         flag, eq, inline = arg.partition("=")
         values = [inline] if eq else _values(flag, argv[i:])
         if flag not in known:
-            near = difflib.get_close_matches(flag, list(known), n=1)
+            near = near_name(flag, known)
             return (f"unrecognized arguments {' '.join([arg, *values])}",
-                    (f"did you mean {near[0]}? " if near else "") + "see --help")
+                    (f"did you mean {near}? " if near else "") + "see --help")
         metavar = _metavar(known[flag])
         if not eq and (known[flag] is bool or metavar and not metavar.endswith("...")):
             values = values[:known[flag] is not bool]  # a bool takes none, a scalar one
