@@ -308,6 +308,33 @@ def test_disk_full_while_checkpointing_is_one_line_and_resume_is_exact(
     assert_same_run(out, loop.run(cfg, out, resume=True), reference)
 
 
+def test_disk_full_before_the_first_checkpoint_says_to_start_over_and_that_works(
+        cfg, reference, tmp_path, monkeypatch):
+    """A full disk while saving checkpoint 1: the line says the run ended before its first
+    checkpoint and to run the same command again with another --out, which then finishes."""
+    out = str(tmp_path / "run")
+    with monkeypatch.context() as mp:
+        _disk_full(mp, 1)
+        line = _error_line(lambda: loop.run(cfg, out))
+    assert "ended before its first checkpoint" in line and "another --out" in line, line
+    again = str(tmp_path / "again")
+    assert_same_run(again, loop.run(cfg, again), reference)
+
+
+def test_orbax_logs_of_a_full_disk_are_not_printed(caplog):
+    """orbax's writer threads log each failed write with its traceback (absl's logger); while
+    a run owns its folder those of a full disk are dropped (the run says it once), others
+    pass."""
+    from sailor_jax.run import run_guard
+
+    absl = logging.getLogger("absl")
+    with caplog.at_level(logging.ERROR, logger="absl"), run_guard.quiet_full_disk():
+        absl.error("RESOURCE_EXHAUSTED: Failed to write 14375 bytes: No space left on device")
+        absl.error("something else went wrong")
+    said = [r.getMessage() for r in caplog.records]
+    assert said == ["something else went wrong"]
+
+
 def test_log_write_refused_in_the_folder_is_one_line(cfg, tmp_path, monkeypatch):
     """The folder became unwritable: the judge's next `llm.jsonl` record is refused."""
     from sailor_jax import logging as sailor_logging

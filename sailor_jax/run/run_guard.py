@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import shutil
 from collections.abc import Iterator
@@ -40,7 +41,6 @@ DENIED = (errno.EACCES, errno.EPERM)
 FULL_TEXT = ("No space left on device", "Disk quota exceeded", "Read-only file system")
 """The same, as text inside errors that wrap them (TensorStore's, under orbax)."""
 
-
 def _holder(lock_path: str) -> str:
     try:
         with open(lock_path, encoding="utf-8") as f:
@@ -48,7 +48,6 @@ def _holder(lock_path: str) -> str:
     except OSError:
         pid = ""
     return f"pid {pid}" if pid.isdigit() else "another process"
-
 
 @contextlib.contextmanager
 def lock_out_dir(out_dir: str) -> Iterator[None]:
@@ -82,10 +81,8 @@ def lock_out_dir(out_dir: str) -> Iterator[None]:
         if lock is not None:
             lock.release()
 
-
 def _write_pid(fd: int) -> None:
     os.write(fd, str(os.getpid()).encode())
-
 
 def _free(path: str) -> str:
     while path and not os.path.exists(path):
@@ -94,7 +91,6 @@ def _free(path: str) -> str:
         return f"{shutil.disk_usage(path or '.').free / 2**20:,.1f} MiB free"
     except OSError:
         return "free space unknown"
-
 
 def write_failure(error: BaseException, out_dir: str) -> UserError | None:
     """The one-line `UserError` for `error` if it (or an error it was raised from) is a full
@@ -112,14 +108,35 @@ def write_failure(error: BaseException, out_dir: str) -> UserError | None:
             reason = next((t.lower() for t in FULL_TEXT if t in str(error)), None)
         if reason:
             steps = run_dir.saved_steps(out_dir)
-            kept = f"checkpoint of segment {steps[-1]}" if steps else "no checkpoint yet"
+            if steps:
+                return UserError(f"cannot write {path}: {reason} ({_free(str(path))}; the run "
+                                 f"keeps its last good checkpoint of segment {steps[-1]})",
+                                 "free space or make the folder writable, then continue with "
+                                 "--resume")
             return UserError(f"cannot write {path}: {reason} ({_free(str(path))}; the run "
-                             f"keeps its last good {kept})",
-                             "free space or make the folder writable, then continue with "
-                             "--resume")
+                             f"ended before its first checkpoint)",
+                             "free space, then run the same command again with another "
+                             "--out (nothing was saved to continue from)")
         error = error.__cause__ or error.__context__
     return None
 
+class _QuietFullDisk(logging.Filter):
+    """Drops the log records (orbax's background writers log a traceback per thread) of a
+    write that failed because the disk is full or read-only: `write_failure` says it once."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage() + (str(record.exc_info[1]) if record.exc_info else "")
+        return not any(t in text for t in FULL_TEXT)
+
+@contextlib.contextmanager
+def quiet_full_disk() -> Iterator[None]:
+    """Inside the block, orbax's logs of a full or read-only disk are not printed."""
+    quiet, logger = _QuietFullDisk(), logging.getLogger("absl")
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 @contextlib.contextmanager
 def claim_out_dir(out_dir: str, config: Any, resume: bool) -> Iterator[dict]:
@@ -142,7 +159,7 @@ def claim_out_dir(out_dir: str, config: Any, resume: bool) -> Iterator[dict]:
     """
     if not os.path.exists(os.path.join(out_dir, LOCK_NAME)):
         run_dir.check_out_dir(out_dir, config, resume)  # before the lock file is written
-    with lock_out_dir(out_dir):
+    with lock_out_dir(out_dir), quiet_full_disk():
         written = run_dir.prepare_out_dir(out_dir, config, resume)  # checked again, locked
         try:
             yield written
