@@ -191,6 +191,15 @@ def _diff(d: dict | None) -> str:
             "higher)")
 
 
+def _table(head: list[str], cells: list[list[str]], last_left: bool = False) -> list[str]:
+    """GitHub markdown lines of a table, without the columns empty in every row."""
+    keep = [k for k in range(len(head)) if k == 0 or any(row[k] for row in cells)]
+    head, cells = [head[k] for k in keep], [[row[k] for k in keep] for row in cells]
+    align = "|---|" + "---:|" * (len(head) - 1 - last_left) + ("---|" if last_left else "")
+    return ["| " + " | ".join(head) + " |", align,
+            *("| " + " | ".join(row) + " |" for row in cells)]
+
+
 def markdown(rows: list[dict]) -> str:
     """The repair table (GitHub markdown), with a column of the paired difference to the
     `against` arm when one was given; with 2 or more seeds, `field_markdown` under it; then
@@ -201,19 +210,21 @@ def markdown(rows: list[dict]) -> str:
             "(fixed start) diff. to theta0",
             "diff. to the random judge", *(["diff. to the arm compared with"] if against else []),
             "recovery fraction [95% CI]", "1024", "2048", "final theta (mean over seeds)"]
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 2) + "---|"]
+    cells = []
     for r in rows:
         rec = r.get("recovery")
         theta = ", ".join(f"{SHORT[n]} {v:.2f}" for n, v in
                           zip(FEATURE_NAMES, r["final_theta"], strict=True) if abs(v) >= 0.005)
-        lines.append("| " + " | ".join([
-            r["arm"], _ci(r["score"]), f"{min(r['per_seed']['score']):,.0f}",
+        mean, lo, hi = r["score"]
+        cells.append([
+            r["arm"], _ci((mean, max(lo, 0.0), hi)), f"{min(r['per_seed']['score']):,.0f}",
             _diff(r.get("vs_fixed_start")),
             f"{r['worst_ratio_to_fixed']:.2f}" if "worst_ratio_to_fixed" in r else "",
             _diff(r.get("vs_theta0")),
             _diff(r.get("vs_random_judge")), *([_diff(r.get("vs_against"))] if against else []),
             _ci((rec["fraction"], rec["ci_low"], rec["ci_high"]), 2) if rec else "",
-            f"{r['tile_1024'][0]:.2f}", f"{r['tile_2048'][0]:.2f}", theta]) + " |")
+            f"{r['tile_1024'][0]:.2f}", f"{r['tile_2048'][0]:.2f}", theta])
+    lines = _table(head, cells, last_left=True)
     if "rliable" in rows[0]:
         lines += ["", field_markdown(rows).rstrip("\n")]
     judged = [r for r in rows if "verdict" in r]
@@ -239,19 +250,19 @@ def field_markdown(rows: list[dict]) -> str:
             "P(arm > fixed start) [95%]", "P(arm > random judge) [95%]",
             *(["P(arm > arm compared with) [95%]"] if against else []),
             f"paired SD to {versus}", "detectable at 80% power"]
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
-    powered = []
+    powered, cells = [], []
     for r in rows:
         power = (r.get("vs_against" if against else "vs_fixed_start") or {}).get("power")
         if power:
             powered.append((r["arm"], power))
-        lines.append("| " + " | ".join([
+        cells.append([
             r["arm"], str(len(r["per_seed"]["score"])),
             _ci(r["rliable"]["iqm"]), _ci(r["rliable"]["mean"]),
             _p(r.get("p_improvement_vs_fixed_start")), _p(r.get("p_improvement_vs_random_judge")),
             *([_p(r.get("p_improvement_vs_against"))] if against else []),
             f"{power['paired_sd']:,.0f}" if power else "",
-            f"±{power['detectable_80']:,.0f}" if power else ""]) + " |")
+            f"±{power['detectable_80']:,.0f}" if power else ""])
+    lines = _table(head, cells)
     lines.append("")
     reps = rows[0]["rliable"]["reps"]
     detects = "; ".join(f"±{p['detectable_80']:,.0f} for {arm} ({p['seeds']} seeds, paired SD "

@@ -420,3 +420,25 @@ def test_the_statistics_of_finished_runs_never_raise(compare, data, scores):
     assert "theta0.sailor" in markdown(rows)
     line = verdict(report.paired_difference(other, scores))
     assert line.split(":")[0] in ("a gain", "a loss", "level", "undecided at this size")
+
+
+def test_the_tables_show_no_empty_column_and_no_score_below_zero(compare):
+    """Two seeds far apart: the final score's t-interval is cut at 0 (a score is never
+    negative), and no column is empty in every row of either table."""
+    from sailor_lab.comparison import markdown, summarize
+
+    runs = compare.arm_list(TINY_BASE, ("theta0",), ("fixed", "sailor"))
+    samples = {name: {"score": score, "tile_1024": [0.0] * 2, "tile_2048": [0.0] * 2,
+                      "final_theta": [list(STARTS["theta0"].theta)] * 2}
+               for name, score in (("theta0.fixed", [100.0, 3000.0]),
+                                   ("theta0.sailor", [200.0, 2900.0]))}
+    text = markdown(summarize(runs, samples, reps=50))
+    tables = [[line.split("|")[1:-1] for line in block.splitlines() if line.startswith("|")]
+              for block in text.split("\n\n") if block.startswith("|")]
+    assert len(tables) == 2
+    for table in tables:
+        body = table[2:]
+        assert all(any(row[k].strip() for row in body) for k in range(len(table[0])))
+    score = [h.strip() for h in tables[0][0]].index("final score [95% CI]")
+    assert [row[score].strip().split(" [")[1].startswith("0,") for row in tables[0][2:]] == \
+        [True, True]  # t-interval 1,550 [-16,874, +19,974] before the cut
