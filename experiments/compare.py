@@ -424,8 +424,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.against is not None and args.against not in names:
         raise UserError(f"--against: {args.against!r} is not an arm of --arms",
                         f"arms: {' '.join(names)}")
-    return compare(base, arm_list(base, args.starts, args.arms), args.out, args.only,
-                   args.finished_only, args.blocks, args.resamples, table, args.against)
+    runs = arm_list(base, args.starts, args.arms)
+    if not any(start.split(":")[0] == "theta0" for start in args.starts) or "fixed" not in names:
+        print(f"{REFERENCE} runs too: the reference the tables measure every row against "
+              f"(recovery fraction, difference to theta0)")
+    return compare(base, runs, args.out, args.only, args.finished_only, args.blocks,
+                   args.resamples, table, args.against)
 
 
 if __name__ == "__main__":

@@ -442,3 +442,15 @@ def test_the_tables_show_no_empty_column_and_no_score_below_zero(compare):
     score = [h.strip() for h in tables[0][0]].index("final score [95% CI]")
     assert [row[score].strip().split(" [")[1].startswith("0,") for row in tables[0][2:]] == \
         [True, True]  # t-interval 1,550 [-16,874, +19,974] before the cut
+
+
+def test_the_reference_arm_nobody_asked_for_says_why_it_runs(compare, tmp_path, capsys):
+    """theta0 kept fixed runs whatever the starts and arms (the tables measure every row
+    against it); where the command did not ask for it, a line says so."""
+    for argv, said in ((["--starts", "ones", "--arms", "fixed", "sailor"], True),
+                       (["--starts", "theta0", "--arms", "fixed", "sailor"], False)):
+        with pytest.raises(UserError, match="--finished-only"):
+            compare.main(["--preset", "smoke", *argv, "--finished-only",
+                          "--out", str(tmp_path / "none")])
+        printed = capsys.readouterr().out
+        assert ("theta0.fixed runs too: the reference" in printed) is said
