@@ -234,8 +234,42 @@ def default_run_name(preset: str, judge: str, seed: int, root: str = "runs") -> 
     return f"{root}/{preset}__{judge}__{seed}__{int(time.time())}"
 
 
+class _LineProgress(Progress):
+    """Progress without a terminal (output sent to a file or pipe), where rich draws its bar
+    only at the end: one line per step a task makes, with its rate and time left, so that the
+    log shows the run is alive."""
+
+    unit = ""
+
+    def update(self, task_id, **kwargs) -> None:
+        before = self._tasks[task_id].completed
+        super().update(task_id, **kwargs)
+        self._say(task_id, before)
+
+    def advance(self, task_id, advance: float = 1) -> None:
+        before = self._tasks[task_id].completed
+        super().advance(task_id, advance)
+        self._say(task_id, before)
+
+    def _say(self, task_id, before: float) -> None:
+        task = self._tasks[task_id]
+        if task.completed == before:
+            return
+        speed, left = task.speed, task.time_remaining
+        rate = f", {speed * 60:.2f} {self.unit}/min" if speed else ""
+        eta = f", about {left / 60:.0f} min left" if left is not None else ""
+        self.console.print(f"{task.description}: {task.completed:g}/{task.total:g} {self.unit}, "
+                           f"{(task.elapsed or 0.0) / 60:.1f} min{rate}{eta}", highlight=False)
+
+
 def progress_bar(console: Console, unit: str, remaining: bool = False) -> Progress:
-    """The `rich` progress bar of the CLIs: description, bar, `done/total unit`, elapsed."""
+    """The `rich` progress bar of the CLIs: description, bar, `done/total unit`, elapsed. With
+    output to a file or pipe, a line per step instead (`done/total unit`, minutes, rate and
+    time left)."""
+    if not console.is_terminal:
+        line = _LineProgress(console=console, disable=True)
+        line.unit = unit
+        return line
     columns = [TextColumn("{task.description}"), BarColumn(),
                TextColumn(f"{{task.completed}}/{{task.total}} {unit}"), TimeElapsedColumn()]
     if remaining:

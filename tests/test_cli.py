@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
 
 import pytest
@@ -82,8 +83,26 @@ def test_default_run_name_is_path_safe():
 
 
 def test_progress_bar_shows_the_unit():
-    console = Console(record=True, width=120)
+    console = Console(record=True, width=120, force_terminal=True)
     with cli.progress_bar(console, "segments") as progress:
         task = progress.add_task("train", total=4)
         progress.update(task, advance=3)
     assert "3/4 segments" in console.export_text()
+
+
+def test_progress_to_a_file_is_a_line_per_step_with_its_rate():
+    """Without a terminal rich would draw the bar only at the end: each step prints a line
+    instead, as it happens."""
+    out = io.StringIO()
+    console = Console(file=out, width=120)
+    assert not console.is_terminal
+    with cli.progress_bar(console, "iterations") as progress:
+        task = progress.add_task("theta0.sailor", total=3)
+        progress.advance(task)
+        assert out.getvalue().startswith("theta0.sailor: 1/3 iterations, ")  # already there
+        progress.update(task, advance=1)
+        progress.update(task, description="theta0.sailor")  # no step: no line
+    lines = out.getvalue().splitlines()
+    assert [line.split(",")[0] for line in lines] == ["theta0.sailor: 1/3 iterations",
+                                                      "theta0.sailor: 2/3 iterations"]
+    assert all(" min" in line for line in lines)  # minutes elapsed (the rate once it has one)

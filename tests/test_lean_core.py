@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_FIELDS_CAP = 110
 SAILOR_FLAGS_CAP = 83  # 80, the judge-evidence gate's and the reliability update's 2 priors
 COMPARE_FLAGS_CAP = 60
-PACKAGE_CODE_CAP = 6_388  # 12 of them cache programs or traces: make_train, the collectors
+PACKAGE_CODE_CAP = 6_411  # 12 of them cache programs or traces: make_train, the collectors
 """The package's code lines (`code_lines`): 5,820 when the cap began to count code only,
 116 more for the prompts the judge's server renders (`judges/served_prompts.py` and its use in
 `judges/endpoint.py`), a behaviour the package did not have, and 3 for the collect's buffers
@@ -55,7 +55,8 @@ jointly by NUTS and carries its posterior from update to update (`alignment.reli
 method in `alignment.updates`, every judged pair and the carried belief in `run`), a behaviour
 the package did not have; 17 for a did-you-mean within two edits (`config.flags.near_name`)
 and errors that name a nested field by its full path (`config.arms.replace_fields`); 17 for
-a full disk said in one line (orbax's logged tracebacks of it dropped, `run.run_guard`)."""
+a full disk said in one line (orbax's logged tracebacks of it dropped, `run.run_guard`); 23
+for progress to a file or pipe as a line per step (`cli.progress_bar`)."""
 HISTORY = re.compile(r"\b[Ii]ssue[ -]?\d+|\b[Rr]ound \d+|\b20\d\d-\d\d-\d\d")
 """An issue or round number, or a date: history, which belongs in CHANGELOG.md and git."""
 FLAG = re.compile(r"^[│ ]*\s(--[a-z0-9][\w.-]*)", re.M)
