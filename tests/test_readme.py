@@ -341,13 +341,17 @@ def test_help_in_a_real_process(script: str):
 
 
 def test_ci_installs_as_the_readme_says():
-    """`.ci/run` runs the README's install command, word for word."""
+    """`.ci/run` runs the README's install commands, word for word and in order, the
+    environment first."""
     with open(README, encoding="utf-8") as f:
         install = re.search(r"## Install.*?```bash\n(.*?)\n```", f.read(), re.DOTALL).group(1)
     with open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8") as f:
         ci = f.read().splitlines()
-    assert "--index-url https://download.pytorch.org/whl/cpu" in install
-    assert install in ci
+    lines = install.splitlines()
+    assert "--index-url https://download.pytorch.org/whl/cpu" in lines[-1]
+    assert lines[0] == "python3 -m venv .venv && source .venv/bin/activate"
+    assert all(line in ci for line in lines), [line for line in lines if line not in ci]
+    assert [ci.index(line) for line in lines] == sorted(ci.index(line) for line in lines)
 
 
 def test_console_is_wide_when_output_goes_to_a_file(monkeypatch):
