@@ -60,6 +60,8 @@ from sailor_jax.judges.factory import judge_name, ranker_description  # noqa: E4
 from sailor_jax.run import loop  # noqa: E402
 from sailor_jax.run.out_probe import check_writable  # noqa: E402
 from sailor_jax.run.results import SailorResults  # noqa: E402
+from sailor_lab import report  # noqa: E402
+from sailor_lab.comparison import verdict  # noqa: E402
 from sailor_lab.starts import STARTS, start_name  # noqa: E402
 
 # Every preset runs the recommended SAILOR (`SailorConfig()`'s defaults: windows judged in
@@ -183,6 +185,20 @@ def update_outcome(updates: list) -> str:
     return updates[0].outcome or "-"
 
 
+def paired_verdict(results: SailorResults) -> str | None:
+    """SAILOR's final score against its start kept fixed, paired by seed: the comparison's
+    verdict line (`sailor_lab.comparison.verdict`, a 95% t-interval); None without the kept-fixed
+    agents."""
+    base = results.baseline_evaluation
+    if not base or "per_seed" not in base or "per_seed" not in results.evaluation:
+        return None
+    sailor = [e["score_mean"] for e in results.evaluation["per_seed"]]
+    fixed = [e["score_mean"] for e in base["per_seed"]]
+    said = verdict(report.paired_difference(sailor, fixed))
+    return (f"SAILOR against {start_name(results.config.get('theta0'))} kept fixed, paired by "
+            f"seed: {said}")
+
+
 def summary(results: SailorResults, console: Console) -> None:
     """Print the theta history, preference counts, evaluation and wall-clock tables.
 
@@ -226,6 +242,9 @@ def summary(results: SailorResults, console: Console) -> None:
                    f"{e['max_tile_mean']:.0f}", f"{r['512']:.2f}", f"{r['1024']:.2f}",
                    f"{e['win_rate']:.2f}")
     console.print(ev)
+    line = paired_verdict(results)
+    if line:
+        console.print(line, highlight=False)
     clock = Table(title="wall-clock (s)")
     for k in results.timings:
         clock.add_column(k, justify="right")

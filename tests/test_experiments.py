@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -100,6 +101,9 @@ def test_sailor_cli_runs_end_to_end(tmp_path, capsys, monkeypatch):
     printed = capsys.readouterr().out
     assert "theta history" in printed and "pays_for_dying kept fixed" in printed
     assert "theta0 kept fixed" not in printed  # the smoke preset's start is pays_for_dying
+    said = re.search(r"SAILOR against pays_for_dying kept fixed, paired by seed: (.*)", printed)
+    assert said and said.group(1).split(":")[0] in (
+        "a gain", "a loss", "level", "undecided at this size", "the measures disagree"), printed
     assert "start=pays_for_dying " in printed.splitlines()[0]
     header = next(line for line in printed.splitlines() if "feature" in line).split()
     # columns numbered as theta_trajectories.csv: it-2 is theta0, it0 the warm-up's result
