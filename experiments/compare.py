@@ -85,7 +85,9 @@ class Args:
     arms: tuple[str, ...] = DEFAULT_ARMS
     """Configurations run from every start: names in `sailor_jax.config.arms.ARMS`, or written
     out as `NAME:field=value,field=value` over `SailorConfig()`'s dotted fields (e.g.
-    `no_heldout:alignment.heldout=0`; `base=ARM` starts from a named arm)."""
+    `no_heldout:alignment.heldout=0`; `base=ARM` starts from a named arm). The fields are the
+    main job's options (`python experiments/sailor.py -H`): `--sailor.alignment.bo-calls` is
+    `alignment.bo_calls` or `alignment.bo-calls` here."""
     against: str | None = None
     """An arm of `--arms` that every other arm of a start is compared with (paired difference,
     probability of improvement, power, the verdict line); None = the start kept fixed."""
@@ -409,7 +411,7 @@ def parse(argv: list[str]) -> tuple[str, Args]:
     arms = {name: arm.what for name, arm in ARMS.items()}
     starts = {name: start.why for name, start in STARTS.items()}
     return parse_with_presets(presets, argv, "Comparison of SAILOR configurations", listings={
-        "ARMS (--arms NAME ..., or one written out: NAME:field=value,...,base=ARM):": arms,
+        "ARMS (--arms NAME ..., or NAME:field=value,...,base=ARM; fields: `sailor.py -H`):": arms,
         "STARTS (--starts NAME ..., or NAME:feature=weight,...):": starts})
 
 

@@ -182,9 +182,9 @@ def preset_help(description: str, name: str, presets: Mapping[str, tuple[str, ob
                 default: str = "smoke", verbose: bool = False,
                 listings: Mapping[str, Mapping[str, str]] = {}) -> str:
     """The `--help` text of preset `name`: what the CLI is, the presets, any `listings`
-    (a title, then one line per name), the `-H` and `--debug` hints, fitted to the terminal
-    (`COLUMNS`). A preset's text is its one-line summary, then (after a newline) what `-H`
-    (`verbose`) shows instead: its sizes and why."""
+    (a title, then one line per name; with `verbose`, each whole), the `-H` and `--debug`
+    hints, fitted to the terminal (`COLUMNS`). A preset's text is its one-line summary, then
+    (after a newline) what `-H` (`verbose`) shows instead: its sizes and why."""
     width = max(40, shutil.get_terminal_size().columns - 2)
     lines = textwrap.wrap(f"{description} (preset {name}). PRESET (or --preset NAME; default "
                           f"{default}):", width)
@@ -192,7 +192,7 @@ def preset_help(description: str, name: str, presets: Mapping[str, tuple[str, ob
     lines += one_line_each({key: details if verbose and details else summary
                             for key, (summary, details) in texts.items()}, width, wrap=verbose)
     for title, items in listings.items():
-        lines += ["", title, *one_line_each(items, width)]
+        lines += ["", *textwrap.wrap(title, width), *one_line_each(items, width, wrap=verbose)]
     return "\n".join([*lines, "", f"Options override the preset's values; -H says what each "
                                    f"means, {DEBUG_FLAG} shows an error's traceback."])
 

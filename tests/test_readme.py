@@ -457,3 +457,15 @@ def test_the_module_map_lists_every_module():
     listed = {word for block in pictures for word in re.findall(r"[A-Za-z_]\w*", block)}
     listed |= {name for cell in cells for name in re.findall(r"`([\w.]+)`", cell)}
     assert [m for m in package_modules() if m not in listed] == []
+
+
+def test_verbose_help_shows_every_description_whole():
+    """`compare.py -H` at 100 columns: no description cut (`[...]`), no line wider."""
+    done = subprocess.run([sys.executable, "experiments/compare.py", "-H"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "100"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert not [line for line in lines if "[...]" in line]
+    assert max(map(len, lines)) <= 100
+    assert "sailor_reliability_random_judge" in done.stdout
