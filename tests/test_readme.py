@@ -469,3 +469,32 @@ def test_verbose_help_shows_every_description_whole():
     assert not [line for line in lines if "[...]" in line]
     assert max(map(len, lines)) <= 100
     assert "sailor_reliability_random_judge" in done.stdout
+
+
+def test_the_smoke_output_on_the_running_page_has_todays_format():
+    """docs/running.md's smoke block (written by `docs/smoke_output.py`) has what today's
+    `sailor.py` prints: its header, the tables' titles and rows, the outcomes' line, the
+    paired verdict line and the wall-clock phases, in that order."""
+    from sailor_jax.game.features import FEATURE_NAMES
+    from sailor_jax.run.results import PHASES
+
+    with open(os.path.join(ROOT, "docs", "running.md"), encoding="utf-8") as f:
+        block = re.search(r"```\n\$ python experiments/sailor.py --preset smoke --out "
+                          r"/tmp/readme_smoke\n(.*?)```", f.read(), re.S).group(1)
+    sailor = _load("experiments/sailor.py")
+    expected = [r"^SAILOR preset=smoke start=pays_for_dying ranker=\{'kind': 'expert'.* "
+                r"out=/tmp/readme_smoke$",
+                r"^SAILOR .*: 2/2 iterations, ", r"theta history \(seed mean\), preference pairs",
+                *[rf"^│ {name} +│" for name in FEATURE_NAMES],
+                r"^│ \|D_neg\| ", r"^│ \|D_pos\| ", r"^│ update ",
+                r"^theta updates: .*\(" + re.escape(sailor.OUTCOMES_HELP[:40]),
+                r"final agents, 32,768 env steps per seed \(greedy policy, native game score\)",
+                r"^│ +SAILOR │", r"^│ pays_for_dying kept fixed │",
+                r"^SAILOR against pays_for_dying kept fixed, paired by seed: ",
+                r"wall-clock \(s\)", r"^┃ " + r" ┃ ".join(PHASES) + r" ┃",
+                r"^results: /tmp/readme_smoke/results.json$"]
+    lines, at = block.splitlines(), 0
+    for pattern in expected:
+        found = next((k for k in range(at, len(lines)) if re.search(pattern, lines[k])), None)
+        assert found is not None, f"no line matching {pattern!r} after line {at}"
+        at = found + 1
