@@ -20,6 +20,10 @@ from sailor_jax.game.features import FEATURE_NAMES
 from sailor_lab import report, seed_statistics
 
 REFERENCE = "theta0.fixed"
+BOOTSTRAP_MIN_SEEDS = 3
+"""Seeds from which the tables give rliable's bootstrap statistics (IQM, bootstrap mean,
+probability of improvement): from 2 seeds a resample is one of 3 distinct sets, and an
+interval over them reads as certainty ("0.00 [0.00, 0.00]")."""
 """The reference arm: the baseline reward theta0 kept fixed."""
 SHORT = dict(zip(FEATURE_NAMES, ("score", "empty", "corner", "mono", "merges", "smooth",
                                   "tile_inc", "game_over"), strict=True))
@@ -126,9 +130,9 @@ def summarize(arm_list, samples: dict, reps: int | None = None,
     """
     reps = seed_statistics.REPS if reps is None else reps
     ref = samples[REFERENCE]["score"]
-    many = len(ref) >= 2
+    many, boot = len(ref) >= 2, len(ref) >= BOOTSTRAP_MIN_SEEDS
     field = seed_statistics.aggregate_intervals(
-        {n: samples[n]["score"] for n, *_ in arm_list}, reps) if many else {}
+        {n: samples[n]["score"] for n, *_ in arm_list}, reps) if boot else {}
     rows = []
     for name, start, method, _ in arm_list:
         s = {k: v for k, v in samples[name].items() if k != "final_theta"}
@@ -136,7 +140,7 @@ def summarize(arm_list, samples: dict, reps: int | None = None,
                **{k: report.mean_ci(v) for k, v in s.items()},
                "final_theta": [sum(col) / len(col) for col in
                                zip(*samples[name]["final_theta"], strict=True)]}
-        if many:
+        if boot:
             row["rliable"] = {**field[name], "reps": reps}
         fixed = f"{start.name}.fixed" if start.name != "theta0" else REFERENCE
         if name != REFERENCE and method != "fixed" and fixed in samples:
@@ -146,7 +150,7 @@ def summarize(arm_list, samples: dict, reps: int | None = None,
             gap = report.paired_difference(ref, fixed_score)
             if gap["mean"] > 0 and many and fixed != REFERENCE:
                 row["recovery"] = report.recovery_fraction(s["score"], fixed_score, ref)
-            if many:
+            if boot:
                 row["p_improvement_vs_fixed_start"] = seed_statistics.probability_of_improvement(
                     s["score"], fixed_score, reps)
         named = ARMS.get(method)  # an arm written out on the command line has no control
@@ -154,13 +158,13 @@ def summarize(arm_list, samples: dict, reps: int | None = None,
         if control in samples:
             row["random_judge_arm"] = control
             row["vs_random_judge"] = _paired(s["score"], samples[control]["score"])
-            if many:
+            if boot:
                 row["p_improvement_vs_random_judge"] = (
                     seed_statistics.probability_of_improvement(
                         s["score"], samples[control]["score"], reps))
         if method == "fixed" and name != REFERENCE:
             row["vs_theta0"] = _paired(s["score"], ref)
-        _against(row, samples, f"{start.name}.{against}" if against else None, many, reps)
+        _against(row, samples, f"{start.name}.{against}" if against else None, boot, reps)
         rows.append(row)
     return rows
 
@@ -225,7 +229,7 @@ def markdown(rows: list[dict]) -> str:
             _ci((rec["fraction"], rec["ci_low"], rec["ci_high"]), 2) if rec else "",
             f"{r['tile_1024'][0]:.2f}", f"{r['tile_2048'][0]:.2f}", theta])
     lines = _table(head, cells, last_left=True)
-    if "rliable" in rows[0]:
+    if len(rows[0]["per_seed"]["score"]) >= 2:
         lines += ["", field_markdown(rows).rstrip("\n")]
     judged = [r for r in rows if "verdict" in r]
     if judged:
@@ -257,18 +261,22 @@ def field_markdown(rows: list[dict]) -> str:
             powered.append((r["arm"], power))
         cells.append([
             r["arm"], str(len(r["per_seed"]["score"])),
-            _ci(r["rliable"]["iqm"]), _ci(r["rliable"]["mean"]),
+            *((_ci(r["rliable"]["iqm"]), _ci(r["rliable"]["mean"])) if "rliable" in r
+              else ("", "")),
             _p(r.get("p_improvement_vs_fixed_start")), _p(r.get("p_improvement_vs_random_judge")),
             *([_p(r.get("p_improvement_vs_against"))] if against else []),
             f"{power['paired_sd']:,.0f}" if power else "",
             f"±{power['detectable_80']:,.0f}" if power else ""])
     lines = _table(head, cells)
     lines.append("")
-    reps = rows[0]["rliable"]["reps"]
     detects = "; ".join(f"±{p['detectable_80']:,.0f} for {arm} ({p['seeds']} seeds, paired SD "
                         f"{p['paired_sd']:,.0f})" for arm, p in powered)
-    lines.append("IQM, bootstrap means and P(X > Y) (a seed of X scores above one of Y) are "
-                 f"rliable's, {reps:,} stratified bootstrap resamples. Power at 80% (a "
-                 f"two-sided paired t-test at 5%): the smallest paired difference to {versus} "
-                 f"these seeds detect is {detects or f'not defined (no {versus})'}.")
+    field = (f"IQM, bootstrap means and P(X > Y) (a seed of X scores above one of Y) are "
+             f"rliable's, {rows[0]['rliable']['reps']:,} stratified bootstrap resamples."
+             if "rliable" in rows[0] else
+             f"rliable's IQM, bootstrap means and P(X > Y) need {BOOTSTRAP_MIN_SEEDS} or more "
+             f"seeds.")
+    lines.append(f"{field} Power at 80% (a two-sided paired t-test at 5%): the smallest paired "
+                 f"difference to {versus} these seeds detect is "
+                 f"{detects or f'not defined (no {versus})'}.")
     return "\n".join(lines) + "\n"
