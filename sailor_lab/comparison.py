@@ -11,6 +11,7 @@ root seeds pool into one table by concatenation (`pool`), each seed keeping its 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -243,6 +244,14 @@ def _p(stat: list[float] | None) -> str:
     return "" if not stat else f"{stat[0]:.2f} [{stat[1]:.2f}, {stat[2]:.2f}]"
 
 
+def _detectable(power: dict) -> str:
+    """The detectable difference of `seed_statistics.power_summary`, or why there is none."""
+    if power["paired_sd"] == 0:
+        return "no power estimate: the paired SD is 0"
+    d = power["detectable_80"]
+    return f"±{d:,.0f}" if math.isfinite(d) else "no power estimate: the solver found none"
+
+
 def field_markdown(rows: list[dict]) -> str:
     """The field's statistics of `summarize`'s rows (GitHub markdown): per arm, rliable's IQM
     and bootstrap mean, the probabilities of improvement, the paired SD to the fixed start (to
@@ -266,10 +275,10 @@ def field_markdown(rows: list[dict]) -> str:
             _p(r.get("p_improvement_vs_fixed_start")), _p(r.get("p_improvement_vs_random_judge")),
             *([_p(r.get("p_improvement_vs_against"))] if against else []),
             f"{power['paired_sd']:,.0f}" if power else "",
-            f"±{power['detectable_80']:,.0f}" if power else ""])
+            _detectable(power) if power else ""])
     lines = _table(head, cells)
     lines.append("")
-    detects = "; ".join(f"±{p['detectable_80']:,.0f} for {arm} ({p['seeds']} seeds, paired SD "
+    detects = "; ".join(f"{_detectable(p)} for {arm} ({p['seeds']} seeds, paired SD "
                         f"{p['paired_sd']:,.0f})" for arm, p in powered)
     field = (f"IQM, bootstrap means and P(X > Y) (a seed of X scores above one of Y) are "
              f"rliable's, {rows[0]['rliable']['reps']:,} stratified bootstrap resamples."

@@ -148,17 +148,14 @@ def seeds_needed(difference: float, paired_sd: float, power: float = POWER) -> i
     """Paired seeds a two-sided paired t-test at level `ALPHA` needs to detect a mean
     difference `difference` with probability `power`, at per-seed SD `paired_sd` (both game
     points; `TTestPower`, rounded up, at least 2). A difference so large against its SD that
-    statsmodels' solver fails needs 2 when 2 seeds reach the power; None where no answer is
-    found.
-
-    Raises:
-      ValueError: a difference or SD that is not positive and finite.
+    statsmodels' solver fails needs 2 when 2 seeds reach the power. None where there is no
+    answer: a difference or SD that is not positive and finite, or a solver that fails.
+    Raises nothing.
     """
     from statsmodels.stats.power import TTestPower
 
     if not (difference > 0 and paired_sd > 0 and math.isfinite(difference / paired_sd)):
-        raise ValueError(f"seeds_needed needs a positive difference and SD, got {difference} "
-                         f"and {paired_sd}")
+        return None
     effect = difference / paired_sd
     n = _solve_power(effect_size=effect, nobs=None, power=power)
     if math.isfinite(n):

@@ -169,7 +169,7 @@ def test_compare_end_to_end_numbers_resume_and_figures(compare, tmp_path, monkey
     assert field.count("\n") == 1 + 7 and "| IQM [95% bootstrap] |" not in field
     assert "| detectable at 80% power |" in field
     assert power.startswith("rliable's IQM, bootstrap means and P(X > Y) need 3 or more seeds.")
-    assert "±" in power and "mine.sailor (2 " in power
+    assert ("±" in power or "no power estimate" in power) and "mine.sailor (2 " in power
     assert all("rliable" not in r and "p_improvement_vs_fixed_start" not in r for r in rows)
     assert arm["vs_fixed_start"]["power"]["paired_sd"] == pytest.approx(np.std(d, ddof=1))
     assert os.path.getsize(os.path.join(out, "figures", "profiles_mine.png")) > 1000
@@ -424,6 +424,24 @@ def test_the_statistics_of_finished_runs_never_raise(compare, data, scores):
     assert "theta0.sailor" in markdown(rows)
     line = verdict(report.paired_difference(other, scores))
     assert line.split(":")[0] in ("a gain", "a loss", "level", "undecided at this size")
+    d = np.subtract(other, scores)
+    n = seed_statistics.seeds_needed(abs(float(d.mean())), float(np.std(d, ddof=1)))
+    assert n is None or n >= 2
+
+
+def test_a_power_estimate_that_cannot_be_made_says_why(compare):
+    """Every seed's difference the same (paired SD 0): the field table says there is no power
+    estimate and why, instead of a number."""
+    from sailor_lab.comparison import markdown, summarize
+
+    runs = compare.arm_list(TINY_BASE, ("theta0",), ("fixed", "sailor"))
+    samples = {name: {"score": score, "tile_1024": [0.0] * 3, "tile_2048": [0.0] * 3,
+                      "final_theta": [list(STARTS["theta0"].theta)] * 3}
+               for name, score in (("theta0.fixed", [100.0, 200.0, 300.0]),
+                                   ("theta0.sailor", [150.0, 250.0, 350.0]))}
+    text = markdown(summarize(runs, samples, reps=50))
+    assert "no power estimate: the paired SD is 0" in text
+    assert seed_statistics.seeds_needed(50.0, 0.0) is None
 
 
 def test_the_tables_show_no_empty_column_and_no_score_below_zero(compare):

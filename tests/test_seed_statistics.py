@@ -121,10 +121,15 @@ def test_pool_keeps_pairs_and_refuses_other_arms():
     lambda: seed_statistics.probability_of_improvement([1.0, 2.0], [math.inf, 1.0]),
     lambda: seed_statistics.detectable_difference(100.0, 1),
     lambda: seed_statistics.detectable_difference(math.nan, 10),
-    lambda: seed_statistics.seeds_needed(0.0, 100.0),
-    lambda: seed_statistics.seeds_needed(300.0, -1.0),
     lambda: seed_statistics.power_summary([1.0]),
 ])
 def test_bad_input_is_refused(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_seeds_needed_has_no_answer_rather_than_an_error():
+    """A difference or SD that is not positive and finite has no seed count: None."""
+    assert seed_statistics.seeds_needed(0.0, 100.0) is None
+    assert seed_statistics.seeds_needed(300.0, -1.0) is None
+    assert seed_statistics.seeds_needed(float("nan"), 100.0) is None
