@@ -174,6 +174,14 @@ OUTCOMES_HELP = ("moved: the judge's update was accepted; held out: refused, it 
                  "guard; no gain: it did not lower the fitted pairs' error; no judge: no "
                  "ranking")
 """What the `update` row of the theta table says."""
+def columns_legend(warmup: int) -> str:
+    """The theta table's legend, for a run with `warmup` warm-up updates."""
+    start = (f"it-{warmup} is the start, the warm-up's {warmup} updates make it{1 - warmup}..it0"
+             if warmup else "it0 is the start")
+    return (f"columns: itN is the theta segment N trained on ({start}); |D_neg| / |D_pos|: the "
+            f"discordant / concordant pairs of the update that made the column; agreement(tau) "
+            f"in the progress lines: Kendall's tau of R_theta with the judge after the "
+            f"iteration's update")
 
 
 def update_outcome(updates: list) -> str:
@@ -224,6 +232,7 @@ def summary(results: SailorResults, console: Console) -> None:
                                else "" for t in shown])
     theta.add_row("update", *[update_outcome(records[t - 1].seeds) if t else "" for t in shown])
     console.print(theta)
+    console.print(columns_legend(len(results.warmup)), highlight=False)
     outcomes = Counter(update_outcome([u]) for r in records for u in r.seeds)
     console.print(f"theta updates: {', '.join(f'{n} {k}' for k, n in outcomes.items())} "
                   f"({OUTCOMES_HELP})")

@@ -101,6 +101,8 @@ def test_sailor_cli_runs_end_to_end(tmp_path, capsys, monkeypatch):
     printed = capsys.readouterr().out
     assert "theta history" in printed and "pays_for_dying kept fixed" in printed
     assert "theta0 kept fixed" not in printed  # the smoke preset's start is pays_for_dying
+    assert "columns: itN is the theta segment N trained on (it-2 is the start, the warm-up's 2 " \
+        "updates make it-1..it0)" in " ".join(printed.split())
     said = re.search(r"SAILOR against pays_for_dying kept fixed, paired by seed: (.*)", printed)
     assert said and said.group(1).split(":")[0] in (
         "a gain", "a loss", "level", "undecided at this size", "the measures disagree"), printed

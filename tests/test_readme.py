@@ -487,6 +487,7 @@ def test_the_smoke_output_on_the_running_page_has_todays_format():
                 r"^SAILOR .*: 2/2 iterations, ", r"theta history \(seed mean\), preference pairs",
                 *[rf"^│ {name} +│" for name in FEATURE_NAMES],
                 r"^│ \|D_neg\| ", r"^│ \|D_pos\| ", r"^│ update ",
+                "^" + re.escape(sailor.columns_legend(8)[:60]),
                 r"^theta updates: .*\(" + re.escape(sailor.OUTCOMES_HELP[:40]),
                 r"final agents, 32,768 env steps per seed \(greedy policy, native game score\)",
                 r"^│ +SAILOR │", r"^│ pays_for_dying kept fixed │",
