@@ -21,11 +21,11 @@ from sailor_jax.game.features import FEATURE_NAMES
 from sailor_lab import report, seed_statistics
 
 REFERENCE = "theta0.fixed"
+"""The reference arm: the baseline reward theta0 kept fixed."""
 BOOTSTRAP_MIN_SEEDS = 3
 """Seeds from which the tables give rliable's bootstrap statistics (IQM, bootstrap mean,
 probability of improvement): from 2 seeds a resample is one of 3 distinct sets, and an
 interval over them reads as certainty ("0.00 [0.00, 0.00]")."""
-"""The reference arm: the baseline reward theta0 kept fixed."""
 SHORT = dict(zip(FEATURE_NAMES, ("score", "empty", "corner", "mono", "merges", "smooth",
                                   "tile_inc", "game_over"), strict=True))
 """Short feature names for the table's final-theta column."""
@@ -97,7 +97,7 @@ def verdict(diff: dict, recovery: dict | None = None) -> str:
         return f"undecided at this size: 1 seed gives no interval ({mean:+,.0f})"
     sign = 1 if lo > 0 else -1 if hi < 0 else 0
     sd = float(np.std(d, ddof=1))
-    n = seed_statistics.seeds_needed(abs(mean), sd) if abs(mean) > 0 and sd > 0 else None
+    n = seed_statistics.seeds_needed(abs(mean), sd)
     need = (f"; about {n:,} paired seeds would detect ±{abs(mean):,.0f} (paired SD {sd:,.0f})"
             if n is not None else "")
     if recovery is not None:

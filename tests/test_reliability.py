@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from sailor_jax.alignment import reliability
+from sailor_jax.alignment.preferences import all_judged_pairs
 from sailor_jax.alignment.updates import update_theta
 from sailor_jax.config import AlignmentConfig
 from sailor_jax.game.reward import RewardSpec
-from sailor_jax.run.theta_update import every_judged_pair
 from sailor_jax.types import Ranking
 
 D, M = 6, 16
@@ -82,18 +82,19 @@ def test_the_update_steps_to_the_posterior_mean_inside_the_bounds_and_carries_it
     order = np.argsort(-(phi @ truth)).astype(np.int32)
     ranking = Ranking(order=order, scores=(phi @ truth).astype(np.float32))
     theta = np.asarray(spec.theta0, np.float32)
-    prefs = every_judged_pair(ranking, phi @ theta)
+    prefs = all_judged_pairs(ranking, 2.0 / M, phi @ theta)
     assert len(prefs) == M * (M - 1) // 2 and np.allclose(prefs.w, 2.0 / M)
     first = update_theta(theta, phi, prefs, spec, CFG, rng=0)
     assert first.accepted and first.diagnostics["mixed"]
     assert np.all(first.theta >= -1) and np.all(first.theta <= 1)
-    assert {"rhat", "ess", "divergences", "eta", "belief"} <= set(first.diagnostics)
+    assert {"rhat", "ess", "divergences", "eta"} <= set(first.diagnostics)
+    assert first.belief is not None
     second = update_theta(first.theta, phi, prefs, spec, CFG, rng=1,
-                          belief=first.diagnostics["belief"])
+                          belief=first.belief)
     # the same verdicts again: more evidence, a more reliable judge and a narrower posterior
     assert second.diagnostics["eta"] > first.diagnostics["eta"]
-    assert (np.trace(np.asarray(second.diagnostics["belief"]["cov"]))
-            < np.trace(np.asarray(first.diagnostics["belief"]["cov"])))
+    assert (np.trace(np.asarray(second.belief["cov"]))
+            < np.trace(np.asarray(first.belief["cov"])))
 
 
 @pytest.mark.parametrize("bad", [(0.0, 1.0), (1.0,), (1.0, float("nan"))])

@@ -148,3 +148,15 @@ def bt_nll(thetas, Phi, prefs: Preferences, beta: float, scale: float):
       ValueError: bad shapes, non-finite `Phi`, or pair indices out of range.
     """
     return _over_thetas(weighted_nll, thetas, Phi, prefs, beta, scale)
+
+
+def pad_pairs(a: np.ndarray, b: np.ndarray, w: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The linear pair terms `a [P, D]`, `b [P]` and weights `w [P]` padded with weight-0
+    pairs to the next power of two of P, at least 64 (float64): a jitted sampler then compiles
+    one program per bucket, not one per pair count."""
+    n = len(w)
+    pairs = max(64, 1 << max(0, n - 1).bit_length())
+    pa, pb, pw = np.zeros((pairs, a.shape[1])), np.zeros(pairs), np.zeros(pairs)
+    pa[:n], pb[:n], pw[:n] = a, b, w
+    return pa, pb, pw

@@ -56,6 +56,18 @@ def judged_pairs(ranking: Ranking) -> tuple[np.ndarray, np.ndarray]:
     return win, lose
 
 
+def all_judged_pairs(ranking: Ranking, weight: float = 1.0,
+                     returns: np.ndarray | None = None) -> Preferences:
+    """Every pair the judge orders (`judged_pairs`), winner first, each of weight `weight`;
+    a pair is discordant where `returns` (`float[M]`, `R_theta`) reverse the judge's order
+    (None: none marked)."""
+    win, lose = judged_pairs(ranking)
+    discordant = (theta_sign(returns, win, lose) < 0 if returns is not None
+                  else np.zeros(win.shape, bool))
+    return Preferences(i=win.astype(np.int32), j=lose.astype(np.int32),
+                       w=np.full(win.shape, weight, np.float32), discordant=discordant)
+
+
 def agent_preferred(ranking: Ranking, reference_games: int) -> float | None:
     """The share of (agent, reference player) pairs of a group in which the judge ranks the
     agent's trajectory higher: the last `reference_games` of the group are the reference

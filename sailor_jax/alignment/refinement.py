@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from sailor_jax.alignment.preferences import judged_pairs
+from sailor_jax.alignment.preferences import all_judged_pairs
 from sailor_jax.alignment.suggestion import Suggestion, parse_suggestion
 from sailor_jax.alignment.updates import UpdateResult, update_theta
 from sailor_jax.config import AlignmentConfig, LLMRankerConfig, RefineConfig
@@ -34,7 +34,7 @@ from sailor_jax.judges.base import Ranker
 from sailor_jax.judges.hf_backend import LLMBackend
 from sailor_jax.judges.llm import LLMRanker
 from sailor_jax.logging import JsonlSink
-from sailor_jax.types import Preferences, Ranking
+from sailor_jax.types import Ranking
 
 SYSTEM_PROMPT = "You are an expert 2048 player who designs reward functions for game agents."
 
@@ -94,13 +94,6 @@ def one_sided_box(theta, suggestion: Suggestion, spec: RewardSpec, cfg: RefineCo
     else:
         lo[k], hi[k] = max(w - cfg.max_step, spec.lower[k]), w - cfg.min_step
     return lo, hi
-
-
-def all_judged_pairs(ranking: Ranking) -> Preferences:
-    """Every pair the judge orders, winner first, weight 1 (the agreement to keep)."""
-    win, lose = judged_pairs(ranking)
-    return Preferences(i=win.astype(np.int32), j=lose.astype(np.int32),
-                       w=np.ones(win.shape, np.float32), discordant=np.zeros(win.shape, bool))
 
 
 def refine_theta(theta, Phi, ranking: Ranking, suggestion: Suggestion, spec: RewardSpec,

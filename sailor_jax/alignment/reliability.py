@@ -23,6 +23,8 @@ import functools
 
 import numpy as np
 
+from sailor_jax.alignment.pair_objectives import pad_pairs
+
 CHAINS = 4
 """NUTS chains run side by side (vectorised), each adapted on its own."""
 
@@ -111,9 +113,8 @@ def sample(belief: Belief, lo, hi, a, b, w, seed: int, warmup: int, samples: int
     lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
     d = len(lo)
     chol = np.linalg.cholesky(belief.cov + np.eye(d) * 1e-12)
-    pairs = _bucket(len(w))  # padded with weight 0: one program per bucket
-    pa, pb, pw = np.zeros((pairs, d)), np.zeros(pairs), np.zeros(pairs)
-    pa[:len(w)], pb[:len(w)], pw[:len(w)] = a, b, w
+    pa, pb, pw = pad_pairs(np.asarray(a, np.float64), np.asarray(b, np.float64),
+                           np.asarray(w, np.float64))
     import jax
 
     with jax.default_device(jax.devices("cpu")[0]):  # a tiny program: on the host, GPU or not
@@ -125,11 +126,6 @@ def sample(belief: Belief, lo, hi, a, b, w, seed: int, warmup: int, samples: int
     cov = (vectors * np.minimum(values, max_sd**2)) @ vectors.T
     ea, eb = beta_moments(float(eta.mean()), float(eta.var()))
     return Posterior(Belief(flat.mean(0), cov, ea, eb), float(rhat), float(ess), float(div))
-
-
-def _bucket(n: int) -> int:
-    """The padded pair count of `n` pairs: the next power of two, at least 64."""
-    return max(64, 1 << max(0, n - 1).bit_length())
 
 
 @functools.cache

@@ -20,6 +20,7 @@ from sailor_jax.alignment.pair_objectives import (
     bt_scale,
     check_phi,
     diff_scale,
+    pad_pairs,
     pair_diffs,
     pair_error,
     weighted_error,
@@ -71,8 +72,12 @@ class UpdateResult:
     diagnostics: dict | None = None
     """The sampler's convergence diagnostics after burn-in (`blackjax.diagnostics`): `{"rhat":
     the largest potential scale reduction, "ess": the smallest effective sample size}` over
-    the free coordinates (bt_reliability's also over eta, with "divergences", "eta", "mixed"
-    and "belief", the next update's prior); None for bo or when no sampler ran."""
+    the free coordinates (bt_reliability's also over eta, with "divergences", "eta" and
+    "mixed"); None for bo or when no sampler ran."""
+    belief: dict | None = None
+    """bt_reliability's posterior, the seed's next prior (`alignment.reliability.Belief`
+    as JSON; the prior it started from where the chains did not mix); None: another method
+    or no sampler ran."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +113,14 @@ class _Problem:
     def log_lik(self, x: np.ndarray) -> np.ndarray:
         """`float64[K]` weighted Bradley-Terry log-likelihood `sum_p w_p log sigmoid(...)`."""
         return -self.w.sum() * self.objective(x, "bt_nll")
+
+    def linear_terms(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each pair's Bradley-Terry logit `beta (R_i - R_j) / scale` as `a . x + b` in the
+        free coordinates `x`: `(a float64[P, D], b float64[P])`, `b` from the entries that do
+        not move."""
+        coef = self.cfg.beta / self.scale
+        fixed = self.thetas(np.zeros((1, int(self.free.sum()))))[0]
+        return self.dphi[:, self.index[self.free]] * coef, self.dphi @ fixed * coef
 
     def to_theta(self, x: np.ndarray) -> np.ndarray:
         """float32 theta from free coordinates `x [D]`, rounded into the box."""
@@ -158,7 +171,7 @@ def _gp_fit(obj_func, initial_theta, bounds, maxiter: int) -> tuple[np.ndarray, 
 
 def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple:
     """`skopt.gp_minimize` from the current theta: `(best point [D], evaluations, note,
-    None)`."""
+    None, None)`."""
     import skopt  # deferred: with scipy.stats, a third of a script's start
 
     cfg, free = problem.cfg, problem.free
@@ -189,26 +202,20 @@ def _run_bo(problem: _Problem, rng: np.random.Generator) -> tuple:
             random_state=seed,
         )
     points, values = np.asarray(res.x_iters, dtype=np.float64), np.asarray(res.func_vals)
-    return points[int(np.argmin(values))], len(values), "", None
+    return points[int(np.argmin(values))], len(values), "", None, None
 
 
 def _run_mcmc(problem: _Problem, rng: np.random.Generator) -> tuple:
     """Random-walk Metropolis-Hastings on the Bradley-Terry posterior (blackjax's
     `additive_step_random_walk`, `MCMC_CHAINS` chains from the current theta): `(posterior
-    mean [D], evaluations, note, diagnostics)`; the note gives the acceptance rate, the
+    mean [D], evaluations, note, diagnostics, None)`; the note gives the acceptance rate, the
     diagnostics the chains' largest R-hat and smallest effective sample size after burn-in
     over the free coordinates (`blackjax.diagnostics`)."""
     cfg, free = problem.cfg, problem.free
     lo, hi = problem.lo[free], problem.hi[free]
     # Chains start at the current theta, or at its nearest point of a box that excludes it.
     x0 = np.clip(problem.theta[problem.index[free]].astype(np.float64), lo, hi)
-    coef = problem.cfg.beta / problem.scale
-    fixed = problem.thetas(np.zeros((1, len(x0))))[0]  # the entries that do not move
-    pairs = _bucket(len(problem.w))  # padded with weight 0: one program per bucket
-    a = np.zeros((pairs, len(x0)))
-    a[:len(problem.w)] = problem.dphi[:, problem.index[free]] * coef
-    b, w = np.zeros(pairs), np.zeros(pairs)
-    b[:len(problem.w)], w[:len(problem.w)] = problem.dphi @ fixed * coef, problem.w
+    a, b, w = pad_pairs(*problem.linear_terms(), problem.w)
     seed = int(rng.integers(2**31 - 1))
     import jax
 
@@ -219,12 +226,7 @@ def _run_mcmc(problem: _Problem, rng: np.random.Generator) -> tuple:
     note = (f"MH acceptance rate {float(moves):.2f}, R-hat {float(rhat):.3f}, "
             f"ESS {float(ess):.0f}; ")
     return mean, MCMC_CHAINS * (1 + cfg.mcmc_samples), note, {"rhat": float(rhat),
-                                                               "ess": float(ess)}
-
-
-def _bucket(n: int) -> int:
-    """The padded pair count of `n` pairs: the next power of two, at least 64."""
-    return max(64, 1 << max(0, n - 1).bit_length())
+                                                               "ess": float(ess)}, None
 
 
 @functools.cache
@@ -268,28 +270,26 @@ is not finite): a posterior the chains disagree on is not stepped to."""
 def _run_reliability(problem: _Problem, rng: np.random.Generator, belief: dict | None) -> tuple:
     """NUTS on theta and the judge's reliability (`alignment.reliability.sample`) from the
     carried `belief` (None: the prior around the current theta): `(posterior mean [D],
-    evaluations, note, diagnostics)`; the diagnostics hold R-hat, ESS, the divergence share,
-    eta's posterior mean and the new belief (`Belief.to_json`)."""
+    evaluations, note, diagnostics, new belief)`; the diagnostics hold R-hat, ESS, the
+    divergence share and eta's posterior mean; the belief is `Belief.to_json`."""
     from sailor_jax.alignment import reliability
 
     cfg, free = problem.cfg, problem.free
     x0 = problem.theta[problem.index[free]].astype(np.float64)
     prior = (reliability.Belief.from_json(belief) if belief is not None else
              reliability.Belief.prior(x0, cfg.prior_sd, *cfg.reliability_prior))
-    coef = cfg.beta / problem.scale
-    fixed = problem.thetas(np.zeros((1, len(x0))))[0]
     post = reliability.sample(
-        prior, problem.lo[free], problem.hi[free], problem.dphi[:, problem.index[free]] * coef,
-        problem.dphi @ fixed * coef, problem.w, int(rng.integers(2**31 - 1)),
-        cfg.mcmc_burn_in, cfg.mcmc_samples - cfg.mcmc_burn_in, cfg.prior_sd)
+        prior, problem.lo[free], problem.hi[free], *problem.linear_terms(), problem.w,
+        int(rng.integers(2**31 - 1)), cfg.mcmc_burn_in, cfg.mcmc_samples - cfg.mcmc_burn_in,
+        cfg.prior_sd)
     mixed = bool(np.isfinite(post.rhat) and post.rhat <= RELIABILITY_RHAT_LIMIT)
     diagnostics = {"rhat": post.rhat, "ess": post.ess, "divergences": post.divergences,
-                   "eta": post.belief.eta_mean, "mixed": mixed,
-                   "belief": (post.belief if mixed else prior).to_json()}
+                   "eta": post.belief.eta_mean, "mixed": mixed}
     note = (f"NUTS R-hat {post.rhat:.3f}, ESS {post.ess:.0f}, judge reliability eta "
             f"{post.belief.eta_mean:.2f}; ")
     step = np.clip(post.belief.mean, problem.lo[free], problem.hi[free]) if mixed else x0
-    return step, reliability.CHAINS * cfg.mcmc_samples, note, diagnostics
+    return step, reliability.CHAINS * cfg.mcmc_samples, note, diagnostics, \
+        (post.belief if mixed else prior).to_json()
 
 
 def _values(problem: _Problem, theta: np.ndarray) -> tuple[float, float]:
@@ -360,7 +360,7 @@ def update_theta(theta, Phi, prefs: Preferences, spec: RewardSpec, cfg: Alignmen
       spec: Names, bounds and tunable mask of theta.
       cfg: Method and budgets.
       rng: NumPy generator or int seed (makes the update deterministic).
-      belief: bt_reliability's prior, the previous update's `diagnostics["belief"]` (None:
+      belief: bt_reliability's prior, the previous update's `UpdateResult.belief` (None:
         the first update's prior around `theta`); other methods ignore it.
       box: optional `(lower, upper)` (scalars or `float[F]`) intersected with the search box.
         A box that excludes the current theta forces a move (LLM-guided refinement's
@@ -388,8 +388,9 @@ def update_theta(theta, Phi, prefs: Preferences, spec: RewardSpec, cfg: Alignmen
     # Small GP fits and [K, 8] x [8, P] products: BLAS threads only add contention (10x slower
     # on a busy 2-core host), so run single-threaded.
     with threadpoolctl.threadpool_limits(limits=1):
-        x_best, evaluations, note, diagnostics = run(problem, np.random.default_rng(rng))
+        x_best, evaluations, note, diagnostics, belief = run(problem,
+                                                             np.random.default_rng(rng))
     result = _decide(problem, problem.to_theta(x_best), (obj, err), evaluations, note,
                      accept_ties, (diagnostics or {}).get("mixed", True))
-    return dataclasses.replace(result, diagnostics=diagnostics)
+    return dataclasses.replace(result, diagnostics=diagnostics, belief=belief)
 

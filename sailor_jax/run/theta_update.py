@@ -19,16 +19,16 @@ from sailor_jax.alignment import heldout, refinement
 from sailor_jax.alignment.parallel import update_many
 from sailor_jax.alignment.preferences import (
     agent_preferred,
+    all_judged_pairs,
     build_preferences,
     judged_pairs,
     kendall_tau,
-    theta_sign,
 )
 from sailor_jax.alignment.updates import UpdateResult
 from sailor_jax.config import AlignmentConfig, SailorConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run.results import LoopState, Outcome, SeedUpdate
-from sailor_jax.types import Preferences, Ranking
+from sailor_jax.types import Ranking
 
 
 def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
@@ -106,8 +106,9 @@ def align_step(thetas: np.ndarray, batch: Any, rankings: list[Ranking | None],
             accepted=decision.accepted, outcome=decision.outcome,
             evaluations=result.num_evaluations, message=decision.message,
             heldout_p=decision.heldout_p, evidence_z=decision.evidence_z,
-            mcmc=_without(result.diagnostics, "belief"),
-            belief=(result.diagnostics or {}).get("belief", beliefs[s] if beliefs else None),
+            mcmc=result.diagnostics,
+            belief=result.belief if result.belief is not None else (
+                beliefs[s] if beliefs else None),
             agent_preferred=agent_preferred(rankings[s], cfg.reference_games))
     if advisor is not None and stalled is not None:
         refine_stalled(new_thetas, updates, batch, rankings, spec, cfg, iteration, advisor,
@@ -195,22 +196,6 @@ def decide(ctx: DecisionContext) -> Decision:
     return Decision(theta, outcome, message, p, z)
 
 
-def every_judged_pair(ranking: Ranking, returns: np.ndarray) -> Preferences:
-    """Every pair the judge orders among `M` windows, each of weight `2 / M` (bt_reliability's
-    pairs): a group's `M (M - 1) / 2` pairs then weigh as its `M - 1` comparisons, the number
-    of choices in a ranking (the pairs of one ranking are not independent verdicts). A pair is
-    discordant where `returns` (`float[M]`, `R_theta`) reverse the judge's order."""
-    win, lose = judged_pairs(ranking)
-    m = len(ranking.order)
-    return Preferences(i=win.astype(np.int32), j=lose.astype(np.int32),
-                       w=np.full(win.shape, 2.0 / m, np.float32),
-                       discordant=theta_sign(returns, win, lose) < 0)
-
-
-def _without(d: dict | None, key: str) -> dict | None:
-    return None if d is None else {k: v for k, v in d.items() if k != key}
-
-
 def _window_fit(theta: np.ndarray, batch: Any, s: int, ranking: Ranking, comparison: str,
                 rng: np.random.Generator, cfg: SailorConfig) -> tuple:
     """Seed `s`'s windows: `(phi [N, F] of the fitted windows, their preferences, tau(theta)
@@ -223,7 +208,9 @@ def _window_fit(theta: np.ndarray, batch: Any, s: int, ranking: Ranking, compari
         out_ranking = heldout.subset_ranking(ranking, out)
         test = HeldoutWindows(phi_all[out], *judged_pairs(out_ranking), out_ranking)
     if cfg.alignment.method == "bt_reliability":
-        prefs = every_judged_pair(fit_ranking, phi_sum @ theta)
+        # every judged pair, weight 2 / M: a group's M (M - 1) / 2 pairs then weigh as its
+        # M - 1 comparisons, a ranking's choices (one ranking's pairs are not independent)
+        prefs = all_judged_pairs(fit_ranking, 2.0 / len(fit_ranking.order), phi_sum @ theta)
     else:
         prefs = build_preferences(phi_sum @ theta, fit_ranking, rng, cfg.preferences)
     return phi_sum, prefs, lambda th: kendall_tau(phi_sum @ th, fit_ranking), test
