@@ -135,7 +135,7 @@ def replay(variant: str, phis, rankings, train, test, spec: RewardSpec, args: Ar
     for s in range(args.replay_seeds):
         rng = np.random.default_rng([args.seed, s])
         order = rng.choice(train, size=args.iterations, replace=False)
-        theta = np.asarray(spec.theta0, np.float32)
+        theta = np.asarray(spec.start, np.float32)
         for t, g in enumerate(order):
             step_rng = np.random.default_rng([args.seed, s, t])
             phi = np.asarray(phis[g], np.float64)
@@ -162,9 +162,9 @@ def run(args: Args) -> dict:
     free = np.asarray([r["constant_fraction"] < 1.0 for r in spread])
     phi, prefs = pooled(phis, rankings, train)
     t0 = time.perf_counter()
-    fit = fit_bradley_terry(phi, prefs, theta=spec.theta0, free=free, l2=args.l2)
+    fit = fit_bradley_terry(phi, prefs, theta=spec.start, free=free, l2=args.l2)
     seconds["fit_s"] = time.perf_counter() - t0
-    theta0 = np.asarray(spec.theta0)
+    theta0 = np.asarray(spec.start)
     ceiling = {"theta0": {**held_out(theta0, phis, rankings, test),
                           "train_pair_accuracy": agreement(theta0, phi, prefs)},
                "fit": {**held_out(fit.theta, phis, rankings, test),

@@ -54,7 +54,7 @@ from sailor_jax.cli import parse_args  # noqa: E402
 from sailor_jax.config.recipes import recipe  # noqa: E402
 from sailor_jax.errors import UserError, report_user_errors  # noqa: E402
 from sailor_jax.game import env  # noqa: E402
-from sailor_jax.game.reward import RewardSpec  # noqa: E402
+from sailor_jax.game.reward import THETA0  # noqa: E402
 from sailor_jax.logging import json_line  # noqa: E402
 from sailor_lab import trace_summary  # noqa: E402
 from sailor_lab.report import machine  # noqa: E402
@@ -303,7 +303,7 @@ def arm_changes(arm: Arm):
 
 def compile_arm(arm: Arm, cfg) -> tuple:
     """`(compiled segment, runner state, theta, compile seconds)` of `arm` at `cfg`."""
-    theta = jnp.asarray(RewardSpec().theta0)
+    theta = jnp.asarray(THETA0)
     with arm_changes(arm):  # built afresh (not `make_train`'s cache): the patches trace in
         init, segment = ppo.make_train.__wrapped__(cfg)
         runner = init(jax.random.PRNGKey(0))

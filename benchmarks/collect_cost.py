@@ -108,7 +108,7 @@ def main(args: Args) -> list[dict]:
     init, segment = ppo.make_train(cfg.run_ppo, num_seeds=cfg.num_seeds)
     key_init, key_collect, _ = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
     state = init(key_init)
-    theta = np.tile(np.asarray(cfg.reward_spec().theta0, np.float32), (cfg.num_seeds, 1))
+    theta = np.tile(np.asarray(cfg.reward_spec().start, np.float32), (cfg.num_seeds, 1))
     rows, trained, compiled, compile_s = [], 0, {}, {}
     for target in args.train_segments:
         for _ in range(target - trained):

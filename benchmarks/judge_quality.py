@@ -75,7 +75,7 @@ from sailor_jax.cli import parse_args
 from sailor_jax.config import LLMRankerConfig, RankerConfig
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
-from sailor_jax.game.reward import RewardSpec
+from sailor_jax.game.reward import THETA0
 from sailor_jax.judges import ExpertRanker, LLMRanker, OutcomeRanker, pointwise
 from sailor_jax.judges.base import group_size
 from sailor_jax.judges.factory import check_ranker, judge_name, make_ranker
@@ -144,7 +144,7 @@ def make_judge(args: Args, kind: str | None = None):
     before any game is played; an LLM judge keeps every log record)."""
     kind, _, verdict = (kind or args.judge).partition(":")
     if kind == "linear_oracle":
-        theta_star = args.theta_star if args.theta_star is not None else RewardSpec().theta0
+        theta_star = args.theta_star if args.theta_star is not None else THETA0
         cfg = RankerConfig(kind="linear_oracle", theta_star=tuple(theta_star))
     else:
         cfg = RankerConfig(kind=kind, llm=args.llm, expert_depth=args.expert_depth,

@@ -122,7 +122,7 @@ def run_config(args: Args, name: str) -> LearningRun:
         cfg = dataclasses.replace(cfg, updates_per_segment=max(1, round(args.eval_every
                                                                          / cfg.batch_size)))
     spec = RewardSpec()
-    theta = spec.validate(args.theta if args.theta is not None else spec.theta0)
+    theta = spec.validate(args.theta if args.theta is not None else spec.start)
     run = LearningRun(recipe=name, agent=cfg,
                       theta=tuple(float(v) for v in theta),
                       total_timesteps=args.total_timesteps, num_seeds=args.num_seeds,

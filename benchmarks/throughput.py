@@ -41,7 +41,7 @@ from sailor_jax.config.recipes import recipe
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game import env
 from sailor_jax.game.features import phi
-from sailor_jax.game.reward import RewardSpec, reward
+from sailor_jax.game.reward import THETA0, reward
 from sailor_jax.scale.sharding import SeedLayout
 from sailor_lab.env_sharding import make_env_mesh, make_train_env_sharded
 
@@ -94,7 +94,7 @@ def env_fn(n: int, steps: int, with_features: bool):
     """`run(state, key) -> (state, key, reward sum)`: `steps` uniformly random legal moves of
     `n` games (`[n]` state, auto-reset), plus `phi` and the reward with `with_features`; a pure
     function to jit."""
-    theta = jnp.asarray(RewardSpec().theta0)
+    theta = jnp.asarray(THETA0)
 
     def body(carry, _):
         state, key, acc = carry
@@ -131,12 +131,12 @@ def bench_ppo(n: int, args: Args, num_seeds: int | None = None, name: str = "def
     else:
         init, segment = make_train(cfg, num_seeds=num_seeds)
     runner = init(jax.random.PRNGKey(0))
-    theta = jnp.asarray(RewardSpec().theta0)
+    theta = jnp.asarray(THETA0)
     devices = make_env_mesh(args.devices).size if env_sharded else 1
     if num_seeds is not None:
         layout = SeedLayout(num_seeds, args.devices)
         runner = layout.put(runner)
-        theta = layout.put(np.tile(RewardSpec().theta0, (num_seeds, 1)).astype(np.float32))
+        theta = layout.put(np.tile(THETA0, (num_seeds, 1)).astype(np.float32))
         devices = layout.num_devices
     t0 = time.perf_counter()
     compiled = segment.lower(runner, theta).compile()
@@ -177,7 +177,7 @@ def _segment_cost(cfg) -> dict[str, float]:
     `make_train`'s cache: `census.py` patches what it traces)."""
     init, segment = make_train.__wrapped__(cfg)
     runner = init(jax.random.PRNGKey(0))
-    return xla_cost(segment.lower(runner, jnp.asarray(RewardSpec().theta0)).compile())
+    return xla_cost(segment.lower(runner, jnp.asarray(THETA0)).compile())
 
 
 def cost_per_env_step(cfg, loops_counted_once: bool | None = None,

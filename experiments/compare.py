@@ -213,7 +213,7 @@ def arm_list(base: SailorConfig, starts: tuple[str, ...], arms: tuple[str, ...]
 
     def build(start: Start, arm: str) -> SailorConfig:
         try:
-            return arm_config(arm, dataclasses.replace(base, theta0=start.theta), table)
+            return arm_config(arm, dataclasses.replace(base, start=start.theta), table)
         except ValueError as e:
             raise UserError(f"--arms {arm}: {e}") from None
 

@@ -81,8 +81,8 @@ class Args:
 
     theta_star: str = DEFAULT_THETA_STAR
     """Oracle weights: 8 comma-separated finite values, FEATURE_NAMES order (direction matters)."""
-    theta0: str | None = None
-    """Initial theta, comma-separated (default: RewardSpec's baseline 1,0,0.1,0,0,0,0,-1)."""
+    start: str | None = None
+    """Start theta, comma-separated (default: RewardSpec's baseline 1,0,0.1,0,0,0,0,-1)."""
     tunable: str = ",".join(FEATURE_NAMES[:-1])
     """Comma-separated tunable features (default: all but game_over); the cosine uses these."""
     updates: str = ",".join(UPDATES)
@@ -135,11 +135,11 @@ class Args:
         return _split_names(self.updates)
 
     def spec(self) -> RewardSpec:
-        """The reward spec: baseline (or --theta0) start, --tunable mask. Raises ValueError."""
+        """The reward spec: the --start (theta0 by default), --tunable mask. Raises ValueError."""
         spec = RewardSpec().with_tunable(_split_names(self.tunable))
-        if self.theta0 is not None:
-            theta0 = tuple(parse_vector(self.theta0, "--theta0").tolist())
-            spec = dataclasses.replace(spec, theta0=theta0)
+        if self.start is not None:
+            start = tuple(parse_vector(self.start, "--start").tolist())
+            spec = dataclasses.replace(spec, start=start)
         if not spec.tunable_index.size:
             raise ValueError("--tunable names no feature")
         return spec
@@ -166,7 +166,7 @@ def recover(method: str, pools: list[np.ndarray], heldout: np.ndarray, args: Arg
 
     Returns:
       Dict with the final `cosine`, `heldout_agreement`, `theta` and per-iteration `rows`
-      (row 0 is theta0 before any update).
+      (row 0 is the start before any update).
     """
     pref_cfg = PreferenceConfig(concordant_ratio=args.concordant_ratio)
     theta, rows = recover_theta(parse_vector(args.theta_star, "--theta-star"), pools, heldout,
@@ -209,7 +209,7 @@ def first_hit(rows: list[dict], target: float = TARGET) -> int | None:
 
 
 def print_table(result: dict, args: Args, console: Console) -> None:
-    """Print one update rule's per-iteration table (row 0: theta0)."""
+    """Print one update rule's per-iteration table (row 0: the start)."""
     data = "accumulated pairs" if args.accumulate else "fresh pool each iteration"
     what = f"objective {args.objective}" if result["update"] == "bo" else f"beta {args.beta:g}"
     table = Table(title=f"{result['update']} ({what}, {data}, M={args.trajectories})")

@@ -74,7 +74,7 @@ PRESETS: dict[str, SailorConfig] = {
     # `--sailor.ranker.kind llm`, the embedded SmolLM2 at these sizes).
     "smoke": SailorConfig(
         iterations=2, num_seeds=1, max_len=300, trajectories=8, reference_games=4,
-        theta0=STARTS["pays_for_dying"].theta,
+        start=STARTS["pays_for_dying"].theta,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=128, num_steps=32, updates_per_segment=4),
         ranker=RankerConfig(kind="expert", llm=LLMRankerConfig(
             batch_size=32, max_prompt_tokens=1024)),
@@ -203,7 +203,7 @@ def paired_verdict(results: SailorResults) -> str | None:
     sailor = [e["score_mean"] for e in results.evaluation["per_seed"]]
     fixed = [e["score_mean"] for e in base["per_seed"]]
     said = verdict(report.paired_difference(sailor, fixed))
-    return (f"SAILOR against {start_name(results.config.get('theta0'))} kept fixed, paired by "
+    return (f"SAILOR against {start_name(results.config.get('start'))} kept fixed, paired by "
             f"seed: {said}")
 
 
@@ -213,8 +213,8 @@ def summary(results: SailorResults, console: Console) -> None:
     The theta history shows as many columns as fit the console (8 characters a column,
     border included, after the feature column's 22; at least the first and the last). Column
     `itN` is the theta that segment N trained on, as `iteration` in `theta_trajectories.csv`:
-    with a warm-up of K updates, it-K is theta0 and it-K+1..it0 follow the warm-up's updates;
-    without one, it0 is theta0. The pair counts under a shown column are those of the update
+    with a warm-up of K updates, it-K is the start and it-K+1..it0 follow the warm-up's updates;
+    without one, it0 is the start. The pair counts under a shown column are those of the update
     that made it."""
     names, history = results.feature_names, results.theta_history
     records = results.warmup + results.iterations  # the update behind each column but the first
@@ -243,7 +243,7 @@ def summary(results: SailorResults, console: Console) -> None:
         ev.add_column(col, justify="right")
     rows = [("SAILOR", results.evaluation)]
     if results.baseline_evaluation:
-        rows.append((f"{start_name(results.config.get('theta0'))} kept fixed",
+        rows.append((f"{start_name(results.config.get('start'))} kept fixed",
                      results.baseline_evaluation))
     for name, e in rows:
         r = e["max_tile_rates"]
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> SailorResults:
     console = start(args.scale)
     out = args.out or default_run_name(preset, judge_name(cfg.ranker), cfg.seed)
     check_writable(out)  # before anything is printed: a bad --out is one error line
-    console.print(f"SAILOR preset={preset} start={start_name(cfg.theta0)} "
+    console.print(f"SAILOR preset={preset} start={start_name(cfg.start)} "
                   f"ranker={ranker_description(cfg.ranker)} out={out}")
     with progress_bar(console, "iterations") as progress:
         results = loop.run(cfg, out, resume=args.resume, progress=progress,

@@ -4,7 +4,7 @@
 
 Reads the SAILOR run's `results.json` (a file or the run folder): DQN seed s trains on the final
 theta of SAILOR seed `s mod S_sailor`. Both rewards train in one compiled program (theta
-`[2S, F]`: rows 0..S-1 the SAILOR thetas, rows S..2S-1 the baseline `RewardSpec().theta0`),
+`[2S, F]`: rows 0..S-1 the SAILOR thetas, rows S..2S-1 the baseline reward theta0),
 from the same initial networks and games per seed and for the same env-step budget, and are
 evaluated with the same greedy protocol and keys as PPO. Training goes through the one segment
 runner (`sailor_jax.run.runner`: checkpoints every segment, `--resume`). Writes `transfer.csv`,
@@ -29,7 +29,7 @@ import numpy as np
 from sailor_jax.cli import make_console, parse_args, progress_bar
 from sailor_jax.config import EvalConfig
 from sailor_jax.errors import UserError, report_user_errors
-from sailor_jax.game.reward import RewardSpec
+from sailor_jax.game.reward import THETA0, RewardSpec
 from sailor_jax.logging import to_jsonable
 from sailor_jax.run import run_guard, runner
 from sailor_jax.run.fixed_reward import FixedReward
@@ -167,7 +167,7 @@ def _train(args: Args, config: dict, sailor_thetas: np.ndarray, judge: str,
     """`run` in the folder it holds (`run_guard.claim_out_dir`, `config.json` written)."""
     spec, s = RewardSpec(), args.num_seeds
     used = sailor_thetas[np.arange(s) % len(sailor_thetas)]
-    baseline = np.tile(spec.validate(spec.theta0), (s, 1))
+    baseline = np.tile(spec.validate(THETA0), (s, 1))
     init, segment = dqn.make_train(args.dqn, num_seeds=s)
     key_init, key_eval = jax.random.split(jax.random.PRNGKey(args.seed))
     state = jax.tree.map(lambda x: jnp.concatenate([x, x]), init(key_init))  # same seeds

@@ -52,8 +52,8 @@ class Args:
     agent_seed: int = 0
     """Which of the run's vmapped seeds plays (0 .. num_seeds - 1)."""
     baseline: bool = False
-    """experiments/sailor.py runs: watch the seed's baseline agent (trained on the fixed
-    theta0) instead of the self-aligned one."""
+    """experiments/sailor.py runs: watch the seed's baseline agent (trained on the start
+    kept fixed) instead of the self-aligned one."""
 
     def __post_init__(self) -> None:
         if self.games <= 0 or self.max_moves <= 0:

@@ -62,7 +62,7 @@ def retrain(cfg: ThetaSearchConfig, out_dir: str, theta: Sequence[float],
             return json.load(f)
     spec, n = cfg.reward_spec(), cfg.retrain_seeds
     key_init, key_eval = jax.random.split(root_keys(cfg)[1])
-    thetas = np.stack([spec.validate(theta, "picked theta")] * n + [spec.validate(spec.theta0)] * n)
+    thetas = np.stack([spec.validate(theta, "picked theta")] * n + [spec.validate(spec.start)] * n)
     params, timings = train_rows(folder, cfg, "retrain", thetas,
                                  shared_init(cfg, key_init, n, 2), progress)
     t0 = time.perf_counter()
@@ -88,7 +88,7 @@ def summarize(cfg: ThetaSearchConfig, records: list[dict], picked: dict, retrain
     return {"config": json.loads(config_json(cfg)),
             "feature_names": list(spec.names),
             "tunable": [spec.names[k] for k in spec.tunable_index],
-            "theta0": list(spec.theta0), "env_steps_per_row": cfg.env_steps_per_row,
+            "theta0": list(spec.start), "env_steps_per_row": cfg.env_steps_per_row,
             "generations": generations, "picked": picked, "retrain": arms,
             "difference": report.paired_difference(scores["picked"], scores["theta0"]),
             "retrain_timings": retrained["timings"], "machine": report.machine()}

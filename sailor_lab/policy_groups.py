@@ -21,7 +21,7 @@ from sailor_jax.agents.rollout import make_act_collect, make_collect
 from sailor_jax.config import SMALL_NETWORK, PPOConfig
 from sailor_jax.errors import UserError
 from sailor_jax.game.expert import expert_act
-from sailor_jax.game.reward import RewardSpec
+from sailor_jax.game.reward import THETA0
 from sailor_jax.types import Ranking, TrajectoryBatch
 from sailor_lab.starts import STARTS
 
@@ -121,7 +121,7 @@ def train_ppo_params(cfg: PPOConfig, steps: int, seed: int = 0,
     segments = -(-steps // cfg.steps_per_segment)
     init, segment = make_train(cfg.over_run(segments * cfg.updates_per_segment))
     state = init(jax.random.key(seed))
-    theta = jax.numpy.asarray(RewardSpec().theta0 if theta is None else theta,
+    theta = jax.numpy.asarray(THETA0 if theta is None else theta,
                               jax.numpy.float32)
     for _ in range(segments):
         state, _ = segment(state, theta)

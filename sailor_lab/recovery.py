@@ -113,7 +113,7 @@ def recover_theta(theta_star: np.ndarray, pools: Sequence[np.ndarray], heldout: 
                   spec: RewardSpec, cfg: AlignmentConfig, pref_cfg: PreferenceConfig, *,
                   seed: int, rule_index: int = 0, accumulate: bool = False
                   ) -> tuple[np.ndarray, list[dict]]:
-    """Alignment iterations from `spec.theta0` against `LinearOracleRanker(theta_star)`.
+    """Alignment iterations from `spec.start` against `LinearOracleRanker(theta_star)`.
 
     Host-only. Iteration t ranks pool t with the oracle and with `Phi @ theta`, builds
     preference pairs (`build_preferences`) and updates theta (`update_theta`), as
@@ -135,7 +135,7 @@ def recover_theta(theta_star: np.ndarray, pools: Sequence[np.ndarray], heldout: 
     """
     oracle = LinearOracleRanker(theta_star)
     heldout_ranking = oracle.rank(phi_batch(heldout))
-    theta, store = spec.validate(spec.theta0), PairStore()
+    theta, store = spec.validate(spec.start), PairStore()
 
     def row(t: int, **extra) -> dict:
         return {"iteration": t, "cosine": tunable_cosine(theta, theta_star, spec),

@@ -68,7 +68,7 @@ def collection_config(seed: int, start: str, num_seeds: int = 4,
         raise UserError(f"unknown start {start!r}", f"known: {', '.join(STARTS_RECORDED)}")
     return SailorConfig(
         iterations=iterations, num_seeds=num_seeds, seed=seed, baseline=False,
-        tensorboard=False, theta0=None if start == "theta0" else STARTS[start].theta,
+        tensorboard=False, start=None if start == "theta0" else STARTS[start].theta,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
         ranker=RankerConfig(kind="llm", llm=LLMRankerConfig(batch_size=32,
                                                             max_prompt_tokens=1536)),

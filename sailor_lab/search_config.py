@@ -3,7 +3,7 @@
 A CMA-ES search over the tunable reward weights: every generation trains `population`
 candidate thetas from scratch, `seeds_per_candidate` rows each, as the rows of one compiled
 PPO program, and scores each candidate by its greedy agents' native game score. The best
-theta and theta0 are then retrained on `retrain_seeds` fresh seeds. Frozen and validated on
+theta and the start are then retrained on `retrain_seeds` fresh seeds. Frozen and validated on
 construction (`ValueError` naming the offending numbers).
 """
 
@@ -36,11 +36,12 @@ class ThetaSearchConfig:
     """Theta to retrain: best = the candidate with the highest search score; mean = the
     CMA-ES distribution mean after the last generation (Hansen's choice under noise)."""
     retrain_seeds: int = 8
-    """Fresh seeds on which the picked theta and theta0 are retrained and compared (paired)."""
-    theta0: tuple[float, ...] | None = None
-    """Start of the search and the comparison (8 weights, feature order); None = baseline."""
+    """Fresh seeds on which the picked theta and the start are retrained and compared (paired)."""
+    start: tuple[float, ...] | None = None
+    """Start of the search and the comparison (8 weights, feature order); None = the
+    baseline reward theta0."""
     tunable: tuple[str, ...] | None = None
-    """Feature names the search may change (the others stay at theta0); None = all."""
+    """Feature names the search may change (the others stay at the start's); None = all."""
     seed: int = 0
     """Root seed: generation g trains from fold_in(seed, g); the retrain uses other keys."""
     ppo: PPOConfig = PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32,
@@ -71,8 +72,8 @@ class ThetaSearchConfig:
                              f"tunable bound interval), got {self.sigma0}")
 
     def reward_spec(self) -> RewardSpec:
-        """The `RewardSpec` with this config's theta0 and tunable mask (validates both)."""
-        return RewardSpec().for_run(self.theta0, self.tunable)
+        """The `RewardSpec` with this config's start and tunable mask (validates both)."""
+        return RewardSpec().for_run(self.start, self.tunable)
 
     @property
     def num_segments(self) -> int:

@@ -1,4 +1,4 @@
-"""Named starting rewards theta0 for comparisons, and `NAME:feature=w,...` specs.
+"""Named start rewards for comparisons, and `NAME:feature=w,...` specs.
 
 A comparison (`experiments/compare.py`) starts SAILOR from a reward that a person or an
 LLM might plausibly write but that trains a poor agent, and asks whether the judge's
@@ -142,8 +142,8 @@ def parse_start(spec: str) -> Start:
     return _start(name, weights, "written out on the command line")
 
 
-def start_name(theta0: tuple[float, ...] | None) -> str:
-    """What a run's starting reward is called: the name of the named start with these weights
-    (`STARTS`; None is theta0), else "a written-out theta0"."""
-    theta = STARTS["theta0"].theta if theta0 is None else tuple(float(w) for w in theta0)
-    return next((s.name for s in STARTS.values() if s.theta == theta), "a written-out theta0")
+def start_name(start: tuple[float, ...] | None) -> str:
+    """What a run's start reward is called: the name of the named start with these weights
+    (`STARTS`; None is theta0), else "a written-out start"."""
+    theta = STARTS["theta0"].theta if start is None else tuple(float(w) for w in start)
+    return next((s.name for s in STARTS.values() if s.theta == theta), "a written-out start")

@@ -5,7 +5,7 @@ given budget? CMA-ES (N. Hansen and A. Ostermeier 2001, "Completely derandomized
 self-adaptation in evolution strategies", Evolutionary Computation 9(2); N. Hansen 2016, "The
 CMA Evolution Strategy: A Tutorial", arXiv:1604.00772), from Hansen's `cma` package, searches
 the tunable entries of theta inside the `RewardSpec` bounds (cma's `bounds` option, its
-`BoundTransform`), starting at theta0 with step size `sigma0`. Every candidate trains from
+`BoundTransform`), starting at the start reward with step size `sigma0`. Every candidate trains from
 scratch: one generation is one compiled program of `population x seeds_per_candidate` rows
 (rows carry their own theta, `run.fixed_reward.FixedReward`), run by `runner.run_segments`
 with a checkpoint every segment. A candidate's fitness is minus the mean greedy-evaluation
@@ -76,7 +76,7 @@ def root_keys(cfg: ThetaSearchConfig) -> tuple[jax.Array, jax.Array]:
 
 
 def make_strategy(cfg: ThetaSearchConfig) -> cma.CMAEvolutionStrategy:
-    """A fresh CMA-ES over the tunable weights, from theta0, with its own normal generator.
+    """A fresh CMA-ES over the tunable weights, from the start, with its own normal generator.
 
     Host-only. Dimension K = number of tunable features; `popsize`, `bounds` (the spec's),
     `randn` from `numpy.random.default_rng(cfg.seed)` (replayable; cma's own `seed` option
@@ -89,15 +89,15 @@ def make_strategy(cfg: ThetaSearchConfig) -> cma.CMAEvolutionStrategy:
             "bounds": [list(np.asarray(spec.lower)[idx]), list(np.asarray(spec.upper)[idx])],
             "randn": lambda *shape: rng.standard_normal(shape),
             "verbose": -9, "verb_log": 0, "verb_disp": 0}
-    return cma.CMAEvolutionStrategy(list(np.asarray(spec.theta0, np.float64)[idx]), cfg.sigma0,
+    return cma.CMAEvolutionStrategy(list(np.asarray(spec.start, np.float64)[idx]), cfg.sigma0,
                                     opts)
 
 
 def candidate_thetas(spec: RewardSpec, xs: np.ndarray) -> np.ndarray:
-    """Full thetas from tunable-entry vectors: theta0 with the tunable entries replaced.
+    """Full thetas from tunable-entry vectors: the start with the tunable entries replaced.
 
     Args:
-      spec: the reward spec (theta0, tunable mask, bounds).
+      spec: the reward spec (start, tunable mask, bounds).
       xs: `float64[P, K]` values of the K tunable entries.
 
     Returns:
@@ -106,7 +106,7 @@ def candidate_thetas(spec: RewardSpec, xs: np.ndarray) -> np.ndarray:
     Raises:
       ValueError: a theta outside the spec's bounds (`RewardSpec.validate`).
     """
-    thetas = np.tile(np.asarray(spec.theta0, np.float64), (len(xs), 1))
+    thetas = np.tile(np.asarray(spec.start, np.float64), (len(xs), 1))
     thetas[:, spec.tunable_index] = xs
     return np.stack([spec.validate(t, f"candidate {i}") for i, t in enumerate(thetas)])
 

@@ -3,7 +3,8 @@
 The comparison experiment (`experiments/compare.py`) runs one `SailorConfig` per variant (a
 start and an arm) in `OUT/variants/<name>/`. A
 finished variant is read back from its `results.json`; an interrupted one resumes from its
-last checkpoint; a folder holding another configuration is refused before any work is done.
+last checkpoint, or starts over if it had none (its logs kept aside); a folder holding
+another configuration is refused before any work is done.
 `load_runs` reads the finished variants back (`experiments/plot.py`), saying which command
 finishes the others.
 """
@@ -14,6 +15,8 @@ import csv
 import json
 import logging
 import os
+import shutil
+import time
 
 from sailor_jax.config import SailorConfig
 from sailor_jax.errors import MissingFileError, UserError
@@ -49,7 +52,8 @@ def check_variant(name: str, cfg: SailorConfig, folder: str) -> None:
             raise UserError(f"{folder} holds variant {name!r} run with a different "
                             "configuration", "choose another --out")
         return
-    run_dir.check_out_dir(folder, cfg, os.path.exists(os.path.join(folder, "config.json")))
+    if not stopped_unstarted(folder):  # one stopped before its first checkpoint starts over
+        run_dir.check_out_dir(folder, cfg, os.path.exists(os.path.join(folder, "config.json")))
     if cfg.self_align:
         check_judges(cfg)
 
@@ -78,6 +82,29 @@ def _differences(saved: dict, cfg: SailorConfig) -> list[str]:
     return [d for d in differences if d.split(":")[0] not in SEGMENTATION]
 
 
+def stopped_unstarted(folder: str) -> bool:
+    """True if `folder` holds a variant that was stopped before its first checkpoint: its
+    `config.json` was written, but no checkpoint and no results."""
+    return (os.path.exists(os.path.join(folder, "config.json"))
+            and not run_dir.run_started(folder))
+
+
+def set_aside_logs(folder: str) -> str | None:
+    """Move the logs of a variant stopped before its first checkpoint (`run_dir.RUN_LOGS`
+    that exist, and its `config.json`) into `folder/stopped_<unix time>/`, so that the variant
+    starts over in `folder` and nothing it wrote is lost; return that folder, or None when
+    there were no logs (only `config.json` is removed then)."""
+    logs = [n for n in run_dir.RUN_LOGS if os.path.exists(os.path.join(folder, n))]
+    if not logs:
+        os.remove(os.path.join(folder, "config.json"))
+        return None
+    kept = os.path.join(folder, f"stopped_{int(time.time())}")
+    os.makedirs(kept, exist_ok=True)
+    for name in [*logs, "config.json"]:
+        shutil.move(os.path.join(folder, name), os.path.join(kept, name))
+    return kept
+
+
 def run_variant(name: str, cfg: SailorConfig, folder: str, console, progress=None,
                 devices: int | None = None) -> SailorResults:
     """Run one variant, or read it back when finished; resume it when it was interrupted.
@@ -87,6 +114,9 @@ def run_variant(name: str, cfg: SailorConfig, folder: str, console, progress=Non
 
     Raises:
       UserError: the folder holds a run of a different configuration (`check_variant`).
+
+    A variant stopped before its first checkpoint starts over; its logs are kept in a
+    subfolder (`set_aside_logs`).
     """
     check_variant(name, cfg, folder)
     results_path = os.path.join(folder, "results.json")
@@ -94,6 +124,11 @@ def run_variant(name: str, cfg: SailorConfig, folder: str, console, progress=Non
         results = SailorResults.load(results_path)
         console.print(f"variant {name}: finished earlier, read {results_path}", markup=False)
         return results
+    if stopped_unstarted(folder):
+        kept = set_aside_logs(folder)
+        if kept:
+            console.print(f"variant {name}: stopped before its first checkpoint; its logs are "
+                          f"kept in {kept}", markup=False)
     resume = os.path.exists(os.path.join(folder, "config.json"))
     console.print(f"variant {name}: {'resuming' if resume else 'starting'}, {cfg.num_seeds} "
                   f"seeds, {cfg.iterations} iterations, judge {judge_label(cfg)}", markup=False)
@@ -103,8 +138,8 @@ def run_variant(name: str, cfg: SailorConfig, folder: str, console, progress=Non
 def theta_rows(name: str, results: SailorResults) -> list[dict]:
     """Long-format rows (variant, seed, iteration, one column per feature) of theta_history.
 
-    `iteration` t is the theta that segment t trained on (0: theta0, or the theta after a
-    warm-up of K updates, whose rows are -K..-1 from theta0 on; the last row, the final theta,
+    `iteration` t is the theta that segment t trained on (0: the start, or the theta after a
+    warm-up of K updates, whose rows are -K..-1 from the start on; the last row, the final theta,
     is the number of iterations)."""
     rows, warmup = [], len(results.warmup)
     for t, per_seed in enumerate(results.theta_history):

@@ -24,7 +24,7 @@ from sailor_jax.agents.networks import make_network
 from sailor_jax.agents.optimizer import make_optimizer
 from sailor_jax.agents.policy import episode_metrics
 from sailor_jax.config import NetworkConfig, PPOConfig
-from sailor_jax.game.reward import RewardSpec
+from sailor_jax.game.reward import THETA0
 from sailor_jax.types import RunningStats, Transition
 from sailor_lab import env_sharding
 
@@ -37,7 +37,7 @@ LOCAL = env_sharding.local_config(CFG, D)
 _INIT_PARAMS, APPLY = make_network(CFG.network)
 INIT_PARAMS = jax.jit(_INIT_PARAMS)
 MESH = env_sharding.make_env_mesh(D)
-THETA = jnp.asarray(RewardSpec().theta0, jnp.float32)
+THETA = jnp.asarray(THETA0, jnp.float32)
 
 
 def max_diff(a, b) -> float:

@@ -25,7 +25,7 @@ from sailor_jax.types import Preferences, Ranking
 
 M, F = 60, 8
 SPEC = RewardSpec()
-THETA0 = np.asarray(SPEC.theta0, dtype=np.float32)
+THETA0 = np.asarray(SPEC.start, dtype=np.float32)
 
 # Small budgets keep every update well under a few seconds on a shared CPU.
 BO = AlignmentConfig(method="bo", bo_calls=15, bo_initial_points=5)
@@ -171,7 +171,7 @@ def test_fixed_entries_bounds_and_trust_region(cfg):
 def test_float32_rounding_never_leaves_the_bounds():
     # 0.3 is not a float32: float32(0.3) > 0.3. A float64 theta at that bound must not
     # come back one ulp outside it.
-    spec = dataclasses.replace(SPEC, lower=(-0.3,) * F, upper=(0.3,) * F, theta0=(0.0,) * F)
+    spec = dataclasses.replace(SPEC, lower=(-0.3,) * F, upper=(0.3,) * F, start=(0.0,) * F)
     theta = np.array([0.3, -0.3, 0.3, 0.0, 0.0, 0.0, 0.0, -0.3])
     # The judge orders by this theta, so the update is rejected and theta comes back as is.
     judge = Ranking(order=np.argsort(-(PHI.astype(np.float64) @ theta)).astype(np.int32))

@@ -27,7 +27,7 @@ from sailor_jax.config import NetworkConfig, PPOConfig
 from sailor_jax.errors import UserError
 from sailor_jax.game import env
 from sailor_jax.game.features import NUM_FEATURES
-from sailor_jax.game.reward import RewardSpec
+from sailor_jax.game.reward import THETA0
 from sailor_jax.run.checkpoint import DIGEST_KEY, Checkpointer, state_digest
 from sailor_jax.types import RunnerState, RunningStats
 
@@ -38,7 +38,7 @@ CFG = PPOConfig(num_envs=32, num_steps=16, update_epochs=2, num_minibatches=4,
                     network=NetworkConfig(hidden_sizes=(32,)))
 NUM_SEEDS = 2
 KEY = jax.random.PRNGKey(0)
-THETA = jnp.asarray(RewardSpec().theta0, jnp.float32)
+THETA = jnp.asarray(THETA0, jnp.float32)
 META = {"theta_history": [[1.0, 0.0, 0.1], [0.5, 0.25, -1.0]], "segment": 3,
         "optimizer": {"name": "bo", "scores": [0.25, 0.5]}, "done": False}
 

@@ -43,13 +43,13 @@ def compare():
 
 
 def test_every_arm_builds_and_changes_only_its_fields():
-    base = dataclasses.replace(TINY_BASE, theta0=STARTS["ones"].theta)
+    base = dataclasses.replace(TINY_BASE, start=STARTS["ones"].theta)
     assert arm_config("sailor", base) == base  # the recommended SAILOR: nothing changed
     assert arm_config("paper", SailorConfig()) == dataclasses.replace(PAPER, baseline=False)
     for name, arm in ARMS.items():
         cfg = arm_config(name, base)
         want = replace_fields(arm_config(arm.base, base) if arm.base else base, arm.changes)
-        assert cfg == want and cfg.theta0 == base.theta0 and cfg.iterations == 2
+        assert cfg == want and cfg.start == base.start and cfg.iterations == 2
         if arm.control:
             assert arm_config(arm.control, base).ranker.kind == "random"
     for name in ("sailor", "paper"):  # a control differs from its arm in the judge only
@@ -80,7 +80,7 @@ def test_cli_builds_the_runs_and_refuses_bad_names(compare):
                                     "timid.sailor_random_judge", "timid.paper"]
     by = {r[0]: r[3] for r in runs}
     assert by["timid.sailor"] == dataclasses.replace(
-        base, theta0=STARTS["timid"].theta)  # the recommended SAILOR at the preset's sizes
+        base, start=STARTS["timid"].theta)  # the recommended SAILOR at the preset's sizes
     assert by["timid.sailor"].ranker.kind == "outcome" and by["timid.sailor"].iterations == 4
     assert by["timid.sailor_random_judge"].ranker.kind == "random"
     for bad, match in ((["--arms", "nope"], "--arms: unknown arm 'nope'"),
@@ -289,7 +289,7 @@ def test_arms_written_out_on_the_command_line(compare):
                              "few:tunable=('score_gain', 'empty_cells')"])
     runs = {r[0]: r[3] for r in compare.arm_list(compare.base_config("smoke", args),
                                                  args.starts, args.arms)}
-    base = dataclasses.replace(compare.base_config("smoke", args), theta0=STARTS["theta0"].theta)
+    base = dataclasses.replace(compare.base_config("smoke", args), start=STARTS["theta0"].theta)
     assert list(runs) == ["theta0.fixed", "theta0.no_heldout", "theta0.paper_beta", "theta0.few"]
     assert runs["theta0.no_heldout"] == replace_fields(
         arm_config("sailor", base), {"alignment.heldout": 0.0,
@@ -476,3 +476,35 @@ def test_the_reference_arm_nobody_asked_for_says_why_it_runs(compare, tmp_path, 
                           "--out", str(tmp_path / "none")])
         printed = capsys.readouterr().out
         assert ("theta0.fixed runs too: the reference" in printed) is said
+
+
+def test_a_variant_stopped_before_its_first_checkpoint_starts_over_keeping_its_logs(
+        tmp_path, monkeypatch):
+    """Running the comparison's command again is its way to continue: a variant stopped
+    before its first checkpoint, with judge records in its logs, starts over (its logs and
+    config moved to `stopped_<time>/`, nothing removed) instead of refusing to resume."""
+    from rich.console import Console
+
+    from sailor_jax.run import run_dir
+    from sailor_lab import variants
+
+    cfg = dataclasses.replace(TINY_BASE, ranker=dataclasses.replace(TINY_BASE.ranker,
+                                                                     kind="outcome"))
+    folder = tmp_path / "variants" / "theta0.sailor"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(run_dir.config_json(cfg))
+    (folder / "llm.jsonl").write_text('{"verdict": 1}\n')
+    (folder / "checkpoints").mkdir()
+    with pytest.raises(UserError, match="no checkpoint to continue from"):
+        run_dir.check_out_dir(str(folder), cfg, resume=True)  # what a resume would meet
+    variants.check_variant("theta0.sailor", cfg, str(folder))  # no refusal
+    calls = []
+    monkeypatch.setattr(loop, "run", lambda c, f, resume=False, **_: calls.append(resume)
+                        or run_dir.check_out_dir(f, c, resume))
+    console = Console(record=True, width=200)
+    variants.run_variant("theta0.sailor", cfg, str(folder), console)
+    assert calls == [False]
+    kept = [p for p in folder.iterdir() if p.name.startswith("stopped_")]
+    assert len(kept) == 1 and (kept[0] / "llm.jsonl").read_text() == '{"verdict": 1}\n'
+    assert (kept[0] / "config.json").exists() and not (folder / "config.json").exists()
+    assert f"its logs are kept in {kept[0]}" in console.export_text()

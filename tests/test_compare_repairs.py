@@ -13,11 +13,12 @@ from test_experiments import _load
 from test_results import _record
 
 from sailor_jax.errors import UserError
+from sailor_jax.game.reward import THETA0 as BASELINE
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run.results import PHASES, SailorResults, SeedUpdate
 from sailor_lab import report
 
-THETA0 = list(RewardSpec().theta0)
+THETA0 = list(BASELINE)
 TILES = [str(t) for t in report.TILES]
 
 

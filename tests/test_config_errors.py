@@ -22,7 +22,7 @@ from sailor_jax.config import SailorConfig, flags
 INTERNAL = ("Config", "RewardSpec", "tyro", "dummy", "Traceback", "╭")
 """Words the user never typed: config class names, tyro's own names and box."""
 
-THETA_NAN = ["--sailor.theta0", "nan", *["0"] * 7]
+THETA_NAN = ["--sailor.start", "nan", *["0"] * 7]
 
 CASES = {
     "sailor window below 0": ("sailor", ["--sailor.window", "-5"],
@@ -32,9 +32,9 @@ CASES = {
     "sailor reference-games": ("sailor", ["--sailor.reference-games", "8"],
                                ["--sailor.reference-games must be in [0, --sailor.trajectories"]),
     "sailor num-seeds 0": ("sailor", ["--sailor.num-seeds", "0"], ["--sailor.num-seeds"]),
-    "sailor theta0 nan": ("sailor", THETA_NAN, ["--sailor.theta0[0] ('score_gain') is nan"]),
-    "sailor theta0 length": ("sailor", ["--sailor.theta0", "1", "2"],
-                             ["--sailor.theta0 must have shape (8,)", "got shape (2,)"]),
+    "sailor start nan": ("sailor", THETA_NAN, ["--sailor.start[0] ('score_gain') is nan"]),
+    "sailor start length": ("sailor", ["--sailor.start", "1", "2"],
+                             ["--sailor.start must have shape (8,)", "got shape (2,)"]),
     "sailor heldout needs trajectories": ("sailor", ["--sailor.trajectories", "3",
                                                      "--sailor.reference-games", "0",
                                                      "--sailor.alignment.heldout", "0.5"],

@@ -9,7 +9,7 @@ import pytest
 from test_experiments import _load
 
 from sailor_jax.errors import UserError
-from sailor_jax.game.reward import RewardSpec
+from sailor_jax.game.reward import THETA0, RewardSpec
 from sailor_lab.starts import parse_start
 
 dest = _load("benchmarks/destination.py")
@@ -23,7 +23,7 @@ def _csv(rows: list[tuple[str, int, int, list[float]]]) -> str:
 
 
 def _weights(**changes: float) -> list[float]:
-    base = dict(zip(NAMES, RewardSpec().theta0, strict=True))
+    base = dict(zip(NAMES, THETA0, strict=True))
     return [changes.get(n, base[n]) for n in NAMES]
 
 

@@ -27,7 +27,7 @@ from reference import numpy_2048 as ref
 from sailor_jax.agents.networks import make_network
 from sailor_jax.config import NetworkConfig
 from sailor_jax.game.features import FEATURE_NAMES, NUM_FEATURES
-from sailor_jax.game.reward import RewardSpec
+from sailor_jax.game.reward import THETA0
 from sailor_lab import dqn, report
 from sailor_lab.dqn import DQNConfig
 
@@ -37,7 +37,7 @@ CFG = DQNConfig(num_envs=8, num_steps=16, buffer_size=256, batch_size=16, learni
                     target_update_interval=4, epsilon_decay_steps=200, network=NET)
 NUM_SEEDS = 2
 KEY = jax.random.PRNGKey(0)
-THETA_BASELINE = jnp.asarray(RewardSpec().theta0, jnp.float32)
+THETA_BASELINE = jnp.asarray(THETA0, jnp.float32)
 THETA_EMPTY = jnp.zeros((NUM_FEATURES,), jnp.float32).at[1].set(1.0)  # empty_cells only
 
 PURE_INIT, PURE_SEGMENT = dqn._make_pure(CFG, dqn.GAME_2048)
@@ -365,7 +365,7 @@ SAILOR_THETA = [0.8, 0.3, 0.2, 0.1, 0.0, 0.0, 0.1, -1.0]
 def _write_results(folder, **fields) -> str:
     os.makedirs(folder, exist_ok=True)
     results = {"ranker": {"kind": "outcome"}, "feature_names": list(FEATURE_NAMES),
-               "theta_history": [[list(RewardSpec().theta0)], [SAILOR_THETA]], **fields}
+               "theta_history": [[list(THETA0)], [SAILOR_THETA]], **fields}
     path = os.path.join(folder, "results.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(results, f)
@@ -385,7 +385,7 @@ def test_transfer_cli_end_to_end(tmp_path, capsys):
     np.testing.assert_allclose(results["thetas"]["dqn_sailor_theta"], [SAILOR_THETA] * 2,
                                rtol=1e-6)
     np.testing.assert_allclose(results["thetas"]["dqn_baseline_theta"],
-                               [RewardSpec().theta0] * 2, rtol=1e-6)
+                               [THETA0] * 2, rtol=1e-6)
     with open(os.path.join(out, "transfer.csv"), newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         assert tuple(reader.fieldnames) == report.COLUMNS

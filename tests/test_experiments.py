@@ -71,7 +71,7 @@ def test_sailor_presets_run_the_guarded_update_measured_in_the_repair_table():
         assert 0 < cfg.reference_games == cfg.trajectories // 2, name
         assert cfg.ranker.kind == ("expert" if name == "smoke" else "llm"), name
         assert cfg.ranker.llm.mode == "pointwise", name
-    assert sailor.PRESETS["smoke"].theta0 == STARTS["pays_for_dying"].theta
+    assert sailor.PRESETS["smoke"].start == STARTS["pays_for_dying"].theta
     cpu = sailor.PRESETS["cpu"]
     steps = cpu.iterations * cpu.ppo.updates_per_segment * cpu.ppo.num_envs * cpu.ppo.num_steps
     assert (cpu.iterations, cpu.trajectories, steps) == (32, 16, 1_048_576)

@@ -31,7 +31,7 @@ from test_loop import TINY
 from sailor_jax import errors
 from sailor_jax.config import AlignmentConfig, EvalConfig, LLMRankerConfig, RankerConfig
 from sailor_jax.errors import UserError
-from sailor_jax.run import loop, phases
+from sailor_jax.run import loop, phases, run_dir
 
 TIMING_KEYS = {"seconds", "sps", "timings", "charts/SPS"}
 """Keys whose values are wall-clock measurements (plus keys ending `_s` or starting `time/`)."""
@@ -168,7 +168,8 @@ def test_resume_without_a_checkpoint_keeps_the_judge_records(cfg, reference, tmp
     out = str(tmp_path / "run")
     with monkeypatch.context() as mp:
         _kill_when(mp, "align_step", 5, 0)
-        _interrupted(lambda: loop.run(cfg, out), out)
+        with pytest.raises(errors.Interrupted, match="interrupted before the first checkpoint"):
+            loop.run(cfg, out)
     assert os.path.getsize(os.path.join(out, "llm.jsonl")) > 0  # iteration 0 was judged
     deleted = str(tmp_path / "deleted")
     _unfinished_copy(reference[0], deleted)
@@ -308,17 +309,45 @@ def test_disk_full_while_checkpointing_is_one_line_and_resume_is_exact(
     assert_same_run(out, loop.run(cfg, out, resume=True), reference)
 
 
+def _follow_restart_advice(line: str, out: str, cfg, reference) -> None:
+    """Do what a stop before the first checkpoint advised (`run_dir.restart_advice`: the run
+    judged, so its llm.jsonl is kept): move llm.jsonl away, run the same command again
+    without --resume in the same folder; it finishes as the uninterrupted run."""
+    assert ("run the same command again with another --out, or move llm.jsonl out of "
+            f"{out} first (nothing was saved to continue from)") in line, line
+    shutil.move(os.path.join(out, "llm.jsonl"), os.path.join(out, "..", "kept_llm.jsonl"))
+    assert_same_run(out, loop.run(cfg, out), reference)
+
+
 def test_disk_full_before_the_first_checkpoint_says_to_start_over_and_that_works(
         cfg, reference, tmp_path, monkeypatch):
     """A full disk while saving checkpoint 1: the line says the run ended before its first
-    checkpoint and to run the same command again with another --out, which then finishes."""
+    checkpoint and how to start over (not to --resume), and doing so finishes the run."""
     out = str(tmp_path / "run")
     with monkeypatch.context() as mp:
         _disk_full(mp, 1)
         line = _error_line(lambda: loop.run(cfg, out))
-    assert "ended before its first checkpoint" in line and "another --out" in line, line
-    again = str(tmp_path / "again")
-    assert_same_run(again, loop.run(cfg, again), reference)
+    assert "ended before its first checkpoint" in line and "--resume:" not in line, line
+    _follow_restart_advice(line, out, cfg, reference)
+
+
+def test_a_stop_before_the_first_checkpoint_says_how_to_start_over_and_that_works(
+        cfg, reference, tmp_path, monkeypatch):
+    """Ctrl-C before the first checkpoint: nothing to continue from, so the line says how to
+    start over (not to --resume), and doing so finishes the run; a folder with no judge
+    records is simply run again."""
+    out = str(tmp_path / "run")
+    with monkeypatch.context() as mp:
+        _kill_when(mp, "align_step", 5, 0)
+        with pytest.raises(errors.Interrupted, match="^interrupted before the first "
+                                                     "checkpoint; ") as e:
+            loop.run(cfg, out)
+    _follow_restart_advice(str(e.value), out, cfg, reference)
+    unjudged = tmp_path / "unjudged"
+    unjudged.mkdir()
+    (unjudged / "metrics.jsonl").write_text("{}\n")
+    assert run_dir.restart_advice(str(unjudged)) == (
+        "run the same command again without --resume: it starts over there")
 
 
 def test_orbax_logs_of_a_full_disk_are_not_printed(caplog):

@@ -165,7 +165,7 @@ def test_align_step_with_heldout_keeps_theta_under_a_judge_the_fit_cannot_genera
     score = np.zeros(8)
     score[fit] = phi[0, fit, 1]  # the fitted half: more feature 1 is better
     score[out] = phi[0, out, 0] + 100  # the held-out half: more feature 0 is better
-    theta0 = np.asarray(SPEC.with_weights({"score_gain": 0.05}).theta0, np.float32)
+    theta0 = np.asarray(SPEC.with_weights({"score_gain": 0.05}).start, np.float32)
     ranking = Ranking(order=order_by_scores(score), scores=score.astype(np.float32))
     new, updates = align_step(theta0[None], _Batch(phi, np.full((1, 8), 10)), [ranking],
                               SPEC, cfg, iteration=0)
@@ -263,7 +263,7 @@ def test_align_step_survival_guard_rejects_a_step_that_makes_living_cost():
     phi[0, :, 1] = np.arange(4.0) - 10
     score = np.arange(4.0)
     ranking = Ranking(order=order_by_scores(score), scores=score.astype(np.float32))
-    theta0 = np.asarray(SPEC.with_weights({"score_gain": 0.05}).theta0, np.float32)
+    theta0 = np.asarray(SPEC.with_weights({"score_gain": 0.05}).start, np.float32)
     batch, lengths = _Batch(phi, np.full((1, 4), 10)), np.full(4, 10)
     moved, updates = align_step(theta0[None], batch, [ranking], SPEC, cfg, iteration=0)
     assert updates[0].accepted and not np.array_equal(moved[0], theta0)

@@ -106,7 +106,7 @@ def _gate_case(evidence_z: float):
     phi = np.zeros((1, 8, 8))
     phi[0, :, 1] = np.arange(8.0)
     phi[0, :, 0] = np.arange(8.0)[::-1] * 0.01
-    theta0 = np.asarray(SPEC.theta0, np.float32)[None]
+    theta0 = np.asarray(SPEC.start, np.float32)[None]
     return cfg, phi, theta0, _ranking(phi[0, :, 1])
 
 

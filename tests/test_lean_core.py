@@ -25,38 +25,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_FIELDS_CAP = 110
 SAILOR_FLAGS_CAP = 83  # 80, the judge-evidence gate's and the reliability update's 2 priors
 COMPARE_FLAGS_CAP = 60
-PACKAGE_CODE_CAP = 6_411  # 12 of them cache programs or traces: make_train, the collectors
-"""The package's code lines (`code_lines`): 5,820 when the cap began to count code only,
-116 more for the prompts the judge's server renders (`judges/served_prompts.py` and its use in
-`judges/endpoint.py`), a behaviour the package did not have, and 3 for the collect's buffers
-shaped from the board and the features (`agents/rollout.py`), which spares every collect a
-second trace of the env's step (a quarter of its trace), and 4 `jax.jit` decorators
-(`game/env.py`'s reset, play and step, `game/expert.py`'s afterstates) by which a process
-traces pgx's step and the afterstates once, not once per program that holds them, less 3
-for the expert's line tables built by NumPy over all lines at once (`slide_lines`,
-`line_heuristics`), not line by line; 60 more for the judge-evidence gate
-(`alignment.heldout.heldout_p` and `judge_evidence`, the gate in `run.theta_update`, the
-per-seed history in `run.phases`), a behaviour the package did not have; 27 more for the
-Bradley-Terry update's sampler taken from blackjax, which gives its convergence diagnostics
-(R-hat, effective sample size) per update: a jitted program per padded pair count, placed on
-the host's CPU (2 more) so that a GPU does not launch its tiny steps; 5 for
-the progress bar's label (a comparison's bar names its arm); 13 for each update's record of
-the judge's verdicts between the agent and the reference player (`agent_preferred`), from
-which the judge's accuracy on a run's own windows is read; 87 for the CLIs' errors said
-through tyro's public API alone (`config.flags.argv_error` checks each flag and value by its
-type before tyro runs; the `ValueError` behind a rejection is read from the `SystemExit`'s
-context) in place of tyro's private parse-error hook, which pinned tyro to 1.0.x; 25 for a
-`--help` of one line per preset, arm and start (`cli.one_line_each`), with `-H` for the
-rest; 1 for torch's OpenMP threads that sleep at a barrier instead of spinning
-(`judges.hf_backend`), which keeps the judge's cost on a loaded CPU near its cost alone; 41
-for the update's decision as one typed record (`run.theta_update.decide`, its context and
-`results.Outcome`); 149 for the update that samples theta and the judge's reliability
-jointly by NUTS and carries its posterior from update to update (`alignment.reliability`, its
-method in `alignment.updates`, every judged pair and the carried belief in `run`), a behaviour
-the package did not have; 17 for a did-you-mean within two edits (`config.flags.near_name`)
-and errors that name a nested field by its full path (`config.arms.replace_fields`); 17 for
-a full disk said in one line (orbax's logged tracebacks of it dropped, `run.run_guard`); 23
-for progress to a file or pipe as a line per step (`cli.progress_bar`)."""
+PACKAGE_CODE_CAP = 6_428
+"""The package's code lines (`code_lines`). A change that raises the cap says in its commit
+message which behaviour the lines add; `git log -L` on this line lists them."""
 HISTORY = re.compile(r"\b[Ii]ssue[ -]?\d+|\b[Rr]ound \d+|\b20\d\d-\d\d-\d\d")
 """An issue or round number, or a date: history, which belongs in CHANGELOG.md and git."""
 FLAG = re.compile(r"^[│ ]*\s(--[a-z0-9][\w.-]*)", re.M)

@@ -12,7 +12,7 @@ import pytest
 from test_experiments import _load
 
 from sailor_jax.config import SMALL_NETWORK, NetworkConfig, PPOConfig, recipes
-from sailor_jax.game.reward import RewardSpec
+from sailor_jax.game.reward import THETA0
 from sailor_lab import dqn
 from sailor_lab.dqn import DQN_RECIPES, DQNConfig
 
@@ -130,7 +130,7 @@ def test_dqn_recipes_are_the_transfer_dqn_and_its_afterstate_twin():
 def test_dqn_segments_cut_anywhere_train_the_same():
     """The benchmark cuts DQN into one evaluation interval per segment (`num_steps`): 2
     segments of 4 vectorised steps give the parameters 1 segment of 8 gives."""
-    theta = np.asarray(RewardSpec().theta0, np.float32)
+    theta = np.asarray(THETA0, np.float32)
     params = []
     for steps, segments in ((4, 2), (8, 1)):
         init, segment = dqn.make_train(dataclasses.replace(TINY_DQN, num_steps=steps))

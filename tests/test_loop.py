@@ -48,7 +48,7 @@ def test_config_validation():
     with pytest.raises(ValueError, match="theta_star"):
         RankerConfig(kind="linear_oracle")
     with pytest.raises(ValueError, match="game_over"):
-        dataclasses.replace(TINY, theta0=(0.0,) * 7 + (float("nan"),))
+        dataclasses.replace(TINY, start=(0.0,) * 7 + (float("nan"),))
     with pytest.raises(ValueError, match="unknown feature"):
         dataclasses.replace(TINY, tunable=("score_gain", "not_a_feature"))
 

@@ -141,7 +141,7 @@ def test_the_recommended_sailor_is_the_measured_repair_arm():
     assert _differences(saved, cfg) == []
     assert dataclasses.replace(cfg, ranker=RankerConfig(kind="expert")) == dataclasses.replace(
         # the defaults, at the table's sizes, from theta0 (the LLM's settings unread)
-        SailorConfig(), ranker=RankerConfig(kind="expert"), theta0=cfg.theta0,
+        SailorConfig(), ranker=RankerConfig(kind="expert"), start=cfg.start,
         iterations=32, num_seeds=8, baseline=False, tensorboard=False,
         ppo=PPOConfig(network=SMALL_NETWORK, num_envs=256, num_steps=32, updates_per_segment=4),
         eval=EvalConfig(episodes=64, max_len=50_000))

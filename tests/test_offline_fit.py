@@ -41,10 +41,10 @@ def test_fit_recovers_a_linear_oracles_theta_on_a_synthetic_pool():
     train = 200
     prefs = group_pairs(rankings[:train], [8 * g for g in range(train)])
     spec = RewardSpec().with_tunable(FEATURE_NAMES[:7])  # game_over's sum never varies
-    fit = fit_bradley_terry(phi, prefs, theta=spec.theta0, free=np.asarray(spec.tunable))
+    fit = fit_bradley_terry(phi, prefs, theta=spec.start, free=np.asarray(spec.tunable))
     assert fit.converged
     assert tunable_cosine(fit.theta, THETA_STAR, spec) > 0.95
-    assert fit.theta[7] == spec.theta0[7]  # game_over is not tunable: kept as given
+    assert fit.theta[7] == spec.start[7]  # game_over is not tunable: kept as given
     held = group_pairs(rankings[train:], [8 * (g - train) for g in range(train, 250)])
     acc_fit = agreement(fit.theta, phi[8 * train:], held)
     acc_star = agreement(THETA_STAR, phi[8 * train:], held)

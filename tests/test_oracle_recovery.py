@@ -118,7 +118,7 @@ def test_tunable_cosine_is_scale_invariant_and_masked():
     ({"theta_star": "1,2,3"}, "8 finite"),
     ({"theta_star": "1,2,x,0,0,0,0,0"}, "comma-separated numbers"),
     ({"theta_star": "1,0,0,0,0,0,0,nan"}, "8 finite"),
-    ({"theta0": "2,0,0,0,0,0,0,0"}, "outside its bounds"),
+    ({"start": "2,0,0,0,0,0,0,0"}, "outside its bounds"),
     ({"tunable": "score_gain,wins"}, "unknown feature"),
     ({"updates": "bo,sgd"}, "--updates"),
     ({"trajectories": 1}, "--trajectories"),

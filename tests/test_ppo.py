@@ -23,7 +23,7 @@ from sailor_jax.agents.optimizer import lr_schedule
 from sailor_jax.config import NetworkConfig, PPOConfig, SailorConfig, TrainConfig
 from sailor_jax.game import env
 from sailor_jax.game.features import NUM_FEATURES
-from sailor_jax.game.reward import RewardSpec
+from sailor_jax.game.reward import THETA0
 from sailor_jax.types import RunnerState, RunningStats, SegmentMetrics, Transition
 from sailor_lab.search_config import ThetaSearchConfig
 
@@ -32,7 +32,7 @@ CFG = PPOConfig(num_envs=32, num_steps=16, update_epochs=2, num_minibatches=4,
                     updates_per_segment=3, lr=3e-4, lr_schedule="constant", network=NET)
 NUM_SEEDS = 2
 KEY = jax.random.PRNGKey(0)
-THETA_BASELINE = jnp.asarray(RewardSpec().theta0, jnp.float32)
+THETA_BASELINE = jnp.asarray(THETA0, jnp.float32)
 THETA_EMPTY = jnp.zeros((NUM_FEATURES,), jnp.float32).at[1].set(1.0)  # empty_cells only
 SMOKE_SEGMENTS = 6
 LEGAL_CHECK_ENVS = 64

@@ -102,9 +102,9 @@ def test_linear_oracle_is_boltzmann_for_two_items():
 
 def test_the_configs_noise_is_the_linear_oracles_temperature():
     from sailor_jax.config import RankerConfig
-    from sailor_jax.game.reward import RewardSpec
+    from sailor_jax.game.reward import THETA0
     from sailor_jax.judges.factory import make_ranker
-    theta = RewardSpec().theta0
+    theta = THETA0
     for noise in (0.0, 0.5):
         ranker = make_ranker(RankerConfig(kind="linear_oracle", theta_star=tuple(theta),
                                           noise=noise))

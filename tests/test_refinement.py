@@ -23,7 +23,7 @@ from sailor_jax.config import (
     RankerConfig,
     RefineConfig,
 )
-from sailor_jax.game.reward import RewardSpec
+from sailor_jax.game.reward import THETA0, RewardSpec
 from sailor_jax.judges import hf_backend
 from sailor_jax.judges.llm import LLMRanker, LLMRankerConfig
 from sailor_jax.run import loop
@@ -35,7 +35,7 @@ NAMES = list(SPEC.names)
 
 def test_one_sided_box_raise_lower_and_bounds():
     cfg = RefineConfig(min_step=0.05, max_step=0.3)
-    theta = np.asarray(SPEC.theta0, np.float64)
+    theta = np.asarray(SPEC.start, np.float64)
     k = NAMES.index("empty_cells")
     lo, hi = refinement.one_sided_box(theta, Suggestion("empty_cells", k, 1), SPEC, cfg)
     assert (lo[k], hi[k]) == pytest.approx((theta[k] + 0.05, theta[k] + 0.3))
@@ -56,7 +56,7 @@ def test_one_sided_box_raise_lower_and_bounds():
 def _agreeing_problem(seed=0, m=6):
     rng = np.random.default_rng(seed)
     Phi = rng.normal(size=(m, 8)) * 10
-    theta = np.asarray(SPEC.theta0, np.float32)
+    theta = np.asarray(SPEC.start, np.float32)
     order = np.argsort(-(Phi @ theta))  # the judge agrees with R_theta
     return theta, Phi, Ranking(order=order.astype(np.int32))
 
@@ -93,7 +93,7 @@ def test_refine_theta_rejects_a_move_that_breaks_agreement():
 
 def test_refinement_prompt_lists_tunable_features_and_stats():
     spec = SPEC.with_tunable(("empty_cells", "monotonicity"))
-    text = refinement.refinement_prompt(spec, spec.theta0, {
+    text = refinement.refinement_prompt(spec, spec.start, {
         "game_score_per_iteration": [1200.0, 1100.0],
         "mean_feature_per_move": {"empty_cells": 0.4}})
     assert "Choose one of: empty_cells, monotonicity." in text
@@ -114,7 +114,7 @@ TINY = dataclasses.replace(
     ppo=PPOConfig(num_envs=16, num_steps=128, updates_per_segment=1, lr_schedule="constant",
                   network=NetworkConfig(hidden_sizes=(16,))),
     # A linear oracle whose hidden reward is theta0 itself: never a discordant pair.
-    ranker=RankerConfig(kind="linear_oracle", theta_star=RewardSpec().theta0),
+    ranker=RankerConfig(kind="linear_oracle", theta_star=THETA0),
     alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3,
                               update_workers=1),
     # min_improvement 1e9: the score never "improves" after iteration 0, so every seed stalls.
@@ -164,7 +164,7 @@ def test_fixed_reward_run_builds_no_judge_and_keeps_theta(tmp_path, monkeypatch)
 
     monkeypatch.setattr(loop, "make_ranker", no_judge)
     theta0 = (1.0,) + (0.0,) * 7
-    cfg = dataclasses.replace(TINY, iterations=2, self_align=False, theta0=theta0,
+    cfg = dataclasses.replace(TINY, iterations=2, self_align=False, start=theta0,
                               ranker=RankerConfig(kind="llm"))
     results = loop.run(cfg, str(tmp_path / "fixed")).to_json()
     history = np.asarray(results["theta_history"])
@@ -177,7 +177,7 @@ def test_llm_advisor_with_the_tiny_model_logs_every_answer(tmp_path, tiny_llm_di
     log = str(tmp_path / "refine.jsonl")
     advisor = refinement.LLMAdvisor(hf_backend.load_model(tiny_llm_dir, None, "auto", "cpu"),
                                     log_path=log)
-    theta = np.asarray(SPEC.theta0)
+    theta = np.asarray(SPEC.start)
     out = advisor.suggest(SPEC, [theta, theta], [{"game_score_per_iteration": [100.0]}] * 2)
     assert len(out) == 2
     for suggestion, record in out:
@@ -203,7 +203,7 @@ def test_scripted_advisor_records_keep_the_refine_jsonl_format(tmp_path):
     advisor = ScriptedAdvisor(["raise empty cells", "?", "lower game_over"],
                               log_path=str(log))
     assert isinstance(advisor, refinement.Advisor)
-    theta = np.asarray(SPEC.theta0)
+    theta = np.asarray(SPEC.start)
     out = advisor.suggest(SPEC, [theta, theta], [{"x": [1.0]}] * 2, context={"iteration": 4})
     out += advisor.suggest(SPEC, [theta, theta], [{"x": [2.0]}] * 2)  # the answers cycle
     assert [s and (s.feature, s.direction) for s, _ in out] == [

@@ -81,7 +81,7 @@ def test_the_update_steps_to_the_posterior_mean_inside_the_bounds_and_carries_it
     truth = np.array([1.0, 0.5, 0.2, 0.0, 0.0, 0.0, 0.0, -1.0])
     order = np.argsort(-(phi @ truth)).astype(np.int32)
     ranking = Ranking(order=order, scores=(phi @ truth).astype(np.float32))
-    theta = np.asarray(spec.theta0, np.float32)
+    theta = np.asarray(spec.start, np.float32)
     prefs = all_judged_pairs(ranking, 2.0 / M, phi @ theta)
     assert len(prefs) == M * (M - 1) // 2 and np.allclose(prefs.w, 2.0 / M)
     first = update_theta(theta, phi, prefs, spec, CFG, rng=0)

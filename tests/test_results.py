@@ -29,7 +29,7 @@ def _record(t: int) -> IterationRecord:
                         message="judge gave no ranking; theta unchanged")]
     return IterationRecord(iteration=t, env_steps=(t + 1) * 100, sps=1e3,
                            seconds={"train": 1.0}, host_overhead_s=0.0,
-                           theta=[list(SPEC.theta0)] * 2, seeds=seeds, train_score=[10.0, None])
+                           theta=[list(SPEC.start)] * 2, seeds=seeds, train_score=[10.0, None])
 
 
 def test_seed_update_json_leaves_out_what_did_not_apply():
@@ -43,7 +43,7 @@ def test_seed_update_json_leaves_out_what_did_not_apply():
 
 
 def test_loop_state_round_trip_through_json():
-    state = LoopState.start(np.asarray(SPEC.theta0, np.float32), num_seeds=2)
+    state = LoopState.start(np.asarray(SPEC.start, np.float32), num_seeds=2)
     assert state.iteration == 0 and state.thetas.shape == (2, 8)
     assert state.thetas.dtype == np.float32 and set(state.timings) == set(PHASES)
     state.iterations.append(_record(0))
@@ -65,7 +65,7 @@ def _results() -> SailorResults:
     iterations = [_record(0), _record(1)]
     return SailorResults(config={"self_align": True}, ranker={"kind": "outcome"},
                          feature_names=list(SPEC.names),
-                         theta_history=[[list(SPEC.theta0)] * 2] * 3, iterations=iterations,
+                         theta_history=[[list(SPEC.start)] * 2] * 3, iterations=iterations,
                          env_steps_per_seed=200, evaluation={"score_mean": 1.0},
                          baseline_evaluation=None, timings=dict.fromkeys(PHASES, 0.0))
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sailor_jax.game import features, reward
-from sailor_jax.game.reward import RewardSpec
+from sailor_jax.game.reward import THETA0, RewardSpec
 
 F = 8
 NAMES = features.FEATURE_NAMES
@@ -82,7 +82,7 @@ def test_default_spec():
     spec = RewardSpec()
     assert spec.names == NAMES
     assert spec.num_features == F
-    by_name = dict(zip(spec.names, spec.theta0, strict=True))
+    by_name = dict(zip(spec.names, spec.start, strict=True))
     assert by_name == {
         "score_gain": 1.0,
         "empty_cells": 0.0,
@@ -98,7 +98,7 @@ def test_default_spec():
     # The issue does not fix the default mask; the code documents "all tunable".
     assert spec.tunable == (True,) * F
     np.testing.assert_array_equal(spec.tunable_index, np.arange(F))
-    theta = spec.validate(spec.theta0)
+    theta = spec.validate(spec.start)
     chex.assert_type(theta, np.float32)
     chex.assert_shape(theta, (F,))
     np.testing.assert_allclose(theta, [1.0, 0, 0.1, 0, 0, 0, 0, -1.0], rtol=0, atol=1e-7)
@@ -108,7 +108,7 @@ def test_default_spec():
 def test_spec_is_frozen():
     spec = RewardSpec()
     with pytest.raises(dataclasses.FrozenInstanceError):
-        spec.theta0 = (0.0,) * F  # type: ignore[misc]
+        spec.start = (0.0,) * F  # type: ignore[misc]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ def test_validate_accepts_bounds_inclusive():
 
 
 def test_validate_uses_per_feature_bounds():
-    spec = RewardSpec(lower=(0.0,) * F, upper=(2.0,) * F, theta0=(0.5,) * F)
+    spec = RewardSpec(lower=(0.0,) * F, upper=(2.0,) * F, start=(0.5,) * F)
     spec.validate(np.full(F, 2.0))
     theta = np.full(F, 0.5)
     theta[NAMES.index("empty_cells")] = -0.1  # fine for the default bounds, not for [0, 2]
@@ -171,7 +171,7 @@ def test_validate_uses_per_feature_bounds():
 
 def test_with_weights_by_name():
     spec = RewardSpec().with_weights({"empty_cells": 0.5, "smoothness": -0.25})
-    assert dict(zip(spec.names, spec.theta0, strict=True)) == {
+    assert dict(zip(spec.names, spec.start, strict=True)) == {
         name: {"empty_cells": 0.5, "smoothness": -0.25}.get(name, 0.0) for name in NAMES
     }
     assert spec.lower == RewardSpec().lower
@@ -191,7 +191,7 @@ def test_with_tunable():
     spec = RewardSpec().with_tunable(["empty_cells", "game_over"])
     assert spec.tunable == tuple(n in ("empty_cells", "game_over") for n in NAMES)
     np.testing.assert_array_equal(spec.tunable_index, [1, 7])
-    assert spec.theta0 == RewardSpec().theta0
+    assert spec.start == THETA0
     assert RewardSpec().with_tunable([]).tunable_index.size == 0
 
 
@@ -211,7 +211,7 @@ def test_lower_above_upper_raises_naming_feature():
         RewardSpec(lower=lower, upper=upper)
 
 
-@pytest.mark.parametrize("field", ["theta0", "lower", "upper", "tunable"])
+@pytest.mark.parametrize("field", ["start", "lower", "upper", "tunable"])
 def test_length_mismatch_raises(field):
     value = getattr(RewardSpec(), field)[:-1]
     with pytest.raises(ValueError, match=field):
@@ -223,7 +223,7 @@ def test_names_length_mismatch_raises():
         RewardSpec(names=NAMES[:-1])
 
 
-def test_theta0_outside_bounds_raises():
+def test_start_outside_bounds_raises():
     with pytest.raises(ValueError, match="max_tile_in_corner"):
         RewardSpec(upper=(1.0, 1.0, 0.05, 1.0, 1.0, 1.0, 1.0, 1.0))
 

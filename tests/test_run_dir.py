@@ -475,3 +475,39 @@ def test_retired_llm_settings_resume_as_they_ran_and_the_boards_view_is_refused(
             _saved_with_retired_llm(refined, refine={"model": "other"}),
             json.loads(run_dir.config_json(refined)), refined)
 
+
+
+def test_a_config_saved_with_the_start_as_theta0_resumes_and_reads_as_start(tmp_path):
+    """`run_dir.RENAMED`: the start reward was saved as `theta0` before it had its own name.
+    Such a run resumes under the same start (and is refused under another, the difference
+    named `start`), a finished one is rebuilt with `start`, and its results' config reads
+    `start`."""
+    from sailor_jax.config import SailorConfig
+    from sailor_jax.run.results import SailorResults
+    from sailor_jax.run.trained import config_from_json
+
+    start = (0.5, 0.0, 0.1, 0.0, 0.0, 0.0, 0.0, -1.0)
+    cfg = SailorConfig(start=start)
+    old = json.loads(run_dir.config_json(cfg))
+    old["theta0"] = old.pop("start")
+    given = json.loads(run_dir.config_json(cfg))
+    assert run_dir.config_differences(old, given, cfg) == []
+    other = SailorConfig()
+    assert run_dir.config_differences(old, json.loads(run_dir.config_json(other)), other) == [
+        f"start: saved {list(start)!r}, given None"]
+    out = str(tmp_path / "run")
+    run_dir.prepare_out_dir(out, cfg, resume=False)
+    _start(out)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(old, f)
+    run_dir.prepare_out_dir(out, cfg, resume=True)  # no refusal: the same start
+    with pytest.raises(UserError, match=r"start: saved"):
+        run_dir.prepare_out_dir(out, other, resume=True)
+    assert config_from_json(SailorConfig, run_dir.current_config(old)) == cfg
+    assert run_dir.renamed_fields({"start": [1.0], "theta0": [2.0]}) == {"start": [1.0]}
+    results = SailorResults(config=old, ranker={}, feature_names=[], theta_history=[],
+                            iterations=[], evaluation={}, baseline_evaluation=None,
+                            env_steps_per_seed=0, timings={})
+    path = results.write(str(tmp_path))
+    assert SailorResults.load(path).config["start"] == list(start)
+    assert "theta0" not in SailorResults.load(path).config

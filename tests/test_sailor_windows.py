@@ -114,7 +114,7 @@ def test_collection_config_is_the_cpu_sizes_from_each_start():
     assert cfg.seed == 3 and not cfg.baseline and cfg.trajectories == 16
     assert cfg.reference_games == 8 and cfg.window == 100 and cfg.ranker.kind == "llm"
     assert cfg.ppo.num_envs * cfg.ppo.num_steps * cfg.ppo.updates_per_segment * 32 == 1_048_576
-    assert sailor_windows.collection_config(3, "theta0").theta0 is None
+    assert sailor_windows.collection_config(3, "theta0").start is None
     with pytest.raises(UserError, match="unknown start"):
         sailor_windows.collection_config(3, "ones")
 

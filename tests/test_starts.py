@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from sailor_jax.game.features import FEATURE_NAMES
-from sailor_jax.game.reward import RewardSpec
+from sailor_jax.game.reward import THETA0, RewardSpec
 from sailor_lab.starts import STARTS, parse_start
 
 
 def test_named_starts_are_valid_thetas_with_a_reason():
     assert {"theta0", "ones", "pays_for_dying", "hoards_merges"} <= set(STARTS)
-    assert STARTS["theta0"].theta == RewardSpec().theta0
+    assert STARTS["theta0"].theta == THETA0
     assert STARTS["ones"].theta == (1.0,) * len(FEATURE_NAMES)
     dying = dict(zip(FEATURE_NAMES, STARTS["pays_for_dying"].theta, strict=True))
     assert dying["game_over"] > 0 and dying["empty_cells"] < 0 and dying["score_gain"] < 0.1

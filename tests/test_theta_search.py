@@ -112,7 +112,7 @@ def test_replay_refuses_other_candidates_and_another_config(uninterrupted, tmp_p
     ({"pick": "worst"}, "pick must be 'best' or 'mean', got 'worst'"),
     ({"tunable": ()}, "at least one"),
     ({"tunable": ("nope",)}, "unknown feature name"),
-    ({"theta0": (2.0,) + (0.0,) * 7}, "outside its bounds"),
+    ({"start": (2.0,) + (0.0,) * 7}, "outside its bounds"),
 ])
 def test_bad_config_values_raise(change, message):
     with pytest.raises(ValueError, match=message):
@@ -123,7 +123,7 @@ def test_candidates_keep_theta0_outside_the_tunable_features():
     spec = RewardSpec().with_tunable(("empty_cells", "monotonicity"))
     thetas = theta_search.candidate_thetas(spec, np.array([[0.5, -0.25], [1.0, -1.0]]))
     assert thetas.dtype == np.float32 and thetas.shape == (2, 8)
-    expected = np.tile(np.asarray(spec.theta0, np.float32), (2, 1))
+    expected = np.tile(np.asarray(spec.start, np.float32), (2, 1))
     expected[:, [1, 3]] = [[0.5, -0.25], [1.0, -1.0]]
     np.testing.assert_array_equal(thetas, expected)
     cfg = dataclasses.replace(TINY, tunable=("empty_cells", "monotonicity"))

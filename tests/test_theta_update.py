@@ -27,7 +27,7 @@ class _Batch:
 def test_align_step_updates_disagreeing_seeds_and_skips_failed_judges():
     rng = np.random.default_rng(0)
     phi = rng.normal(size=(2, 6, 8))
-    thetas = np.tile(np.asarray(SPEC.theta0, np.float32), (2, 1))
+    thetas = np.tile(np.asarray(SPEC.start, np.float32), (2, 1))
     judge = Ranking(order=np.argsort(-phi[0, :, 1]))  # the judge likes empty cells only
     new, updates = align_step(thetas, _Batch(phi), [judge, None], SPEC, CFG, iteration=0)
     assert new.shape == (2, 8) and new.dtype == np.float32
@@ -48,7 +48,7 @@ def test_a_judge_that_agrees_with_theta_gains_nothing():
     """Ranked as `R_theta` ranks them, the windows give no discordant pair: theta stays and the
     update's outcome is "no gain"."""
     phi = np.random.default_rng(1).normal(size=(1, 6, 8))
-    thetas = np.asarray(SPEC.theta0, np.float32)[None]
+    thetas = np.asarray(SPEC.start, np.float32)[None]
     agrees = Ranking(order=np.argsort(-(phi[0] @ thetas[0])))
     new, updates = align_step(thetas, _Batch(phi), [agrees], SPEC, CFG, iteration=0)
     assert updates[0].num_discordant == 0 and updates[0].outcome == "no gain"
@@ -60,7 +60,7 @@ def test_segment_scores_and_stall_counters():
     nan = float("nan")
     metrics = SimpleNamespace(episode_score=np.asarray([[nan, 10.0], [nan, nan], [5.0, 7.0]]))
     assert segment_scores(metrics, 2) == [10.0, None]  # row 2 is a baseline row
-    state = LoopState.start(np.asarray(SPEC.theta0, np.float32), 2)
+    state = LoopState.start(np.asarray(SPEC.start, np.float32), 2)
     update_stall(state, [10.0, None], min_improvement=1.0)
     assert state.best_score == [10.0, None] and state.stall == [0, 0]
     update_stall(state, [10.5, 3.0], min_improvement=1.0)  # +0.5 is no improvement

@@ -15,7 +15,7 @@ import math
 from sailor_jax.config.agent import EvalConfig, PPOConfig
 from sailor_jax.config.judge import AlignmentConfig, PreferenceConfig, RankerConfig
 from sailor_jax.config.llm import RefineConfig
-from sailor_jax.game.reward import RewardSpec
+from sailor_jax.game.reward import THETA0, RewardSpec
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -43,7 +43,7 @@ class TrainConfig:
         if self.total_timesteps <= 0 or self.num_seeds <= 0:
             raise ValueError(f"total_timesteps and num_seeds must be positive, got "
                              f"{self.total_timesteps}, {self.num_seeds}")
-        RewardSpec().validate(self.theta if self.theta is not None else RewardSpec().theta0)
+        RewardSpec().validate(self.theta if self.theta is not None else THETA0)
 
     @property
     def num_segments(self) -> int:
@@ -113,7 +113,7 @@ class SailorConfig:
     group per seed from the untrained agent and the reference player and updates theta as an
     iteration does, so that a wrong start is corrected before the agent learns it (Christiano
     et al. 2017 fitted their reward predictor on a random policy's clips before RL began). No
-    env steps of training; `theta_history` then holds these updates after theta0, and
+    env steps of training; `theta_history` then holds these updates after the start, and
     `SailorResults.warmup` their records. 0 = none (8 measured level with none or above from
     all 13 named starts)."""
     ppo: PPOConfig = PPOConfig()
@@ -124,8 +124,9 @@ class SailorConfig:
     """Discordant/concordant pairs and their weights."""
     alignment: AlignmentConfig = RECOMMENDED_ALIGNMENT
     """The theta update rule."""
-    theta0: tuple[float, ...] | None = None
-    """Initial reward weights (8, feature order); None = the seed plan's baseline reward."""
+    start: tuple[float, ...] | None = None
+    """The start reward's weights (8, feature order), theta before any update;
+    None = theta0, the seed plan's baseline reward."""
     tunable: tuple[str, ...] | None = None
     """Feature names whose weights may change (constrained editing); None = all."""
     eval: EvalConfig = EvalConfig()
@@ -133,9 +134,9 @@ class SailorConfig:
     eval_every: int = 0
     """Evaluate every this many iterations as well as at the end (0 = only at the end)."""
     baseline: bool = True
-    """Also train S agents on the fixed theta0 with the same budget, for comparison."""
+    """Also train S agents on the start reward kept fixed with the same budget, for comparison."""
     self_align: bool = True
-    """Rank and update theta each iteration; False = train on the fixed theta0 only (the
+    """Rank and update theta each iteration; False = train on the start reward kept fixed only (the
     ablations' fixed-reward variants: same segments, budget and evaluation, no judge)."""
     refine: RefineConfig = RefineConfig()
     """LLM-guided reward refinement when the rankings agree but the score stalls (off)."""
@@ -164,8 +165,8 @@ class SailorConfig:
         if self.warmup_updates < 0:
             raise ValueError(f"warmup_updates must be >= 0, got {self.warmup_updates}")
         spec = RewardSpec()
-        if self.theta0 is not None:  # checked here so that the message names the field
-            spec.validate(self.theta0, "theta0")
+        if self.start is not None:  # checked here so that the message names the field
+            spec.validate(self.start, "start")
         unknown = sorted(set(self.tunable or ()) - set(spec.names))
         if unknown:
             raise ValueError(f"tunable names unknown feature(s) {unknown}; known: "
@@ -180,12 +181,13 @@ class SailorConfig:
 
     @property
     def rows(self) -> int:
-        """Vmapped training rows: the S seeds, then with `baseline` S fixed-theta0 rows."""
+        """Vmapped training rows: the S seeds, then with `baseline` S rows of the start kept
+        fixed."""
         return self.num_seeds * (2 if self.baseline else 1)
 
     def reward_spec(self) -> RewardSpec:
-        """The `RewardSpec` with this run's theta0 and tunable mask."""
-        return RewardSpec().for_run(self.theta0, self.tunable)
+        """The `RewardSpec` with this run's start and tunable mask."""
+        return RewardSpec().for_run(self.start, self.tunable)
 
 
 PAPER = SailorConfig(trajectories=8, window=0, reference_games=0, warmup_updates=0,

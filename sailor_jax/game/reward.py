@@ -29,6 +29,11 @@ def theta_from(weights: dict[str, float], names: Sequence[str] = FEATURE_NAMES
     return tuple(float(weights.get(n, 0.0)) for n in names)
 
 
+THETA0: tuple[float, ...] = theta_from(BASELINE_THETA, FEATURE_NAMES)
+"""theta0: the baseline reward's weights, `float[F]` in feature order. Every run's start
+unless it names another (`SailorConfig.start`)."""
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RewardSpec:
     """Names, initial weights, bounds and tunable mask of the reward parameters theta.
@@ -38,8 +43,8 @@ class RewardSpec:
 
     names: tuple[str, ...] = FEATURE_NAMES
     """Feature names, in the order of phi's last axis."""
-    theta0: tuple[float, ...] = theta_from(BASELINE_THETA, FEATURE_NAMES)
-    """Initial weights (the seed plan's baseline reward by default)."""
+    start: tuple[float, ...] = THETA0
+    """The start reward's weights, theta before any update (theta0 by default)."""
     lower: tuple[float, ...] = (-1.0,) * len(FEATURE_NAMES)
     """Lower bound of each weight."""
     upper: tuple[float, ...] = (1.0,) * len(FEATURE_NAMES)
@@ -49,7 +54,7 @@ class RewardSpec:
 
     def __post_init__(self) -> None:
         f = len(self.names)
-        for field in ("theta0", "lower", "upper", "tunable"):
+        for field in ("start", "lower", "upper", "tunable"):
             n = len(getattr(self, field))
             if n != f:
                 raise ValueError(f"RewardSpec.{field} has length {n}, expected {f} (one per name)")
@@ -57,7 +62,7 @@ class RewardSpec:
             if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
                 raise ValueError(f"bounds of feature '{name}' must be finite with lower <= upper, "
                                  f"got [{lo}, {hi}]")
-        self.validate(self.theta0)
+        self.validate(self.start, "start")
 
     @property
     def num_features(self) -> int:
@@ -69,8 +74,8 @@ class RewardSpec:
         return np.flatnonzero(np.asarray(self.tunable, dtype=bool))
 
     def with_weights(self, weights: dict[str, float], **kwargs) -> RewardSpec:
-        """Return a copy whose theta0 is `weights` (by feature name, others 0)."""
-        return dataclasses.replace(self, theta0=theta_from(weights, self.names), **kwargs)
+        """Return a copy whose start is `weights` (by feature name, others 0)."""
+        return dataclasses.replace(self, start=theta_from(weights, self.names), **kwargs)
 
     def with_tunable(self, names: Sequence[str]) -> RewardSpec:
         """Return a copy where only the named features are tunable."""
@@ -79,17 +84,17 @@ class RewardSpec:
             raise ValueError(f"unknown feature name(s) {unknown}; known: {list(self.names)}")
         return dataclasses.replace(self, tunable=tuple(n in names for n in self.names))
 
-    def for_run(self, theta0: Sequence[float] | None, tunable: Sequence[str] | None
+    def for_run(self, start: Sequence[float] | None, tunable: Sequence[str] | None
                 ) -> RewardSpec:
-        """Return a copy with a run's initial weights `theta0` (`float[F]`, feature order) and
+        """Return a copy with a run's start weights `start` (`float[F]`, feature order) and
         its tunable feature names (None: this spec's, for either).
 
         Raises:
           ValueError: an unknown feature name in `tunable`.
         """
         spec = self
-        if theta0 is not None:
-            spec = dataclasses.replace(spec, theta0=tuple(float(v) for v in theta0))
+        if start is not None:
+            spec = dataclasses.replace(spec, start=tuple(float(v) for v in start))
         return spec if tunable is None else spec.with_tunable(tunable)
 
     def validate(self, theta, name: str = "theta") -> np.ndarray:

@@ -116,7 +116,7 @@ def _train_claimed(cfg: TrainConfig, out_dir: str, config: dict, resume: bool, p
                    devices: int | None) -> dict:
     """`train_fixed` in the folder it holds (`config.json` written)."""
     spec = RewardSpec()
-    theta = spec.validate(cfg.theta if cfg.theta is not None else spec.theta0)
+    theta = spec.validate(cfg.theta if cfg.theta is not None else spec.start)
     init, segment = ppo.make_train(cfg.run_ppo, num_seeds=cfg.num_seeds)
     key_init, key_eval, key_random = jax.random.split(jax.random.PRNGKey(cfg.seed), 3)
     hooks = FixedReward(np.tile(theta, (cfg.num_seeds, 1)), cfg.num_segments,

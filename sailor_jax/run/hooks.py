@@ -41,11 +41,11 @@ class SailorHooks:
             self.ctx.warm_up(self.ctx, self.state, runner_state)
 
     def thetas(self) -> np.ndarray:
-        """`float32[R, F]`: the S SAILOR rows, then (baseline) S rows of `theta0`."""
+        """`float32[R, F]`: the S SAILOR rows, then (baseline) S rows of the start."""
         cfg, thetas = self.ctx.cfg, self.state.thetas
         if not cfg.baseline:
             return thetas
-        return np.concatenate([thetas, np.tile(self.ctx.theta0, (cfg.num_seeds, 1))])
+        return np.concatenate([thetas, np.tile(self.ctx.start, (cfg.num_seeds, 1))])
 
     def step(self, segment: int, run: runner.Segments) -> str:
         """One SAILOR iteration, top to bottom: train the segment on the current thetas,

@@ -132,7 +132,7 @@ def _run_claimed(cfg: SailorConfig, out_dir: str, config: dict, resume: bool,
     """`run` in the folder it holds (`run_guard.claim_out_dir`, `config.json` written)."""
     main = sharding.is_main_process()
     spec = cfg.reward_spec()
-    theta0 = spec.validate(spec.theta0)
+    start = spec.validate(spec.start)
     rows = cfg.rows
     init, segment = ppo.make_train(cfg.run_ppo, num_seeds=rows)
     collect = _seeds_collector(*collector_fields(cfg))
@@ -142,10 +142,10 @@ def _run_claimed(cfg: SailorConfig, out_dir: str, config: dict, resume: bool,
     if cfg.self_align and cfg.refine.enabled and advisor is None and main:
         advisor = refinement.make_advisor(cfg.ranker.llm, ranker,
                                           os.path.join(out_dir, "refine.jsonl"))
-    ctx = Context(cfg, spec, theta0, collect, ranker, advisor, key_collect, key_eval,
+    ctx = Context(cfg, spec, start, collect, ranker, advisor, key_collect, key_eval,
                   warm_up=warmup.warm_up if cfg.self_align and cfg.warmup_updates else None)
     hooks_class = PipelinedHooks if cfg.pipeline and cfg.self_align else SailorHooks
-    hooks = hooks_class(ctx, LoopState.start(theta0, cfg.num_seeds))
+    hooks = hooks_class(ctx, LoopState.start(start, cfg.num_seeds))
     hooks.label = label
     runner_state = runner.run_segments(out_dir, init(key_init), segment, hooks, resume=resume,
                                        tensorboard=cfg.tensorboard, progress=progress,

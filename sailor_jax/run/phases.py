@@ -42,8 +42,9 @@ class Context:
 
     cfg: SailorConfig
     spec: RewardSpec
-    theta0: np.ndarray
-    """`float32[F]` initial (and baseline rows') reward weights."""
+    start: np.ndarray
+    """`float32[F]` start reward weights (the SAILOR rows' theta before any update, and the
+    baseline rows' throughout)."""
     collect: Callable
     """Compiled `collect(params[S], keys[S]) -> TrajectoryBatch` with a leading seed axis
     (`loop._collector`)."""

@@ -9,7 +9,7 @@ theta update) moved to one worker thread (JAX and PyTorch release the GIL in the
     segment t+1 trains on judge(t-1)'s thetas | judge(t) runs in the worker
 
 So the theta that iteration t's judgement produces trains from segment t+2 on, one segment
-later than without pipelining; segments 0 and 1 train on theta0. Every judgement starts from
+later than without pipelining; segments 0 and 1 train on the start. Every judgement starts from
 the newest thetas, so the updates form one chain, but the games it ranks were played by a
 policy trained on thetas one update older. The run stays deterministic: the worker reads a
 fixed state and the main thread applies judgements in iteration order.

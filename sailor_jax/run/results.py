@@ -164,7 +164,7 @@ class LoopState:
     `theta_history` is `[t + 1][S][F]` after `t` iterations; `best_score` and `stall` track,
     per seed, the best segment game score and the iterations since it last improved (for
     LLM-guided refinement). With `SailorConfig.warmup_updates = K`, `warmup` holds the K
-    updates made before the first segment and `theta_history` is `[K + t + 1][S][F]`: theta0,
+    updates made before the first segment and `theta_history` is `[K + t + 1][S][F]`: the start,
     the K warm-up thetas, then one per iteration.
     """
 
@@ -177,9 +177,9 @@ class LoopState:
     stall: list[int] = dataclasses.field(default_factory=list)
 
     @classmethod
-    def start(cls, theta0: np.ndarray, num_seeds: int) -> LoopState:
-        """Iteration 0: every seed at `theta0` (`float32[F]`)."""
-        return cls(theta_history=[np.tile(theta0, (num_seeds, 1)).tolist()],
+    def start(cls, theta: np.ndarray, num_seeds: int) -> LoopState:
+        """Iteration 0: every seed at the start weights `theta` (`float32[F]`)."""
+        return cls(theta_history=[np.tile(theta, (num_seeds, 1)).tolist()],
                    best_score=[None] * num_seeds, stall=[0] * num_seeds)
 
     @property
@@ -224,7 +224,7 @@ class SailorResults:
     `evaluation.summarize` plus `per_seed`); `baseline_evaluation` is None without baseline
     rows. `preferences` and `agreement` in the JSON are per-iteration views of `iterations`.
     `warmup` holds the updates made before the first segment (`SailorConfig.warmup_updates`;
-    their thetas follow theta0 in `theta_history`); left out of the JSON when there were none.
+    their thetas follow the start in `theta_history`); left out of the JSON when there were none.
     """
 
     config: dict
@@ -274,6 +274,7 @@ class SailorResults:
     @classmethod
     def from_json(cls, d: dict) -> SailorResults:
         results = _from_fields(cls, d)
+        results.config = run_dir.renamed_fields(results.config)
         results.iterations = [IterationRecord.from_json(r) for r in d["iterations"]]
         results.warmup = [IterationRecord.from_json(r) for r in d.get("warmup", [])]
         return results

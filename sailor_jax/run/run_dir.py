@@ -56,6 +56,26 @@ lacks one ran at: `config_json` writes every field, so only a config saved befor
 existed lacks it, and it ran as the code did then (`warmup_updates`: no warm-up)."""
 
 
+RENAMED = {"theta0": "start"}
+"""Fields renamed since runs were saved: `{old dotted name: new name}`. A saved config's old
+field is read under its new name (`renamed_fields`), so the run resumes, is reused and is
+reported as under today's code (`theta0`: the start reward, now `start`; theta0 names the
+baseline reward alone)."""
+
+
+def renamed_fields(saved: dict) -> dict:
+    """A saved config (a `config.json` dict, or `results.json`'s `config`) with its `RENAMED`
+    fields under their new names (a copy; a config holding both names keeps the new one's
+    value)."""
+    out = json.loads(json.dumps(saved))
+    for dotted, new in RENAMED.items():
+        node, name = _parent(out, dotted), dotted.rsplit(".", 1)[-1]
+        if isinstance(node, dict) and name in node:
+            value = node.pop(name)
+            node.setdefault(new, value)
+    return out
+
+
 ANY = object()
 """A `RETIRED` value: the saved run ran as the code runs now whatever the field held (it was
 read only with the retired option on, or only for logging or transport)."""
@@ -120,7 +140,8 @@ def _retired_error(flag: str, what: str) -> UserError:
 
 
 def current_config(saved: dict, flag: str = "") -> dict:
-    """A saved config (a `config.json` dict) without its `RETIRED` fields (a copy).
+    """A saved config (a `config.json` dict) without its `RETIRED` fields and with its
+    `RENAMED` ones under their new names (a copy).
 
     Raises:
       UserError: a retired field its run read holds a value other than its off one (a field
@@ -128,7 +149,7 @@ def current_config(saved: dict, flag: str = "") -> dict:
         there), or a kept field holds one of its `RETIRED_VALUES`: the run used an option
         this code no longer has (the line starts with `flag`, e.g. `--resume: `).
     """
-    out = json.loads(json.dumps(saved))
+    out = renamed_fields(saved)
     unread = _unread(out)
     for dotted, off in RETIRED.items():
         name = dotted.rsplit(".", 1)[-1]
@@ -265,6 +286,18 @@ def log_records(out_dir: str) -> dict[str, int]:
 
 def _describe(counts: dict[str, int]) -> str:
     return ", ".join(f"{name}: {n} record{'s' * (n != 1)}" for name, n in counts.items())
+
+
+def restart_advice(out_dir: str) -> str:
+    """How to go on after a run in `out_dir` stopped before its first checkpoint (nothing to
+    continue from): run the same command again without `--resume`, which starts over there,
+    unless its judge logs hold records (`check_out_dir` keeps those): then with another
+    `--out`, or once those logs are moved away."""
+    judged = [name for name in log_records(out_dir) if name in JUDGE_LOGS]
+    if judged:
+        return (f"run the same command again with another --out, or move {' and '.join(judged)}"
+                f" out of {out_dir} first (nothing was saved to continue from)")
+    return "run the same command again without --resume: it starts over there"
 
 
 def _check_unstarted(out_dir: str, resume: bool) -> None:

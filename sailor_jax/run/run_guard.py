@@ -115,8 +115,7 @@ def write_failure(error: BaseException, out_dir: str) -> UserError | None:
                                  "--resume")
             return UserError(f"cannot write {path}: {reason} ({_free(str(path))}; the run "
                              f"ended before its first checkpoint)",
-                             "free space, then run the same command again with another "
-                             "--out (nothing was saved to continue from)")
+                             f"free space, then {run_dir.restart_advice(out_dir)}")
         error = error.__cause__ or error.__context__
     return None
 
@@ -164,6 +163,9 @@ def claim_out_dir(out_dir: str, config: Any, resume: bool) -> Iterator[dict]:
         try:
             yield written
         except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM (errors.Terminated)
+            if not run_dir.run_started(out_dir):
+                raise Interrupted(f"{stop_word(error)} before the first checkpoint; "
+                                  f"{run_dir.restart_advice(out_dir)}") from error
             raise Interrupted(f"{stop_word(error)}; continue with --resume (--out {out_dir})"
                               ) from error
         except Exception as error:

@@ -6,7 +6,7 @@ of `experiments/compare.py`), rebuilds its config, and restores the newest check
 way a resumed run does: against the sharded `jax.eval_shape` of a fresh `ppo.make_train`
 init of all the run's rows (`SeedLayout.abstract_checkpoint`, `Checkpointer.restore`). The
 rows are the vmapped seeds; a SAILOR run with `baseline=True` holds `num_seeds` more rows
-after them, the agents trained on the fixed theta0. `play_greedy` plays that agent's greedy
+after them, the agents trained on the start kept fixed. `play_greedy` plays that agent's greedy
 games move by move (`rollout.make_collect(greedy=True)`: the action evaluation plays).
 Nothing in the run folder is written.
 """
@@ -129,7 +129,7 @@ def load_agent(folder: str, agent_seed: int = 0, baseline: bool = False) -> Trai
     Args:
       folder: the `--out` folder of `experiments/train_ppo.py` or `experiments/sailor.py`.
       agent_seed: which vmapped seed, `0 .. num_seeds - 1`.
-      baseline: a SAILOR run's baseline agent of that seed (trained on the fixed theta0)
+      baseline: a SAILOR run's baseline agent of that seed (trained on the start kept fixed)
         instead of the self-aligned one.
 
     Returns:
