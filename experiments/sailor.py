@@ -251,14 +251,14 @@ def summary(results: SailorResults, console: Console) -> None:
                    f"{e['max_tile_mean']:.0f}", f"{r['512']:.2f}", f"{r['1024']:.2f}",
                    f"{e['win_rate']:.2f}")
     console.print(ev)
-    line = paired_verdict(results)
-    if line:
-        console.print(line, highlight=False)
     clock = Table(title="wall-clock (s)")
     for k in results.timings:
         clock.add_column(k, justify="right")
     clock.add_row(*[f"{v:.1f}" for v in results.timings.values()])
     console.print(clock)
+    line = paired_verdict(results)
+    if line:
+        console.print(line, highlight=False)
 
 
 def main(argv: list[str] | None = None) -> SailorResults:

@@ -474,7 +474,8 @@ def test_verbose_help_shows_every_description_whole():
 def test_the_smoke_output_on_the_running_page_has_todays_format():
     """docs/running.md's smoke block (written by `docs/smoke_output.py`) has what today's
     `sailor.py` prints: its header, the tables' titles and rows, the outcomes' line, the
-    paired verdict line and the wall-clock phases, in that order."""
+    wall-clock phases and, last before the results' path, the paired verdict line, in that
+    order."""
     from sailor_jax.game.features import FEATURE_NAMES
     from sailor_jax.run.results import PHASES
 
@@ -491,8 +492,8 @@ def test_the_smoke_output_on_the_running_page_has_todays_format():
                 r"^theta updates: .*\(" + re.escape(sailor.OUTCOMES_HELP[:40]),
                 r"final agents, 32,768 env steps per seed \(greedy policy, native game score\)",
                 r"^│ +SAILOR │", r"^│ pays_for_dying kept fixed │",
-                r"^SAILOR against pays_for_dying kept fixed, paired by seed: ",
                 r"wall-clock \(s\)", r"^┃ " + r" ┃ ".join(PHASES) + r" ┃",
+                r"^SAILOR against pays_for_dying kept fixed, paired by seed: ",
                 r"^results: /tmp/readme_smoke/results.json$"]
     lines, at = block.splitlines(), 0
     for pattern in expected:
