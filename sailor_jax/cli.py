@@ -236,24 +236,27 @@ def default_run_name(preset: str, judge: str, seed: int, root: str = "runs") -> 
 
 class _LineProgress(Progress):
     """Progress without a terminal (output sent to a file or pipe), where rich draws its bar
-    only at the end: one line per step a task makes, with its rate and time left, so that the
-    log shows the run is alive."""
+    only at the end: one line per step a task makes, with its rate and time left, and one per
+    new description between steps (a run's warm-up updates), so that the log shows the run is
+    alive."""
 
     unit = ""
 
     def update(self, task_id, **kwargs) -> None:
-        before = self._tasks[task_id].completed
+        task = self._tasks[task_id]
+        before = task.completed, task.description
         super().update(task_id, **kwargs)
         self._say(task_id, before)
 
     def advance(self, task_id, advance: float = 1) -> None:
-        before = self._tasks[task_id].completed
+        task = self._tasks[task_id]
+        before = task.completed, task.description
         super().advance(task_id, advance)
         self._say(task_id, before)
 
-    def _say(self, task_id, before: float) -> None:
+    def _say(self, task_id, before: tuple[float, str]) -> None:
         task = self._tasks[task_id]
-        if task.completed == before:
+        if (task.completed, task.description) == before:
             return
         speed, left = task.speed, task.time_remaining
         rate = f", {speed * 60:.2f} {self.unit}/min" if speed else ""

@@ -101,8 +101,10 @@ def test_progress_to_a_file_is_a_line_per_step_with_its_rate():
         progress.advance(task)
         assert out.getvalue().startswith("theta0.sailor: 1/3 iterations, ")  # already there
         progress.update(task, advance=1)
-        progress.update(task, description="theta0.sailor")  # no step: no line
+        progress.update(task, description="theta0.sailor")  # nothing new: no line
+        progress.update(task, description="theta0.sailor  warm-up 1/8 updates")  # a note
     lines = out.getvalue().splitlines()
-    assert [line.split(",")[0] for line in lines] == ["theta0.sailor: 1/3 iterations",
-                                                      "theta0.sailor: 2/3 iterations"]
+    assert [line.split(",")[0] for line in lines] == [
+        "theta0.sailor: 1/3 iterations", "theta0.sailor: 2/3 iterations",
+        "theta0.sailor  warm-up 1/8 updates: 2/3 iterations"]
     assert all(" min" in line for line in lines)  # minutes elapsed (the rate once it has one)

@@ -107,12 +107,18 @@ def test_sailor_cli_runs_end_to_end(tmp_path, capsys, monkeypatch):
     assert said and said.group(1).split(":")[0] in (
         "a gain", "a loss", "level", "undecided at this size", "the measures disagree"), printed
     assert "start=pays_for_dying " in printed.splitlines()[0]
+    # to a pipe, each warm-up update is a line before the first iteration's
+    lines = printed.splitlines()
+    warm = [k for k, line in enumerate(lines) if line.startswith("SAILOR  warm-up ")]
+    first = next(k for k, line in enumerate(lines) if ": 1/1 iterations" in line)
+    assert [lines[k].split(":")[0].split(", ")[0] for k in warm] == [
+        "SAILOR  warm-up 1/2 updates", "SAILOR  warm-up 2/2 updates"] and warm[-1] < first
     header = next(line for line in printed.splitlines() if "feature" in line).split()
-    # columns numbered as theta_trajectories.csv: it-2 is theta0, it0 the warm-up's result
+    # columns numbered as theta_trajectories.csv: it-2 is the start, it0 the warm-up's result
     assert [c for c in header if c.startswith("it")] == ["it-2", "it-1", "it0", "it1"]
     results = json.load(open(os.path.join(out, "results.json")))
     assert results["ranker"]["kind"] == "outcome"
-    assert len(results["theta_history"]) == 1 + 2 + 1  # theta0, 2 warm-up updates, 1 iteration
+    assert len(results["theta_history"]) == 1 + 2 + 1  # the start, 2 warm-up updates, 1 iteration
     assert len(results["warmup"]) == 2
     # what each update did to theta, per column and in all, in the words the line explains
     said = [sailor.update_outcome([SeedUpdate.from_json(u)])

@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_FIELDS_CAP = 110
 SAILOR_FLAGS_CAP = 83  # 80, the judge-evidence gate's and the reliability update's 2 priors
 COMPARE_FLAGS_CAP = 60
-PACKAGE_CODE_CAP = 6_428
+PACKAGE_CODE_CAP = 6_442
 """The package's code lines (`code_lines`). A change that raises the cap says in its commit
 message which behaviour the lines add; `git log -L` on this line lists them."""
 HISTORY = re.compile(r"\b[Ii]ssue[ -]?\d+|\b[Rr]ound \d+|\b20\d\d-\d\d-\d\d")

@@ -10,6 +10,7 @@ record (`phases`), checkpoint (`runner.Segments.checkpoint`); before segment 0 t
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -35,10 +36,13 @@ class SailorHooks:
         self.num_segments = ctx.cfg.iterations
         self.timings = state.timings
 
-    def before_segment(self, segment: int, runner_state: Any) -> None:
-        """Before segment 0, run the warm-up updates (`Context.warm_up`)."""
+    def before_segment(self, segment: int, runner_state: Any, note: Callable[[str], None]
+                       ) -> None:
+        """Before segment 0, run the warm-up updates (`Context.warm_up`), each noted on the
+        progress bar as `<label>  warm-up k/K updates`."""
         if segment == 0 and self.ctx.warm_up is not None:
-            self.ctx.warm_up(self.ctx, self.state, runner_state)
+            self.ctx.warm_up(self.ctx, self.state, runner_state,
+                             lambda text: note(f"{self.label}  {text}"))
 
     def thetas(self) -> np.ndarray:
         """`float32[R, F]`: the S SAILOR rows, then (baseline) S rows of the start."""
@@ -52,7 +56,7 @@ class SailorHooks:
         collect the agent's and the reference player's games, have the judge rank them,
         update theta, record and log, checkpoint. Returns the progress text."""
         ctx, state, cfg = self.ctx, self.state, self.ctx.cfg
-        self.before_segment(segment, run.state)  # the warm-up, before segment 0
+        self.before_segment(segment, run.state, run.note)  # the warm-up, before segment 0
         metrics, seconds = run.train(segment, self.thetas())
         t, s = state.iteration, cfg.num_seeds
         train_score = segment_scores(metrics, s)

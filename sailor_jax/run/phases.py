@@ -53,7 +53,7 @@ class Context:
     key_collect: jax.Array
     key_eval: jax.Array
     warm_up: Callable | None = None
-    """`warm_up(ctx, state, runner_state)` before segment 0
+    """`warm_up(ctx, state, runner_state, note)` before segment 0
     (`warmup.warm_up` when `cfg.warmup_updates > 0` and theta is learned; None: none)."""
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import jax
@@ -48,8 +49,9 @@ class SegmentHooks(Protocol):
     flight between segments (`pipeline.PipelinedHooks`) also define `after_restore(runner)`,
     called once after a checkpoint is restored, `finish(logger)`, called after the last
     segment, and `abort()`, called when the run stops with an exception. Hooks that need the
-    state a segment starts from define `before_segment(segment, runner)` (the segment donates
-    it: copy what is kept). Hooks that run a whole segment's step themselves define
+    state a segment starts from define `before_segment(segment, runner, note)` (the segment
+    donates it: copy what is kept; `note(text)` shows a long job's progress before the
+    segment trains, `Segments.note`). Hooks that run a whole segment's step themselves define
     `step(segment, run) -> progress text` (`run`: the `Segments`, whose `train` and
     `checkpoint` they call; `Segments.step` is the default: train, `after_segment`,
     checkpoint). Hooks whose logs
@@ -80,9 +82,13 @@ class Segments:
     `state` is the runner state, `[R', ...]` rows laid out over the devices."""
 
     def __init__(self, segment: Any, layout: sharding.SeedLayout, ckpt: Checkpointer,
-                 logger: MetricLogger, hooks: SegmentHooks, state: Any):
+                 logger: MetricLogger, hooks: SegmentHooks, state: Any,
+                 note: Callable[[str], None] | None = None):
         self.segment, self.layout, self.ckpt, self.logger = segment, layout, ckpt, logger
         self.hooks, self.state = hooks, state
+        self.note = note or (lambda text: None)
+        """`note(text)`: the progress bar's description until the segment's end (with output
+        to a file, a line), for work before a segment trains."""
 
     def train(self, seg: int, thetas: np.ndarray) -> tuple[Any, float]:
         """Train segment `seg` on `thetas` (`float32[R, F]`); return its metrics on the host
@@ -112,7 +118,7 @@ class Segments:
         """The default step of segment `seg`: train, the hooks' `after_segment`, checkpoint;
         returns the progress text."""
         if hasattr(hooks, "before_segment"):
-            hooks.before_segment(seg, self.state)
+            hooks.before_segment(seg, self.state, self.note)
         metrics, seconds = self.train(seg, hooks.thetas())
         description = hooks.after_segment(seg, self.state, metrics, seconds, self.logger)
         self.checkpoint(seg)
@@ -172,7 +178,8 @@ def run_segments(out_dir: str, runner: Any, segment: Any, hooks: SegmentHooks, *
             hooks.timings["compile"] = time.perf_counter() - t0  # ahead of time: timed alone
             task = progress.add_task(label, total=hooks.num_segments, completed=start) \
                 if progress else None
-            run = Segments(segment, layout, ckpt, logger, hooks, runner)
+            note = (lambda text: progress.update(task, description=text)) if progress else None
+            run = Segments(segment, layout, ckpt, logger, hooks, runner, note)
             for seg in range(start, hooks.num_segments):
                 description = hooks.step(seg, run) if hasattr(hooks, "step") else \
                     run.step(seg, hooks)

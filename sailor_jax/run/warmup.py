@@ -12,9 +12,10 @@ fitted their reward predictor on clips of a random policy before RL began.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from sailor_jax.run import phases
+from sailor_jax.run import phases, runner
 from sailor_jax.run.results import LoopState
 
 __all__ = ["WARMUP_KEY", "warm_up"]
@@ -24,8 +25,10 @@ WARMUP_KEY = 2**20
 every training iteration's (`phases.collect_batch`, `phases.judge`)."""
 
 
-def warm_up(ctx: phases.Context, state: LoopState, runner_state: Any) -> None:
-    """Run the `cfg.warmup_updates` warm-up rounds on the agent in `runner_state`.
+def warm_up(ctx: phases.Context, state: LoopState, runner_state: Any,
+            note: Callable[[str], None] = lambda text: None) -> None:
+    """Run the `cfg.warmup_updates` warm-up rounds on the agent in `runner_state`; after
+    each, `note("warm-up k/K updates, agreement(tau) T")` (the progress bar's text).
 
     Round k is recorded, and its judge's log records tagged, as iteration `k - K` (below
     every iteration's, so a resume keeps them) with env_steps 0 and no train score
@@ -44,3 +47,6 @@ def warm_up(ctx: phases.Context, state: LoopState, runner_state: Any) -> None:
         state.warmup.append(phases.commit(
             ctx, state, k - cfg.warmup_updates, [None] * s, seconds, batch, thetas,
             judged.updates, judged.tokens, env_steps=0))
+        tau = runner.nanmean(u.kendall_tau_after for u in judged.updates)
+        note(f"warm-up {k + 1}/{cfg.warmup_updates} updates"
+             + (f", agreement(tau) {tau:+.2f}" if tau == tau else ""))
