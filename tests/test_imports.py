@@ -1,19 +1,13 @@
-"""The import rules: layers import downwards only, no import circle, device code stays host-free.
+"""The import rules: folders sit on the floors of their imports, no import circle, device
+code stays host-free.
 
-The layers of `sailor_jax/` (docs/architecture.md), lowest first:
-
-    0 foundation  types, errors, logging (and the package __init__)
-    1 game        2048 rules, features, R_theta, the expectimax expert
-    2 config      frozen run configs (validates theta against game.reward)
-    3 agents      networks, policy step, PPO, rollouts, greedy evaluation
-    4 scale       seed rows and envs over devices and processes
-    5 judges      rankers: oracles, expert, LLM
-    6 alignment   preferences, theta updates, refinement
-    7 run         runner, SAILOR phases and hooks, checkpoints, results
-    8 cli         what the scripts share
-
-A module may import its own layer and the layers below. Every import statement counts:
-module-level, deferred inside a function and `if TYPE_CHECKING:` alike.
+A folder's floor is the longest chain of imports below it (`floors`): a folder that imports no
+other is on floor 0, every other one floor above the highest folder it imports. The floors
+drawn in docs/architecture.md's module map (`documented_floors`) must be these, so an import
+that changes a floor is one the picture shows; and a module imports its own folder and folders
+on lower floors only (`upward_imports`). Every import statement counts: module-level, deferred
+inside a function and `if TYPE_CHECKING:` alike. The foundation (types, errors, logging and
+the package's __init__) counts as one folder.
 
 `sailor_lab/` (the measurement harness beside the benchmarks and experiments) sits above the
 whole package: it may import any of `sailor_jax`, and no `sailor_jax` module imports it.
@@ -22,8 +16,10 @@ whole package: it may import any of `sailor_jax`, and no `sailor_jax` module imp
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -31,8 +27,8 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "sailor_jax"
 HARNESS = PACKAGE.parent / "sailor_lab"
-LAYERS = {"types": 0, "errors": 0, "logging": 0, "game": 1, "config": 2,
-          "agents": 3, "scale": 4, "judges": 5, "alignment": 6, "run": 7, "cli": 8}
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+FOUNDATION = ("types", "errors", "logging")
 TOP_LEVEL_FILES = {"__init__.py", "types.py", "errors.py", "logging.py", "cli.py"}
 DEVICE_MODULES = ("game.env", "game.features", "game.reward", "game.expert", "agents.networks",
                   "agents.optimizer", "agents.policy", "agents.ppo", "agents.rollout",
@@ -58,10 +54,38 @@ def imported_modules(source: str, modules: set[str], package: str = "sailor_jax"
     return found
 
 
-def layer(module: str) -> int:
-    """Layer of a dotted `sailor_jax` module name (the package itself is foundation)."""
+def folder(module: str) -> str:
+    """The folder of a dotted `sailor_jax` module name: `run`, `cli`, ... or `foundation`
+    (the package itself and its top-level types, errors and logging)."""
     parts = module.split(".")
-    return 0 if len(parts) == 1 else LAYERS[parts[1]]
+    return "foundation" if len(parts) == 1 or parts[1] in FOUNDATION else parts[1]
+
+
+def floors(graph: dict[str, set[str]]) -> dict[str, int]:
+    """`{folder: floor}` of a module import graph: 0 for a folder that imports no other, else
+    one above the highest folder it imports. Raises RecursionError on a circle of folders."""
+    imports: dict[str, set[str]] = {}
+    for m, deps in graph.items():
+        imports.setdefault(folder(m), set()).update(folder(d) for d in deps
+                                                     if folder(d) != folder(m))
+
+    @functools.cache
+    def floor(f: str) -> int:
+        return 1 + max(map(floor, imports[f])) if imports.get(f) else 0
+
+    return {f: floor(f) for f in imports}
+
+
+def documented_floors() -> dict[str, int]:
+    """`{folder: floor}` as docs/architecture.md's module map draws them (`  2  judges/ ...`)."""
+    picture = re.search(r"```\n(.*?)```", ARCHITECTURE.read_text(encoding="utf-8"), re.S)
+    return {m.group(2).removesuffix("/").removesuffix(".py"): int(m.group(1))
+            for m in re.finditer(r"^  (\d)  (\S+)", picture.group(1), re.M)}
+
+
+def layer(module: str) -> int:
+    """The documented floor of a dotted `sailor_jax` module name."""
+    return documented_floors()[folder(module)]
 
 
 def package_graph(root: pathlib.Path = PACKAGE) -> dict[str, set[str]]:
@@ -72,9 +96,10 @@ def package_graph(root: pathlib.Path = PACKAGE) -> dict[str, set[str]]:
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
-    """Every import of a higher layer, as 'a (layer) -> b (layer)'."""
+    """Every import of another folder on the same or a higher documented floor, as
+    'a (floor) -> b (floor)'."""
     return sorted(f"{m} ({layer(m)}) -> {d} ({layer(d)})" for m, deps in graph.items()
-                  for d in deps if layer(d) > layer(m))
+                  for d in deps if folder(d) != folder(m) and layer(d) >= layer(m))
 
 
 def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -100,8 +125,16 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
-def test_layers_import_downwards_only():
+def test_folders_import_downwards_only():
     assert upward_imports(package_graph()) == []
+
+
+def test_the_module_maps_floors_are_the_import_graphs():
+    """docs/architecture.md draws each folder on the floor its imports put it on."""
+    assert documented_floors() == floors(package_graph())
+    assert floors({"sailor_jax.run.a": {"sailor_jax.judges.b"},
+                   "sailor_jax.judges.b": {"sailor_jax.game.c"}, "sailor_jax.game.c": set()}) \
+        == {"run": 2, "judges": 1, "game": 0}
 
 
 def test_no_import_cycle_deferred_or_type_only_included():
@@ -121,10 +154,11 @@ def test_top_level_holds_only_the_foundation_and_cli():
      "sailor_jax.alignment"),
 ])
 def test_checker_flags_an_upward_import(source, bad, tmp_path):
-    """The rule can fail: an agents module importing run, judges or alignment is caught."""
+    """The rule can fail: an agents module importing run, judges (its own floor) or
+    alignment is caught."""
     graph = package_graph()
     graph["sailor_jax.agents.scratch"] = imported_modules(source, set(graph))
-    assert upward_imports(graph) == [f"sailor_jax.agents.scratch (3) -> {bad} ({layer(bad)})"]
+    assert upward_imports(graph) == [f"sailor_jax.agents.scratch (2) -> {bad} ({layer(bad)})"]
 
 
 def test_checker_finds_a_deferred_cycle():
