@@ -35,7 +35,7 @@ from sailor_jax.agents.rollout import cut_windows
 from sailor_jax.alignment.preferences import build_preferences
 from sailor_jax.alignment.updates import update_theta
 from sailor_jax.cli import parse_args
-from sailor_jax.config import AlignmentConfig, PreferenceConfig
+from sailor_jax.config import PAPER, PreferenceConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
@@ -130,7 +130,7 @@ def held_out(theta, phis, rankings, test) -> dict:
 
 def replay(variant: str, phis, rankings, train, test, spec: RewardSpec, args: Args) -> dict:
     """The in-loop update replayed on fresh train groups (module docstring, item 2)."""
-    cfg = AlignmentConfig(method=variant)
+    cfg = dataclasses.replace(PAPER.alignment, method=variant)  # the paper's update
     finals, t0 = [], time.perf_counter()
     for s in range(args.replay_seeds):
         rng = np.random.default_rng([args.seed, s])

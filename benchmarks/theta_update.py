@@ -26,7 +26,7 @@ import numpy as np
 from sailor_jax.alignment.parallel import update_many
 from sailor_jax.alignment.updates import update_theta
 from sailor_jax.cli import parse_args
-from sailor_jax.config import AlignmentConfig
+from sailor_jax.config import PAPER
 from sailor_jax.errors import UserError, report_user_errors
 from sailor_jax.logging import to_jsonable
 from sailor_jax.run import run_dir
@@ -104,7 +104,8 @@ def _call(p: dict, k: int, spec, repeat: int) -> tuple:
                         w=np.asarray(p["w"], np.float32),
                         discordant=np.asarray(p["discordant"], bool))
     recorded = run_dir.current_config({"alignment": p["alignment"]})["alignment"]
-    cfg = AlignmentConfig(**{**recorded, "update_workers": 1})
+    # a field the recorded config lacks ran as the paper's update (its default then)
+    cfg = dataclasses.replace(PAPER.alignment, **{**recorded, "update_workers": 1})
     return (np.asarray(p["theta"], np.float32), np.asarray(p["Phi"], np.float64), prefs, spec,
             cfg, rng)
 

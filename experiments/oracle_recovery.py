@@ -19,7 +19,7 @@ no ranking can reveal it. It is therefore not tunable by default (and so not in 
 The other features all grow with the game length (pairwise correlations 0.7-0.99), yet theta_star
 is identifiable: a logistic fit on all 2016 pairs of one 64-game pool already has cosine 0.99.
 
-Defaults that differ from `AlignmentConfig`'s (both are settings of the algorithm, not changes):
+Defaults that differ from the paper's update's (`PAPER.alignment`; settings of the algorithm):
 `--beta 100` (the oracle is noiseless, i.e. perfectly rational; with beta 0.9 the Bradley-Terry
 posterior is so soft that its mean drifts towards the [-1, 1] box corners, cosine ~0.89) and
 `--trust-region 0.2` (without it each BO update jumps to some optimum of that iteration's small
@@ -40,7 +40,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sailor_jax.cli import make_console, parse_args
-from sailor_jax.config import AlignmentConfig, NetworkConfig, PreferenceConfig
+from sailor_jax.config import PAPER, AlignmentConfig, NetworkConfig, PreferenceConfig
 from sailor_jax.errors import report_user_errors
 from sailor_jax.game.features import FEATURE_NAMES
 from sailor_jax.game.reward import RewardSpec
@@ -145,10 +145,11 @@ class Args:
         return spec
 
     def alignment(self, method: str) -> AlignmentConfig:
-        return AlignmentConfig(method=method, objective=self.objective, bo_calls=self.bo_calls,
-                               bo_initial_points=min(10, self.bo_calls),
-                               trust_region=self.trust_region,
-                               mcmc_trust_region=self.mcmc_trust_region, beta=self.beta)
+        """The paper's update (`PAPER.alignment`) by `method`, with this run's settings."""
+        return dataclasses.replace(
+            PAPER.alignment, method=method, objective=self.objective, bo_calls=self.bo_calls,
+            bo_initial_points=min(10, self.bo_calls), trust_region=self.trust_region,
+            mcmc_trust_region=self.mcmc_trust_region, beta=self.beta)
 
 
 def recover(method: str, pools: list[np.ndarray], heldout: np.ndarray, args: Args,

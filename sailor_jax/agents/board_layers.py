@@ -19,9 +19,8 @@ def reads_one_hot(first_layer: str, backend: str | None = None) -> bool:
 
     `one_hot` always is; `embedding`, the same function, is `embed` on the CPU and the matmul
     elsewhere: the gather's gradient is 16 scatter-adds per layer, each reading the `[N, H]`
-    gradient again (serialised by atomics on a GPU), the matmul's one matmul. For the (256,
-    256) afterstate trunk XLA:CPU's cost model counts 2.4x fewer bytes accessed per env step
-    of PPO training through the matmul (not timed on a GPU); on the CPU the gather is faster.
+    gradient again (serialised by atomics on a GPU), the matmul's one matmul, which XLA's cost
+    model counts as fewer bytes accessed; on the CPU the gather is faster (docs/performance.md).
     """
     return first_layer == "one_hot" or (backend or jax.default_backend()) != "cpu"
 

@@ -18,8 +18,8 @@ on the rest, and `pairs_test` accepts the candidate only when it orders the held
 (every pair the judge orders among them) better than the current theta by a sign-test margin:
 with `g` pairs it newly gets right and `l` it newly gets wrong, accept iff
 `g - l >= max(1, z * sqrt(g + l))`. Under a judge with no information `g` and `l` are
-exchangeable, so the update stays put except by chance (by the normal approximation, about
-16% of the updates that change some held-out pairs at z = 1).
+exchangeable, so the update stays put except by chance (at z = 1, by the normal
+approximation, in P(Z > 1) of the updates that change some held-out pairs).
 
 Judge evidence. The sign test asks whether one update orders one iteration's held-out pairs
 better; at z = 1 a judge with no information passes it now and then, and over 40 updates its
@@ -34,7 +34,7 @@ while a judge a theta can follow opens it after a few updates.
 Survival guard. The per-move level of `R_theta` (its mean per move, the terminal feature
 left out) decides how much the agent wants to live: below zero every move costs and the agent
 learns to end the game; near zero it barely cares. Features such as smoothness and
-monotonicity are near 0.9 and 0.55 on every move, so small weights on them act as that
+monotonicity take nearly the same value on every move, so small weights on them act as a
 constant, and comparisons of equal-length windows cannot see it (the seeds whose level a
 random judge's step lowered collapsed or stalled). `survival_check` therefore
 lets an update raise the level but never lower it: in 2048 points are made only while the

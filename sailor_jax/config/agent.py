@@ -65,14 +65,12 @@ SMALL_NETWORK = NetworkConfig(hidden_sizes=(64, 64), symmetry="canonical",
 """A shared (64, 64) relu trunk reading the board through an embedding, in the canonical
 orientation, that scores each move's afterstate: the CPU-sized network (recipe
 `afterstates_64`), trained where a CPU budget trains (the SAILOR presets, the repair, ablation
-and theta-search experiments, the judge's policy groups), whose measured results rest on it. On
-a 2-core CPU it trains 3.6-5x as many env steps/s as `DEFAULT_NETWORK`; on an H100, 1.6x."""
+and theta-search experiments, the judge's policy groups). Its speed against `DEFAULT_NETWORK`:
+docs/performance.md."""
 
 DEFAULT_NETWORK = dataclasses.replace(SMALL_NETWORK, hidden_sizes=(256, 256))
-"""PPO's default actor-critic: `SMALL_NETWORK` with a (256, 256) trunk. On one H100 (6 seeds,
-lr ending at 9.96M env steps) it reached 2048 in 78.6% of greedy games against the (64, 64)
-trunk's 63.3% (+15.4 points, Welch 95% [+6.2, +24.5]) at 0.62 of its env steps/s
-(docs/agent.md)."""
+"""PPO's default actor-critic: `SMALL_NETWORK` with a (256, 256) trunk, the GPU-sized
+network (recipe `default`). What it reaches against the (64, 64) trunk: docs/agent.md."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -64,9 +64,14 @@ class PreferenceConfig:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class AlignmentConfig:
-    """How theta is updated from preference pairs."""
+    """How theta is updated from preference pairs. The defaults are the recommended update
+    (`SailorConfig().alignment`): the Metropolis-Hastings posterior mean of a Bradley-Terry
+    likelihood (Zeng et al. 2024) in a box of +-0.3 around the current theta, fitted on half
+    of each group's trajectories and accepted only if it orders the held-out half better and
+    keeps the per-move reward level (the survival guard, floor 0.5). The paper's update is
+    `PAPER.alignment` (`config.run.PAPER`)."""
 
-    method: Literal["bo", "bt_mcmc", "bt_reliability"] = "bo"
+    method: Literal["bo", "bt_mcmc", "bt_reliability"] = "bt_mcmc"
     """"bo": scikit-optimize GP minimisation; "bt_mcmc": Zeng et al. (2024) posterior mean;
     "bt_reliability": the posterior mean of theta and the judge's reliability, carried from
     update to update (`alignment.reliability`)."""
@@ -81,7 +86,7 @@ class AlignmentConfig:
     CPU core available, at most one per seed; 1 = serial). Same thetas whatever the number."""
     trust_region: float | None = None
     """Max absolute change of each tunable entry per update (None = bounds only)."""
-    beta: float = 0.9
+    beta: float = 5.0
     """Boltzmann rationality of the Bradley-Terry likelihood."""
     mcmc_samples: int = 2000
     """Sampler steps per chain, burn-in included (bt_mcmc's Metropolis-Hastings steps;
@@ -95,27 +100,26 @@ class AlignmentConfig:
     prior_sd: float = 0.3
     """bt_reliability: the sd of theta's Gaussian prior around the seed's first theta, and the
     widest any later prior may be."""
-    mcmc_trust_region: float = 0.2
+    mcmc_trust_region: float = 0.3
     """Half-width of the uniform prior box around the current theta (within bounds)."""
-    heldout: float = 0.0
+    heldout: float = 0.5
     """Fraction of each group's trajectories held out of the fit: the update is fitted on the
     others' pairs and accepted only if it orders the held-out pairs better than the current
     theta by a sign-test margin (net pairs gained >= max(1, sqrt(pairs changed)),
     `alignment.heldout.pairs_test`). 0 = accept on the fitted pairs."""
-    survival_guard: bool = False
+    survival_guard: bool = True
     """Reject an update that lowers the per-move reward of the iteration's trajectories (the
     terminal feature left out; `alignment.heldout.survival_check`): how this project sets the
     per-move level that no comparison of equal-length windows can see."""
-    survival_floor: float | None = None
+    survival_floor: float | None = 0.5
     """With `survival_guard`, the per-move level above which an update may lower it (never
-    below this floor; reward units per move, the terminal feature left out). None = never
-    lower it; the recommended update (`RECOMMENDED_ALIGNMENT`) uses 0.5."""
+    below this floor; reward units per move, the terminal feature left out): it repairs a start
+    that pays a bonus on every move. None = never lower it."""
     evidence_z: float = 0.0
     """The judge-evidence gate: accept an update only while the seed's judge has shown, over its
     earlier updates, that a theta fitted to its verdicts orders held-out trajectories better
     than chance: Stouffer's z of the earlier updates' one-sided Kendall tests at least this
-    (`alignment.heldout.judge_evidence`). A judge with no information opens it in about 1% of
-    40-update runs at 3. 0 = no gate; needs `heldout > 0`."""
+    (`alignment.heldout.judge_evidence`). 0 = no gate; needs `heldout > 0`."""
 
     def __post_init__(self) -> None:
         _check(self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}")

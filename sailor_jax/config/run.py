@@ -66,28 +66,13 @@ class TrainConfig:
 REFERENCE_EPSILON = 0.5
 """Random-move probability of the reference player (`SailorConfig.reference_games`)."""
 
-RECOMMENDED_ALIGNMENT = AlignmentConfig(method="bt_mcmc", mcmc_trust_region=0.3, beta=5.0,
-                                        heldout=0.5, survival_guard=True,
-                                        survival_floor=0.5)
-"""The recommended theta update: the Metropolis-Hastings posterior mean of a Bradley-Terry
-likelihood (Zeng et al. 2024) in a box of +-0.3 around the current theta, fitted on half of each
-group's pairs and accepted only if it orders the held-out half better (sign test, z 1) and keeps
-the per-move reward level (the survival guard) unless that level is above 0.5, which it may
-lower down to 0.5 (`survival_floor`: it repairs a start that pays a bonus on every move, and
-is level with no floor from every other named start)."""
-RECOMMENDED_PREFERENCES = PreferenceConfig(compare="sum")
-"""`R_theta` ranks a window by its sum, whatever the judge (`compare="sum"`: with the expert's
-per-move regret verdict it repairs as well as or better than the value verdict from every named
-start; "auto" resolves to it for every judge but the expert's per-move verdicts)."""
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SailorConfig:
     """One SAILOR run: T iterations of (PPO segment, ranking, theta update) over S seeds.
 
     The defaults are the recommended SAILOR (the repair table's settings: 16 windows of 100
     moves per seed and iteration, 8 of them played by an epsilon-greedy expert,
-    `RECOMMENDED_ALIGNMENT`); `PAPER` is the paper's update on whole games.
+    `AlignmentConfig()`); `PAPER` is the paper's update on whole games.
     """
 
     iterations: int = 10
@@ -114,15 +99,15 @@ class SailorConfig:
     iteration does, so that a wrong start is corrected before the agent learns it (Christiano
     et al. 2017 fitted their reward predictor on a random policy's clips before RL began). No
     env steps of training; `theta_history` then holds these updates after the start, and
-    `SailorResults.warmup` their records. 0 = none (8 measured level with none or above from
-    all 13 named starts)."""
+    `SailorResults.warmup` their records. 0 = none (the default's effect from each named
+    start: docs/repair.md)."""
     ppo: PPOConfig = PPOConfig()
     """PPO hyperparameters; updates_per_segment is k."""
     ranker: RankerConfig = RankerConfig()
     """The judge."""
-    preferences: PreferenceConfig = RECOMMENDED_PREFERENCES
+    preferences: PreferenceConfig = PreferenceConfig()
     """Discordant/concordant pairs and their weights."""
-    alignment: AlignmentConfig = RECOMMENDED_ALIGNMENT
+    alignment: AlignmentConfig = AlignmentConfig()
     """The theta update rule."""
     start: tuple[float, ...] | None = None
     """The start reward's weights (8, feature order), theta before any update;
@@ -191,10 +176,12 @@ class SailorConfig:
 
 
 PAPER = SailorConfig(trajectories=8, window=0, reference_games=0, warmup_updates=0,
-                     preferences=PreferenceConfig(), alignment=AlignmentConfig())
+                     alignment=AlignmentConfig(method="bo", beta=0.9, mcmc_trust_region=0.2,
+                                               heldout=0.0, survival_guard=False,
+                                               survival_floor=None))
 """The paper's update, as the seed plan ran it: 8 whole games per seed and iteration, all the
 agent's (no warm-up), ranked by the sum of `R_theta`, theta updated by scikit-optimize BO over
-the bounds (`AlignmentConfig()`; `method="bt_mcmc"` for Zeng et al.'s MH posterior mean, beta
-0.9), accepted when it lowers the fitted pairs' error. The repair and ablation `sailor*` arms
-and the process tests build on it; from a good reward it lost 38% of the score (the repair
-table)."""
+the bounds (`method="bt_mcmc"` for Zeng et al.'s MH posterior mean, beta 0.9, in a box of
++-0.2), accepted when it lowers the fitted pairs' error, with no held-out test and no survival
+guard. The repair and ablation `sailor*` arms build on it; what it does from each start:
+docs/repair.md."""

@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 
 FORWARD_COST_TOKENS = 32
-"""Fixed cost of one forward pass in the planner, in tokens read (conservative: SmolLM2-135M on
-2 CPU cores measured about 40; on a GPU the fixed cost is larger)."""
+"""Fixed cost of one forward pass in the planner, in tokens read (a conservative bound: the
+planner splits a batch only where the split saves more than this)."""
 
 KV = list[tuple[Any, Any]]
 """Per-layer `(key, value)` torch tensors `[1, heads, length, head_dim]` of one prefix."""

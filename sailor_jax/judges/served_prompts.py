@@ -23,8 +23,7 @@ chat API, and `CHAT_NOTICE` says what gives it the completions API.
 
 **Precision.** llama.cpp reports the served file in `/v1/models` `meta`: `size` bytes over
 `n_params` weights, and its type's name `ftype`. Below `MIN_BITS` bits per weight
-the judge orders worse: SmolLM2's Q4_1 file behind llama.cpp ordered the graded pool 0.05 to
-0.08 below an F16 copy of it (docs/llm_judge.md); `precision_notice` says so, once a run.
+the judge orders worse (docs/llm_judge.md); `precision_notice` says so, once a run.
 """
 
 from __future__ import annotations

@@ -50,10 +50,13 @@ def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: tree}
 
 
-ABSENT_MEANS = {"warmup_updates": 0}
+ABSENT_MEANS = {"warmup_updates": 0, "alignment.heldout": 0.0,
+                "alignment.survival_guard": False, "alignment.survival_floor": None,
+                "alignment.mcmc_trust_region": 0.2}
 """Fields added with a behaviour other than their default's, and the value a saved config that
 lacks one ran at: `config_json` writes every field, so only a config saved before the field
-existed lacks it, and it ran as the code did then (`warmup_updates`: no warm-up)."""
+existed lacks it, and it ran as the code did then (`warmup_updates`: no warm-up; the
+alignment fields: the paper's update, whose values were their defaults then)."""
 
 
 RENAMED = {"theta0": "start"}
