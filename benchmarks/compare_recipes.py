@@ -10,8 +10,8 @@ else from `seeds`, the mean and the 95% Student-t interval (exact: the interval 
 sample standard deviation). Learning runs started from different seeds are independent, so
 the groups of a side pool into one sample (exact pooled mean and variance). Prints, per metric
 (mean game score, 2048 rate), each side's mean with its 95% t-interval and the difference
-a - b with Welch's 95% interval (unequal variances, Welch-Satterthwaite degrees of freedom);
-`--json` prints it as one JSON line.
+a - b with Welch's 95% interval (unequal variances, Welch-Satterthwaite degrees of freedom),
+both statsmodels' (`DescrStatsW`, `CompareMeans`); `--json` prints it as one JSON line.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import json
 import math
 import statistics
 
+import numpy as np
 import scipy.stats
 
 from sailor_jax.cli import parse_args
@@ -63,23 +64,41 @@ def pool(samples: list[Sample]) -> Sample:
     return Sample(n, mean, math.sqrt(ss / (n - 1)))
 
 
+def descriptive(s: Sample):
+    """`s` as statsmodels' `DescrStatsW`: the two values `mean -/+ sd * sqrt((n - 1) / n)` with
+    frequency weight `n / 2` each, which have exactly `s`'s count, mean and sample SD (all
+    that a t-interval of the mean, or Welch's of a difference, depends on)."""
+    from statsmodels.stats.weightstats import DescrStatsW  # deferred: 1 s of the CLI's start
+
+    d = s.sd * math.sqrt((s.n - 1) / s.n)
+    return DescrStatsW(np.array([s.mean - d, s.mean + d]), weights=np.full(2, s.n / 2))
+
+
 def t_interval(s: Sample, confidence: float = 0.95) -> tuple[float, float]:
-    """Student-t interval of the mean of `s`."""
-    half = scipy.stats.t.ppf((1 + confidence) / 2, s.n - 1) * s.sd / math.sqrt(s.n)
-    return s.mean - half, s.mean + half
+    """Student-t interval of the mean of `s` (statsmodels' `DescrStatsW.tconfint_mean`, n - 1
+    degrees of freedom); the mean twice when `s.sd` is 0. Same units as `s.mean`."""
+    low, high = descriptive(s).tconfint_mean(1 - confidence)
+    return float(low), float(high)
 
 
 def welch_difference(a: Sample, b: Sample, confidence: float = 0.95) -> dict:
-    """Mean difference a - b with Welch's interval (Welch 1947; Satterthwaite df). When no
-    seed of either sample differs from its sample's mean (e.g. a 2048 rate of 0 everywhere),
-    the interval is the difference itself and df is infinite."""
-    va, vb = a.sd ** 2 / a.n, b.sd ** 2 / b.n
+    """Mean difference a - b with Welch's interval (Welch 1947; Satterthwaite df), from
+    statsmodels' `CompareMeans.tconfint_diff(usevar="unequal")` and `dof_satt`.
+
+    Returns:
+      `{"diff", "ci_low", "ci_high", "df"}` (floats, units of the means). When no seed of
+      either sample differs from its sample's mean (e.g. a 2048 rate of 0 everywhere), the
+      interval is the difference itself and df is infinite.
+    """
+    from statsmodels.stats.weightstats import CompareMeans
+
     diff = a.mean - b.mean
-    if va + vb == 0:
+    if a.sd == 0 and b.sd == 0:
         return {"diff": diff, "ci_low": diff, "ci_high": diff, "df": math.inf}
-    df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
-    half = scipy.stats.t.ppf((1 + confidence) / 2, df) * math.sqrt(va + vb)
-    return {"diff": diff, "ci_low": diff - half, "ci_high": diff + half, "df": df}
+    means = CompareMeans(descriptive(a), descriptive(b))
+    low, high = means.tconfint_diff(1 - confidence, usevar="unequal")
+    return {"diff": diff, "ci_low": float(low), "ci_high": float(high),
+            "df": float(means.dof_satt())}
 
 
 def read_lines(path: str) -> list[dict]:

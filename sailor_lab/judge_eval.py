@@ -17,6 +17,7 @@ from the pool (seeded), each judge ranks every group, and the rankings are score
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 
 import jax
@@ -164,18 +165,42 @@ def accuracy_interval(rankings: Sequence[Ranking | None], truth: Sequence[np.nda
 
 def ratio_interval(right: np.ndarray, total: np.ndarray, confidence: float = 0.95,
                    resamples: int = 4000, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of `sum(right) / sum(total)` over groups (`[G]` each, the
-    pairs a group got right, ties counted 1/2, and its pairs), resampling whole groups.
-    `(nan, nan)` when no pair is counted. Host-only."""
+    """Percentile bootstrap interval of `sum(right) / sum(total)`, resampling whole groups.
+
+    Host-only. `scipy.stats.bootstrap(paired=True, method="percentile")` (Efron & Tibshirani
+    1993, ch. 13) with `numpy.random.default_rng(seed)`: the same inputs give the same interval.
+    A resample of groups that count no pair has no ratio; the percentiles are those of the
+    other resamples (possible only with a few groups).
+
+    Args:
+      right: `float[G]` pairs each group got right (ties counted 1/2).
+      total: `float[G]` pairs each group counted (>= 0).
+      confidence: coverage in (0, 1); resamples: bootstrap resamples (>= 1).
+
+    Returns:
+      `(low, high)` accuracies in [0, 1]; `(nan, nan)` when no pair is counted, the accuracy
+      twice when `G == 1`.
+    """
     right, total = np.asarray(right, np.float64), np.asarray(total, np.float64)
     if total.sum() == 0:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    pick = rng.integers(0, len(total), size=(resamples, len(total)))
-    with np.errstate(invalid="ignore"):
-        acc = right[pick].sum(axis=1) / total[pick].sum(axis=1)
-    lo, hi = np.nanquantile(acc, [(1 - confidence) / 2, (1 + confidence) / 2])
-    return float(lo), float(hi)
+    if len(total) == 1:  # every resample is the one group
+        return float(right[0] / total[0]), float(right[0] / total[0])
+
+    def ratio(r: np.ndarray, t: np.ndarray, axis: int = -1) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return r.sum(axis=axis) / t.sum(axis=axis)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy.stats.DegenerateDataWarning)  # NaN: handled below
+        res = scipy.stats.bootstrap((right, total), ratio, paired=True, vectorized=True,
+                                    confidence_level=confidence, n_resamples=resamples,
+                                    method="percentile", rng=np.random.default_rng(seed))
+    low, high = res.confidence_interval
+    if np.isnan(low) or np.isnan(high):  # some resample counted no pair
+        low, high = np.nanquantile(res.bootstrap_distribution,
+                                   [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(low), float(high)
 
 
 def judge_metrics(rankings: Sequence[Ranking | None], epsilons: Sequence[np.ndarray],

@@ -2,8 +2,9 @@
 
 Host-only NumPy + SciPy. Bradley-Terry logistic regression without intercept on the pairs'
 feature-sum differences: `P(i beats j) = sigmoid(w . (Phi[i] - Phi[j]) / scale)`, fitted by
-L-BFGS on the weighted negative log-likelihood plus a small L2 penalty (`scale` is the mean
-L2 norm of the differences, as in `pair_objectives`). Entries outside `free` stay at the given
+the project's one Bradley-Terry fit (`sailor_jax.judges.bradley_terry.fit_linear`) on the
+weighted negative log-likelihood plus a small L2 penalty (`scale` is the mean L2 norm of the
+differences, as in `pair_objectives`). Entries outside `free` stay at the given
 theta and enter as a fixed offset. Fitted on many groups' pairs at once, this is the best
 agreement a linear `R_theta` over these features can reach with the judge; comparing it with
 theta0 and with what the in-loop updates reach says how much of the gap is the update's
@@ -16,11 +17,10 @@ import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
-import scipy.optimize
-import scipy.special
 
 from sailor_jax.alignment.pair_objectives import check_phi, diff_scale, pair_diffs
 from sailor_jax.alignment.preferences import kendall_tau
+from sailor_jax.judges.bradley_terry import fit_linear
 from sailor_jax.types import Preferences, Ranking
 
 
@@ -28,7 +28,8 @@ from sailor_jax.types import Preferences, Ranking
 class BTFit:
     """Result of `fit_bradley_terry`: `theta float64[F]` (fitted free entries, the given fixed
     ones; its scale is the likelihood's, not the reward bounds': rescale it, the order it
-    induces does not change), the train NLL (penalty included) and whether L-BFGS converged."""
+    induces does not change), the train NLL (penalty included) and whether the optimiser
+    converged."""
 
     theta: np.ndarray
     nll: float
@@ -71,7 +72,8 @@ def fit_bradley_terry(Phi, prefs: Preferences, theta: np.ndarray | None = None,
 
     Host-only. Minimises `sum_p w_p softplus(-(dphi_p . theta) / scale) / sum_p w_p +
     l2 * ||theta_free||^2` over the free entries of theta; the fixed entries' part of
-    `dphi_p . theta` is a constant offset per pair.
+    `dphi_p . theta` is a constant offset per pair. That is `fit_linear` with the weights
+    normalised to sum 1 and prior precision `2 * l2`.
 
     Args:
       Phi: `float[N, F]` feature sums of the pooled trajectories.
@@ -97,19 +99,11 @@ def fit_bradley_terry(Phi, prefs: Preferences, theta: np.ndarray | None = None,
     base = np.zeros(f) if theta is None else np.asarray(theta, np.float64)
     free = np.ones(f, bool) if free is None else np.asarray(free, bool)
     scale = diff_scale(dphi)
-    x, offset = dphi[:, free] / scale, dphi[:, ~free] @ base[~free] / scale
-    weights = w / w.sum()
-
-    def loss(v: np.ndarray) -> tuple[float, np.ndarray]:
-        z = x @ v + offset
-        value = weights @ np.logaddexp(0.0, -z) + l2 * v @ v
-        grad = -(weights * scipy.special.expit(-z)) @ x + 2 * l2 * v
-        return float(value), grad
-
-    res = scipy.optimize.minimize(loss, np.zeros(int(free.sum())), jac=True, method="L-BFGS-B")
+    fit = fit_linear(dphi[:, free] / scale, w / w.sum(), l2=2 * l2,
+                     offset=dphi[:, ~free] @ base[~free] / scale)
     out = base.copy()
-    out[free] = res.x
-    return BTFit(theta=out, nll=float(res.fun), converged=bool(res.success))
+    out[free] = fit.coef
+    return BTFit(theta=out, nll=fit.loss, converged=fit.converged)
 
 def agreement(theta, Phi, prefs: Preferences) -> float:
     """Weighted fraction of pairs `R_theta = Phi @ theta` orders as preferred (ties 1/2)."""

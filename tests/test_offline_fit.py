@@ -61,6 +61,23 @@ def test_group_pairs_lists_every_ordered_pair_with_pooled_indices():
     assert pairs == {(2, 0), (2, 1), (0, 1), (6, 8), (7, 8)}  # the score tie (6, 7) is skipped
 
 
+def test_fit_minimises_its_documented_objective():
+    """`nll` is `sum_p w_p softplus(-dphi_p . theta / scale) / sum_p w_p + l2 |theta_free|^2`
+    at the fitted theta, whose free entries zero that objective's gradient."""
+    phi, _, rankings = _pool(groups=30, seed=1)
+    prefs = group_pairs(rankings, [8 * g for g in range(30)])
+    free = np.arange(8) < 7
+    fit = fit_bradley_terry(phi, prefs, theta=np.full(8, 0.3), free=free, l2=0.05)
+    dphi = phi[prefs.i] - phi[prefs.j]
+    z = dphi @ fit.theta / np.mean(np.linalg.norm(dphi, axis=1))
+    free_theta = fit.theta[free]
+    assert fit.converged and fit.theta[7] == 0.3
+    assert fit.nll == pytest.approx(np.mean(np.logaddexp(0.0, -z)) + 0.05 * free_theta @ free_theta)
+    sigma = 1.0 / (1.0 + np.exp(z))  # d softplus(-z) / dz = -sigma
+    grad = -(sigma @ dphi[:, free]) / len(z) / np.mean(np.linalg.norm(dphi, axis=1))
+    np.testing.assert_allclose(grad + 2 * 0.05 * free_theta, 0.0, atol=1e-6)
+
+
 def test_fit_rejects_no_pairs():
     empty = group_pairs([], [])
     with pytest.raises(ValueError, match="positive total weight"):

@@ -202,6 +202,29 @@ def test_bradley_terry_defined_for_unanimous_and_unjudged():
     assert np.all(np.isfinite(fit)) and fit[0] > fit[2] > fit[1]
 
 
+def test_linear_bradley_terry_fit_matches_statsmodels_and_its_prior():
+    """`fit_linear` on both orders of each pair (soft labels y and 1 - y) is a binomial GLM
+    with a logit link and an offset: statsmodels' maximum likelihood when the prior is
+    negligible; with a strong prior, the MAP's first-order condition holds."""
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(3)
+    x, offset = rng.normal(size=(60, 3)), rng.normal(0, 0.5, 60)
+    y = 1.0 / (1.0 + np.exp(-(x @ np.array([1.0, -0.5, 0.25]) + offset + rng.normal(0, 0.5, 60))))
+    both = (np.vstack([x, -x]), np.concatenate([y, 1 - y]))
+    fit = bradley_terry.fit_linear(*both, l2=1e-9, offset=np.concatenate([offset, -offset]))
+    ref = sm.GLM(y, x, family=sm.families.Binomial(), offset=offset).fit(tol=1e-12).params
+    assert fit.converged
+    np.testing.assert_allclose(fit.coef, ref, atol=1e-7)
+    fit = bradley_terry.fit_linear(*both, l2=3.0, offset=np.concatenate([offset, -offset]))
+    residual = y - 1.0 / (1.0 + np.exp(-(x @ fit.coef + offset)))
+    np.testing.assert_allclose(residual @ x, 3.0 * fit.coef, atol=1e-7)
+    with pytest.raises(ValueError, match="l2 must be > 0"):
+        bradley_terry.fit_linear(*both, l2=0.0)
+    with pytest.raises(ValueError, match="weights finite and >= 0"):
+        bradley_terry.fit_linear(x, -y, l2=1.0)
+
+
 def test_rank_from_pairs_none_when_nothing_judged():
     pairs = np.array([[0, 1], [1, 2]])
     assert bradley_terry.rank_from_pairs(3, pairs, np.array([np.nan, np.nan])) is None

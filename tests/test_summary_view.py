@@ -100,3 +100,14 @@ def test_the_accuracy_interval_brackets_the_accuracy_and_narrows_with_groups():
     perfect = [Ranking(order=np.argsort(e, kind="stable").astype(np.int32)) for e in eps]
     assert judge_eval.accuracy_interval(perfect, truth) == (1.0, 1.0)
     assert np.isnan(judge_eval.accuracy_interval([None], [np.zeros((2, 2))])[0])
+    assert judge_eval.accuracy_interval(noisy, truth) == (lo, hi)  # seeded: reproducible
+    assert judge_eval.accuracy_interval(noisy, truth, seed=1) != (lo, hi)
+
+
+def test_the_ratio_interval_with_few_groups():
+    """One group: its accuracy twice. Groups with no counted pair: a resample of only those has
+    no ratio and is left out, so the interval stays finite and within the groups' range."""
+    assert judge_eval.ratio_interval(np.array([3.0]), np.array([4.0])) == (0.75, 0.75)
+    right, total = np.array([3.0, 0.0, 1.0]), np.array([4.0, 0.0, 4.0])
+    lo, hi = judge_eval.ratio_interval(right, total)
+    assert 0.25 <= lo < right.sum() / total.sum() < hi <= 0.75
