@@ -8,6 +8,10 @@
 - `tiny_llm_dir`: a tiny random Llama + byte-level BPE tokenizer saved with `save_pretrained`
   to a session temp folder (built offline by `llm_fixtures.build_tiny_llm`, ~2 s), for
   testing the real `LLMRanker` loading and scoring path without downloading weights.
+- `bench`: `benchmarks/judge_quality.py`'s module, loaded once per test module (a test module
+  of another benchmark defines its own `bench`).
+
+Helpers that are not fixtures are in `support.py`.
 
 The `slow` and `gpu` markers are registered in pyproject.toml; `slow` tests run first.
 """
@@ -86,3 +90,11 @@ def tiny_llm_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
     from llm_fixtures import build_tiny_llm
 
     return build_tiny_llm(str(tmp_path_factory.mktemp("tiny_llm")))
+
+
+@pytest.fixture(scope="module")
+def bench():
+    """`benchmarks/judge_quality.py` loaded (`support.load_script`); returns its module."""
+    from support import load_script
+
+    return load_script("benchmarks/judge_quality.py")

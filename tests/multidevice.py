@@ -21,13 +21,13 @@ import sys
 
 import jax
 import numpy as np
-from test_loop import TINY  # this script runs from tests/, next to test_loop.py
+from support import TINY  # this script runs from tests/, next to support.py
 
 from sailor_jax.judges import OutcomeRanker
 from sailor_jax.run import loop, phases
 
 CFG = dataclasses.replace(TINY, iterations=2, num_seeds=3)
-"""`test_loop.TINY` (outcome judge) with 3 seeds, so 6 rows do not divide 4 devices."""
+"""`support.TINY` (outcome judge) with 3 seeds, so 6 rows do not divide 4 devices."""
 
 
 class DiesAfter(OutcomeRanker):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from test_experiments import _load
+from support import load_script
 
 
 def test_tiny_pool_end_to_end_json_stdout_only(capsys):
-    bench = _load("benchmarks/agreement_ceiling.py")
+    bench = load_script("benchmarks/agreement_ceiling.py")
     args = bench.Args(policies=("eps0.6", "ppo_init"), groups_per_policy=4, m=4, max_len=100,
                       pool_depth=1, expert_depth=1, iterations=2, replay_seeds=2, json=True)
     record = bench.main(args)

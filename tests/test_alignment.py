@@ -19,7 +19,7 @@ from sailor_jax.alignment.updates import (
     pair_error,
     update_theta,
 )
-from sailor_jax.config import PreferenceConfig
+from sailor_jax.config import PAPER, PreferenceConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.types import Preferences, Ranking
 
@@ -28,8 +28,8 @@ SPEC = RewardSpec()
 THETA0 = np.asarray(SPEC.start, dtype=np.float32)
 
 # Small budgets keep every update well under a few seconds on a shared CPU.
-BO = AlignmentConfig(method="bo", bo_calls=15, bo_initial_points=5)
-MCMC = AlignmentConfig(method="bt_mcmc", mcmc_samples=600, mcmc_burn_in=200)
+BO = dataclasses.replace(PAPER.alignment, method="bo", bo_calls=15, bo_initial_points=5)
+MCMC = dataclasses.replace(PAPER.alignment, method="bt_mcmc", mcmc_samples=600, mcmc_burn_in=200)
 
 
 def make_pool(seed=0):
@@ -313,8 +313,8 @@ def test_mcmc_posterior_mean_and_diagnostics_against_quadrature():
     phi = np.zeros((4, F), np.float32)
     phi[:, 1] = [3.0, 1.0, 2.0, 0.0]
     prefs = make_prefs([0, 2, 1], [1, 3, 2])  # 0 > 1, 2 > 3, 1 > 2 (against its feature)
-    cfg = AlignmentConfig(method="bt_mcmc", beta=0.9, mcmc_samples=6000, mcmc_burn_in=1000,
-                          mcmc_trust_region=0.3)
+    cfg = dataclasses.replace(PAPER.alignment, method="bt_mcmc", beta=0.9, mcmc_samples=6000,
+                              mcmc_burn_in=1000, mcmc_trust_region=0.3)
     theta = THETA0.copy()
     result = update_theta(theta, phi, prefs, spec, cfg, rng=0)
     grid = np.linspace(-0.3, 0.3, 2001) + theta[1]

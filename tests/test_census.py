@@ -12,7 +12,7 @@ import math
 import jax
 import jax.numpy as jnp
 import pytest
-from test_experiments import _load
+from support import load_script
 
 REGIONS = {"segment", "update", "rollout_step", "gae_step", "epoch", "minibatch"}
 
@@ -27,7 +27,7 @@ and without them XLA expands scatters into loops."""
 def census(monkeypatch):
     """`benchmarks/census.py`, each arm's segment (the program the census reads) compiled with
     `FUSION_EMITTERS`; the programs that only count FLOPs and bytes compile as the suite's do."""
-    module = _load("benchmarks/census.py")
+    module = load_script("benchmarks/census.py")
     compile_arm, compile_ = module.compile_arm, jax.stages.Lowered.compile
 
     def with_fusion_emitters(arm, cfg):
@@ -41,7 +41,7 @@ def census(monkeypatch):
 
 
 def test_loop_tree_puts_ops_in_their_loops():
-    census = _load("benchmarks/census.py")
+    census = load_script("benchmarks/census.py")
 
     def f(x, idx):
         def inner(c, _):
@@ -129,7 +129,7 @@ def test_top_ops_count_self_time_on_the_device(tmp_path):
 def test_the_gather_arm_runs_the_recipes_program_on_the_cpu_and_the_gather_elsewhere(monkeypatch):
     """The program each arm traces (lowered, not compiled: which op the embedding is, is decided
     when the segment is traced, by the backend `reads_one_hot` is told of)."""
-    census = _load("benchmarks/census.py")
+    census = load_script("benchmarks/census.py")
     from sailor_jax.agents import board_layers, ppo
     args = census.Args(num_envs=8, num_steps=4, update_epochs=1, num_minibatches=2, updates=1)
     texts = {}
@@ -148,7 +148,7 @@ def test_the_gather_arm_runs_the_recipes_program_on_the_cpu_and_the_gather_elsew
 
 
 def test_unknown_arm_is_refused():
-    census = _load("benchmarks/census.py")
+    census = load_script("benchmarks/census.py")
     with pytest.raises(census.UserError, match="afterstates_64:nothing") as refused:
         census.run(census.Args(arms=("afterstates_64:nothing",)))
     assert "afterstates_64:one_hot" in str(refused.value)

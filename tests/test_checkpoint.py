@@ -8,7 +8,6 @@ like the original.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import signal
@@ -20,6 +19,7 @@ import numpy as np
 import optax
 import orbax.checkpoint as ocp
 import pytest
+from support import damage
 
 from sailor_jax import errors
 from sailor_jax.agents import ppo
@@ -210,23 +210,6 @@ def _save_steps(directory, steps, max_to_keep=3):
     with Checkpointer(directory, max_to_keep=max_to_keep) as ckpt:
         for step in steps:
             ckpt.save(step, {"x": X * step}, {"step": step})
-
-
-def damage(step_dir, how: str) -> None:
-    """Truncate the meta JSON, or flip bytes in the middle of the largest state file."""
-    if how == "truncated_meta":
-        path = os.path.join(step_dir, "meta", "metadata")
-        with open(path, "r+b") as f:
-            f.truncate(os.path.getsize(path) // 2)
-        return
-    files = [p for p in glob.glob(os.path.join(step_dir, "state", "**"), recursive=True)
-             if os.path.isfile(p)]
-    path = max(files, key=os.path.getsize)
-    data = bytearray(open(path, "rb").read())
-    for i in range(len(data) // 2, len(data) // 2 + 8):
-        data[i] ^= 0xFF
-    with open(path, "wb") as f:
-        f.write(bytes(data))
 
 
 def test_max_to_keep_below_two_is_refused(tmp_path):

@@ -15,7 +15,7 @@ import pytest
 import scipy.stats
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_experiments import _load
+from support import load_script
 
 from sailor_jax.config import PAPER, SMALL_NETWORK, EvalConfig, PPOConfig, SailorConfig
 from sailor_jax.config.arms import ARMS, DEFAULT_ARMS, PAPER_CHANGES, arm_config, replace_fields
@@ -34,12 +34,12 @@ TINY_BASE = dataclasses.replace(
                                   mcmc_samples=200, mcmc_burn_in=50, update_workers=1),
     eval=EvalConfig(episodes=4, max_len=400))
 """A comparison's base config small enough for the tests (the outcome judge set per test). The
-seeds' theta updates run serially in the run's process, as in `test_loop.TINY`."""
+seeds' theta updates run serially in the run's process, as in `support.TINY`."""
 
 
 @pytest.fixture(scope="module")
 def compare():
-    return _load("experiments/compare.py")
+    return load_script("experiments/compare.py")
 
 
 def test_every_arm_builds_and_changes_only_its_fields():
@@ -98,7 +98,7 @@ class _Killed(Exception):
 @pytest.mark.slow
 def test_compare_end_to_end_numbers_resume_and_figures(compare, tmp_path, monkeypatch, caplog):
     out = str(tmp_path / "cmp")
-    # The CLI tests' segment (`test_experiments.TINY_PPO`: 8 steps, a constant learning rate):
+    # The CLI tests' segment (`support.TINY_PPO`: 8 steps, a constant learning rate):
     # the arms' tables and files are what this test reads, not the schedule.
     base = dataclasses.replace(
         TINY_BASE, ranker=dataclasses.replace(TINY_BASE.ranker, kind="outcome"),
@@ -196,7 +196,7 @@ def test_compare_end_to_end_numbers_resume_and_figures(compare, tmp_path, monkey
     with pytest.raises(UserError, match="--only: mine.paper is not a run"):
         compare.compare(base, runs, out, only=("mine.paper",))
     # Figures of the finished comparison, in its order; an unfinished run is named and left out.
-    plot = _load("experiments/plot.py")
+    plot = load_script("experiments/plot.py")
     paths = plot.main([out])
     assert sorted(os.path.basename(p) for p in paths) == sorted(
         f"{n}.{e}" for n in plot.FIGURES for e in ("png", "pdf"))

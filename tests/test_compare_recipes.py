@@ -8,30 +8,19 @@ import math
 import numpy as np
 import pytest
 import scipy.stats
-from test_experiments import _load
+from support import curve_line, load_script
 
 from sailor_jax.errors import UserError
 from sailor_lab import report
 
-compare = _load("benchmarks/compare_recipes.py")
-
-
-def _line(recipe: str, steps: int, scores, wins, per_seed: bool) -> dict:
-    """A learning.py curve line for these seeds (with or without the per-seed lists)."""
-    line = {"recipe": recipe, "env_steps": steps, "seeds": len(scores)}
-    for name, values in (("score", scores), ("win_rate", wins)):
-        line[f"{name}_mean"], line[f"{name}_ci_low"], line[f"{name}_ci_high"] = \
-            report.mean_ci(values)
-        if per_seed:
-            line[f"{name}_per_seed"] = list(values)
-    return line
+compare = load_script("benchmarks/compare_recipes.py")
 
 
 @pytest.mark.parametrize("per_seed", [False, True])
 def test_pooled_groups_equal_the_concatenated_seeds(per_seed):
     rng = np.random.default_rng(0)
     x = rng.normal(15_000, 1_500, size=8)
-    groups = [compare.from_curve_line(_line("r", 1, x[i:j], x[i:j] / 1e5, per_seed), "score")
+    groups = [compare.from_curve_line(curve_line("r", 1, x[i:j], x[i:j] / 1e5, per_seed), "score")
               for i, j in ((0, 3), (3, 8))]
     pooled = compare.pool(groups)
     assert pooled.n == 8
@@ -66,10 +55,10 @@ def test_cli_pools_files_and_prints_json(tmp_path, capsys):
     a, b = rng.normal(16_000, 900, size=8), rng.normal(14_000, 700, size=8)
     wa, wb = rng.uniform(0.2, 0.3, size=8), rng.uniform(0.1, 0.2, size=8)
     old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
-    old.write_text(json.dumps(_line("best", 10, a[:3], wa[:3], False)) + "\n"
-                   + json.dumps(_line("default", 10, b[:3], wb[:3], False)) + "\n")
-    new.write_text(json.dumps(_line("best", 10, a[3:], wa[3:], True)) + "\n"
-                   + json.dumps(_line("default", 10, b[3:], wb[3:], True)) + "\n")
+    old.write_text(json.dumps(curve_line("best", 10, a[:3], wa[:3], False)) + "\n"
+                   + json.dumps(curve_line("default", 10, b[:3], wb[:3], False)) + "\n")
+    new.write_text(json.dumps(curve_line("best", 10, a[3:], wa[3:], True)) + "\n"
+                   + json.dumps(curve_line("default", 10, b[3:], wb[3:], True)) + "\n")
     result = compare.main(compare.Args(a=(f"{old}:best:10", f"{new}:best:10"),
                                        b=(f"{old}:default:10", f"{new}:default:10"),
                                        json=True))
@@ -85,7 +74,7 @@ def test_cli_pools_files_and_prints_json(tmp_path, capsys):
 
 def test_bad_input_is_a_clear_error(tmp_path):
     path = tmp_path / "c.jsonl"
-    path.write_text(json.dumps(_line("r", 10, [1.0], [0.0], False)) + "\n")
+    path.write_text(json.dumps(curve_line("r", 10, [1.0], [0.0], False)) + "\n")
     with pytest.raises(UserError, match="expected FILE:RECIPE:ENV_STEPS"):
         compare.read_line(f"{path}:r")
     with pytest.raises(UserError, match="no evaluation of 'r' at 20 env steps"):
@@ -93,6 +82,6 @@ def test_bad_input_is_a_clear_error(tmp_path):
     with pytest.raises(UserError, match="cannot read"):
         compare.read_line(f"{tmp_path}/missing.jsonl:r:10")
     for per_seed in (False, True):
-        path.write_text(json.dumps(_line("r", 10, [1.0], [0.0], per_seed)) + "\n")
+        path.write_text(json.dumps(curve_line("r", 10, [1.0], [0.0], per_seed)) + "\n")
         with pytest.raises(UserError, match="one seed"):
             compare.from_curve_line(compare.read_line(f"{path}:r:10"), "score")

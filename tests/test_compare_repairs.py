@@ -9,8 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from test_experiments import _load
-from test_results import _record
+from support import iteration_record, load_script
 
 from sailor_jax.errors import UserError
 from sailor_jax.game.reward import THETA0 as BASELINE
@@ -27,7 +26,7 @@ def _write(folder, arm: str, scores: list[float], game_over: float = -1.0,
     theta = [THETA0[:-1] + [game_over]] * len(scores)
     iterations = []
     for t, counts in enumerate(ended or [None]):
-        record = _record(t)
+        record = iteration_record(t)
         record.sampled_ended = None if counts is None else {"agent": counts,
                                                             "reference": [0] * len(counts)}
         iterations.append(record)
@@ -45,8 +44,8 @@ def _write(folder, arm: str, scores: list[float], game_over: float = -1.0,
 
 def test_update_outcomes_counts_the_recorded_outcomes():
     """Counted from `SeedUpdate.outcome` (set where the update is decided), not its message."""
-    bench = _load("benchmarks/compare_repairs.py")
-    record = _record(0)
+    bench = load_script("benchmarks/compare_repairs.py")
+    record = iteration_record(0)
     record.seeds = [SeedUpdate(accepted=True, outcome="moved"),
                     SeedUpdate(accepted=False, outcome="held out"),
                     SeedUpdate(accepted=False, outcome="guard",
@@ -64,7 +63,7 @@ def test_update_outcomes_counts_the_recorded_outcomes():
 
 
 def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_path, capsys):
-    bench = _load("benchmarks/compare_repairs.py")
+    bench = load_script("benchmarks/compare_repairs.py")
     a, b = tmp_path / "a", tmp_path / "b"
     for folder in (a, b):
         _write(folder, "theta0.fixed", [100.0, 110.0, 90.0])
@@ -86,7 +85,7 @@ def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_
     assert theta0["vs_fixed"]["end"]["per_seed"] == [1.0, 2.0, 3.0] and "recovery" not in theta0
     assert theta0["worst_to_fixed"] == pytest.approx({"base": 100 / 110, "end": 101 / 100})
     assert theta0["ended_share"] == {"base": None, "end": None}
-    # _record's two seeds per iteration: one accepted, one judge failure.
+    # iteration_record's two seeds per iteration: one accepted, one judge failure.
     assert pays["updates"]["base"] == {"accepted": 2, "heldout": 0, "guard": 0, "other": 2,
                                        "total": 4}
     table = capsys.readouterr().out
@@ -111,7 +110,7 @@ def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_
 def test_compare_repairs_pools_seed_sets_pair_by_pair(tmp_path, capsys):
     """`--more-a` / `--more-b`: a second seed set's seeds follow the first's, each B seed
     paired with the A seed of its own set; the recovery is over all seeds at once."""
-    bench = _load("benchmarks/compare_repairs.py")
+    bench = load_script("benchmarks/compare_repairs.py")
     a, b, a1 = tmp_path / "a", tmp_path / "b", tmp_path / "a1"
     for folder, ref, fixed in ((a, [100.0, 110.0], [10.0, 20.0]), (a1, [90.0], [0.0])):
         _write(folder, "theta0.fixed", ref)
@@ -129,7 +128,7 @@ def test_compare_repairs_pools_seed_sets_pair_by_pair(tmp_path, capsys):
     # recovery: mean(arm - fixed) / mean(theta0 - fixed) over the three seeds
     assert pays["recovery"]["B"]["fraction"] == pytest.approx((60 + 60 + 45) / (90 + 90 + 90))
     assert pays["game_over"] == pytest.approx({"A": (0.8 * 2 + 0.5) / 3, "B": (0.2 * 2 - 0.4) / 3})
-    assert pays["updates"]["A"]["total"] == 2 * 2  # two runs, _record's two seed-updates each
+    assert pays["updates"]["A"]["total"] == 2 * 2  # 2 runs, iteration_record's 2 updates each
     with pytest.raises(UserError, match="no sailor arm has finished"):
         bench.main([*argv[:-1], str(tmp_path / "none")])  # a seed set without the arms
     with pytest.raises(SystemExit):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from test_experiments import _load
+from support import load_script
 
 from sailor_jax.config import LLMRankerConfig, SailorConfig
 
@@ -30,7 +30,7 @@ def flat(config, prefix: str = "") -> dict[str, object]:
 
 def preset_configs() -> dict[str, SailorConfig]:
     """Every preset of the main job and of the comparison, by name."""
-    sailor, compare = _load("experiments/sailor.py"), _load("experiments/compare.py")
+    sailor, compare = load_script("experiments/sailor.py"), load_script("experiments/compare.py")
     return {**{f"sailor.{k}": v for k, v in sailor.PRESETS.items()},
             **{f"compare.{k}": v[1] for k, v in compare.PRESETS.items()}}
 
@@ -43,7 +43,7 @@ def test_every_default_is_the_presets_choice_or_a_named_exception():
     assert "ranker.llm.mode" in agreed and "seed" in agreed
     differs = {path for path, value in agreed.items() if value != repr(default[path])}
     assert differs == set(PRESET_CHOICES), differs
-    sailor = _load("experiments/sailor.py")
+    sailor = load_script("experiments/sailor.py")
     for shown, why in PRESET_CHOICES.values():
         assert all(shown in line for line in sailor.PRESET_HELP.values()), shown
         assert why in sailor.PRESET_HELP["cpu"], why
@@ -53,4 +53,4 @@ def test_the_judge_benchmarks_measure_the_presets_judge():
     """`judge_quality.py --judge llm` with no mode flag measures the presets' pointwise judge."""
     modes = {c.ranker.llm.mode for c in preset_configs().values()}
     assert modes == {"pointwise"} == {LLMRankerConfig().mode}
-    assert _load("benchmarks/judge_quality.py").Args().llm.mode == "pointwise"
+    assert load_script("benchmarks/judge_quality.py").Args().llm.mode == "pointwise"

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from test_experiments import ROOT, _load
+from support import ROOT, load_script
 
 from sailor_jax import cli, errors
 from sailor_jax.config import SailorConfig, flags
@@ -93,7 +93,7 @@ CASES = {
 def _entry(name: str):
     """What `python experiments/<name>.py ARGV` runs: `main(argv)`, or `main(parse(argv))`
     for the scripts whose `main` takes the parsed `Args`."""
-    module = _load(f"experiments/{name}.py")
+    module = load_script(f"experiments/{name}.py")
     if name in ("train_ppo", "expert_play", "oracle_recovery"):
         return lambda argv: module.main(module.parse(argv))
     return module.main
@@ -136,7 +136,7 @@ def test_the_issue_case_in_a_real_process():
 def test_debug_keeps_tyros_report(monkeypatch, capsys):
     monkeypatch.setenv(errors.DEBUG_ENV, "1")
     with pytest.raises(SystemExit) as exit_:
-        _load("experiments/sailor.py").parse(["--sailor.window", "-5"])
+        load_script("experiments/sailor.py").parse(["--sailor.window", "-5"])
     assert exit_.value.code == 2
     assert "window must be in [0, max_len=300]" in " ".join(capsys.readouterr().err.split())
 
@@ -156,7 +156,7 @@ def test_messages_are_rewritten_field_by_field():
 
 
 def test_scale_flags_have_no_prefix():
-    scripts = _load("experiments/sailor.py")
+    scripts = load_script("experiments/sailor.py")
     assert flags.config_at(scripts.Args, ["scale"]) == (cli.ScaleArgs, ())
     known = set(flags.all_flags(scripts.Args))
     assert {"--devices", "--sailor.window", "--sailor.no-baseline", "--resume"} <= known
@@ -170,7 +170,7 @@ def test_scale_flags_have_no_prefix():
 ])
 def test_benchmarks_parse_the_same_way(script, argv, line, monkeypatch, capsys):
     monkeypatch.delenv(errors.DEBUG_ENV, raising=False)
-    bench = _load(f"benchmarks/{script}.py")
+    bench = load_script(f"benchmarks/{script}.py")
     with pytest.raises(SystemExit) as exit_:
         errors.report_user_errors(lambda a: bench.main(bench.parse_args(bench.Args, a)), argv)
     assert exit_.value.code == 2 and capsys.readouterr().err == line + "\n"

@@ -6,13 +6,13 @@ from __future__ import annotations
 import gzip
 
 import pytest
-from test_experiments import _load
+from support import load_script
 
 from sailor_jax.errors import UserError
 from sailor_jax.game.reward import THETA0, RewardSpec
 from sailor_lab.starts import parse_start
 
-dest = _load("benchmarks/destination.py")
+dest = load_script("benchmarks/destination.py")
 NAMES = list(RewardSpec().names)
 
 

@@ -16,9 +16,8 @@ import subprocess
 import sys
 
 import pytest
-from test_experiments import PAPER_UPDATE, _load
+from support import PAPER_UPDATE, ROOT, load_script
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAILOR = os.path.join(ROOT, "experiments", "sailor.py")
 TIMEOUT_S = 400
 FLAGS = ["--preset", "smoke", "--sailor.ranker.kind", "outcome", "--sailor.iterations", "2",
@@ -27,7 +26,7 @@ FLAGS = ["--preset", "smoke", "--sailor.ranker.kind", "outcome", "--sailor.itera
          "--sailor.ppo.num-envs", "16", "--sailor.ppo.num-steps", "8",
          "--sailor.ppo.updates-per-segment", "1", "--sailor.ppo.network.hidden-sizes", "16",
          "--sailor.alignment.bo-calls", "6", "--sailor.alignment.bo-initial-points", "3",
-         "--sailor.alignment.update-workers", "1",  # as test_loop.TINY
+         "--sailor.alignment.update-workers", "1",  # as support.TINY
          "--sailor.eval.episodes", "4", "--sailor.eval.max-len", "300",
          "--sailor.no-tensorboard"]
 
@@ -80,7 +79,7 @@ def test_two_processes_equal_one(tmp_path):
     assert "results:" in finished[0][1] and "results:" not in finished[1][1]  # 1 is quiet
     # The single-process reference: the script's `main` in this process (one CPU device, the
     # session's XLA flags, as the processes above), after them.
-    _load("experiments/sailor.py").main([*FLAGS, "--out", single])
+    load_script("experiments/sailor.py").main([*FLAGS, "--out", single])
     with open(os.path.join(multi, "results.json")) as f:
         a = json.load(f)
     with open(os.path.join(single, "results.json")) as f:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import importlib.util
 import json
 import math
 import os
-import sys
 
 import chex
 import jax
@@ -23,6 +21,7 @@ import numpy as np
 import probe_envs
 import pytest
 from reference import numpy_2048 as ref
+from support import load_script
 
 from sailor_jax.agents.networks import make_network
 from sailor_jax.config import NetworkConfig
@@ -31,7 +30,6 @@ from sailor_jax.game.reward import THETA0
 from sailor_lab import dqn, report
 from sailor_lab.dqn import DQNConfig
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NET = NetworkConfig(hidden_sizes=(16,), activation="relu")
 CFG = DQNConfig(num_envs=8, num_steps=16, buffer_size=256, batch_size=16, learning_starts=32,
                     target_update_interval=4, epsilon_decay_steps=200, network=NET)
@@ -349,16 +347,7 @@ def test_probe_masked_action_never_taken(probe_runs):
 # experiments/transfer_dqn.py
 
 
-def _load_transfer():
-    path = os.path.join(ROOT, "experiments", "transfer_dqn.py")
-    spec = importlib.util.spec_from_file_location("transfer_dqn", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve string annotations through it
-    spec.loader.exec_module(module)
-    return module
-
-
-transfer = _load_transfer()
+transfer = load_script("experiments/transfer_dqn.py")
 SAILOR_THETA = [0.8, 0.3, 0.2, 0.1, 0.0, 0.0, 0.1, -1.0]
 
 

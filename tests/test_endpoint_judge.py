@@ -19,8 +19,7 @@ import time
 import numpy as np
 import pytest
 from llm_fixtures import random_games, write_gguf_tokenizer
-from test_experiments import PAPER_UPDATE, ROOT, TINY_PPO, _load
-from test_fault_injection import _files
+from support import PAPER_UPDATE, ROOT, TINY_PPO, files_under, load_script
 
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.errors import UserError
@@ -401,7 +400,7 @@ def test_sailor_run_survives_a_dead_server(serve, tmp_path, monkeypatch):
     for name, value in TRANSPORT.items():
         monkeypatch.setattr(endpoint, name, value)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    _load("experiments/sailor.py").main(_sailor_args(out, url, "--resume"))
+    load_script("experiments/sailor.py").main(_sailor_args(out, url, "--resume"))
     assert _iterations_logged(out) == [0, 1]
     with open(os.path.join(out, "results.json"), encoding="utf-8") as f:
         results = json.load(f)
@@ -410,15 +409,15 @@ def test_sailor_run_survives_a_dead_server(serve, tmp_path, monkeypatch):
     assert results["judge_tokens"]["total"] == sum(t["prompt"] + t["completion"]
                                                    for t in per_iteration)
     assert results["ranker"]["endpoint"] == url
-    assert all(KEY.encode() not in data for data in _files(out).values())
+    assert all(KEY.encode() not in data for data in files_under(out).values())
 
 
 def test_judge_quality_measures_the_served_model(serve, tiny_llm_dir, capsys):
     """`benchmarks/judge_quality.py --judge llm --llm.endpoint URL` measures the served model
     as the in-process judge measures the same model."""
-    from test_judge_quality import TINY_POOL
+    from support import TINY_POOL
 
-    bench = _load("benchmarks/judge_quality.py")
+    bench = load_script("benchmarks/judge_quality.py")
     _, url = serve()
     llm = dict(max_prompt_tokens=1024)
     local = bench.run(bench.Args(judge="llm", llm=LLMRankerConfig(
@@ -499,7 +498,7 @@ def test_every_fault_at_start_up_is_one_error_line(fault, serve, tmp_path, monke
     monkeypatch.delenv(errors.DEBUG_ENV, raising=False)
     model = ["--sailor.ranker.llm.model", "other"] if fault == "model not served" else []
     with pytest.raises(SystemExit) as exit_:
-        errors.report_user_errors(_load("experiments/sailor.py").main, [
+        errors.report_user_errors(load_script("experiments/sailor.py").main, [
             "--sailor.ranker.kind", "llm", "--sailor.ranker.llm.endpoint", url, *model,
             "--out", "run"])
     err = capsys.readouterr().err

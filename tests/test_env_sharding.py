@@ -20,7 +20,7 @@ import chex
 import jax
 import probe_envs
 import pytest
-from test_sharding import _forced_devices_env
+from support import forced_devices_env
 
 from sailor_jax.agents import ppo
 from sailor_jax.config import NetworkConfig, PPOConfig
@@ -46,7 +46,7 @@ PROBE_CFG = PPOConfig(num_envs=32, num_steps=8, update_epochs=2, num_minibatches
 def four_devices() -> dict:
     """Every check of the worker (`env_sharding_worker.CHECKS`), run once in one subprocess on
     4 forced CPU devices: its JSON output."""
-    proc = subprocess.run([sys.executable, str(WORKER)], env=_forced_devices_env(DEVICES),
+    proc = subprocess.run([sys.executable, str(WORKER)], env=forced_devices_env(DEVICES),
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -2,50 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
-import sys
 
 import pytest
+from support import TINY_PPO, TINY_TRAIN_PPO, load_script
 
 from sailor_jax.errors import UserError
 from sailor_jax.run.results import OUTCOMES, Outcome, SeedUpdate
 from sailor_lab.starts import STARTS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _load(relpath: str):
-    path = os.path.join(ROOT, relpath)
-    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve string annotations through it
-    spec.loader.exec_module(module)
-    return module
-
-
-TINY_PPO = ["--sailor.ppo.num-envs", "16", "--sailor.ppo.num-steps", "8",
-            "--sailor.ppo.updates-per-segment", "1", "--sailor.ppo.network.hidden-sizes", "16",
-            "--sailor.ppo.lr-schedule", "constant"]
-"""The CLI tests' PPO: `test_loop.TINY`'s sizes on the presets' network. A constant learning
-rate, as there: a linear one's length (the run's updates) is baked into the compiled segment, so
-runs of 1, 2 or 3 iterations would each compile their own; with it, every CLI test of these
-sizes and rows (`train_ppo.py`'s too, through `TINY_TRAIN_PPO`) shares one."""
-TINY_TRAIN_PPO = [flag.replace("--sailor.", "--train.", 1) for flag in TINY_PPO]
-"""`TINY_PPO` as `train_ppo.py`'s flags: the same segment program."""
-PAPER_UPDATE = ["--sailor.reference-games", "0", "--sailor.window", "0",
-                "--sailor.alignment.method", "bo", "--sailor.alignment.heldout", "0",
-                "--sailor.alignment.no-survival-guard", "--sailor.preferences.compare", "sum",
-                "--sailor.warmup-updates", "0"]
-"""`PAPER`'s update (BO on whole games, no warm-up) over a preset, not the presets' recommended
-one: for tests about processes and signals, where theta must move on 4 games and an iteration
-be short."""
-
 
 def test_sailor_cli_presets_parse_and_override():
-    sailor = _load("experiments/sailor.py")
+    sailor = load_script("experiments/sailor.py")
     for name in sailor.PRESETS:
         preset, args = sailor.parse(["--preset", name, "--out", "x"])
         assert preset == name and args.sailor == sailor.PRESETS[name] and args.out == "x"
@@ -61,7 +31,7 @@ def test_sailor_presets_run_the_guarded_update_measured_in_the_repair_table():
     """Every preset runs `SailorConfig()`'s recommended update over its budget and judge: the
     settings of compare.py's sailor arm except the judge (pointwise LLM; the `smoke` preset's
     first run, from `pays_for_dying`, the expert)."""
-    sailor = _load("experiments/sailor.py")
+    sailor = load_script("experiments/sailor.py")
     for name, cfg in sailor.PRESETS.items():
         a = cfg.alignment
         assert (a.method, a.heldout, a.beta, a.mcmc_trust_region, a.survival_guard) \
@@ -78,7 +48,7 @@ def test_sailor_presets_run_the_guarded_update_measured_in_the_repair_table():
 
 
 def test_theta_history_shows_what_fits_first_and_last_always():
-    sailor = _load("experiments/sailor.py")
+    sailor = load_script("experiments/sailor.py")
     assert sailor.shown_iterations(3, 17) == [0, 1, 2]
     assert sailor.shown_iterations(33, 17) == list(range(0, 33, 2))
     for columns in range(2, 70):
@@ -90,7 +60,7 @@ def test_theta_history_shows_what_fits_first_and_last_always():
 
 def test_sailor_cli_runs_end_to_end(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")  # rich wraps table cells at a narrow width
-    sailor = _load("experiments/sailor.py")
+    sailor = load_script("experiments/sailor.py")
     out = str(tmp_path / "run")
     sailor.main(["--preset", "smoke", "--out", out, "--sailor.iterations", "1",
                  "--sailor.warmup-updates", "2",
@@ -137,7 +107,7 @@ def test_update_outcome_reads_the_recorded_outcome_not_the_message():
     """The summary's `update` row says `SeedUpdate.outcome` (set where the update was decided:
     tests/test_heldout.py and test_theta_update.py check each value on the real paths); the
     message's wording does not enter."""
-    sailor = _load("experiments/sailor.py")
+    sailor = load_script("experiments/sailor.py")
     said = [sailor.update_outcome([SeedUpdate(outcome=o, message="held-out rejected: ...")])
             for o in OUTCOMES]
     assert said == list(OUTCOMES)
@@ -148,7 +118,7 @@ def test_update_outcome_reads_the_recorded_outcome_not_the_message():
 
 def test_train_ppo_cli_runs_and_resumes(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
-    train_ppo = _load("experiments/train_ppo.py")
+    train_ppo = load_script("experiments/train_ppo.py")
     out = str(tmp_path / "ppo")
     argv = ["--out", out, "--train.total-timesteps", "200", "--train.num-seeds", "2",
             *TINY_TRAIN_PPO, "--train.eval.episodes", "4", "--train.eval.max-len", "300",
@@ -172,7 +142,7 @@ def test_train_ppo_cli_runs_and_resumes(tmp_path, capsys, monkeypatch):
 
 
 def test_throughput_benchmark_prints_json(capsys):
-    bench = _load("benchmarks/throughput.py")
+    bench = load_script("benchmarks/throughput.py")
     bench.main(bench.parse_args(bench.Args, [
         "--json", "--only", "env_random", "env_features", "--num-envs", "32",
         "--env-steps", "4", "--repeats", "1"]))
@@ -185,7 +155,7 @@ def test_throughput_benchmark_prints_json(capsys):
 def test_throughput_ppo_rows_report_devices_and_memory(capsys):
     """The rows of the default recipe's segment (the (256, 256) trunk) at 8 envs per seed; the
     2-seed row's program is the one the GPU check's tiny ppo part times."""
-    bench = _load("benchmarks/throughput.py")
+    bench = load_script("benchmarks/throughput.py")
     bench.main(bench.parse_args(bench.Args, [
         "--json", "--only", "ppo_train_seeds", "ppo_train_envs", "--num-envs", "8",
         "--ppo-updates", "1", "--num-seeds", "2", "--repeats", "1", "--devices", "1"]))
@@ -199,7 +169,7 @@ def test_throughput_ppo_rows_report_devices_and_memory(capsys):
 
 def test_sailor_cli_checks_out_before_printing_anything(tmp_path, capsys):
     """`--out` naming a file: one error line, and no run header before it."""
-    sailor = _load("experiments/sailor.py")
+    sailor = load_script("experiments/sailor.py")
     a_file = tmp_path / "results.txt"
     a_file.write_text("not a folder")
     with pytest.raises(UserError, match="is a file, not a folder"):

@@ -100,9 +100,9 @@ def test_expert_beats_random_and_epsilon_one_is_random_legal_play():
 
 
 def test_expert_play_cli_prints_one_json_line(capsys):
-    from test_experiments import _load
+    from support import load_script
 
-    expert_play = _load("experiments/expert_play.py")
+    expert_play = load_script("experiments/expert_play.py")
     expert_play.main(expert_play.Args(games=3, depth=1, max_moves=2000, json=True))
     captured = capsys.readouterr()
     (line,) = map(json.loads, captured.out.splitlines())  # stdout: the JSON line only
@@ -120,7 +120,7 @@ def test_expert_play_json_pipes_into_json_tool(tmp_path):
     import subprocess
     import sys
 
-    from test_experiments import ROOT
+    from support import ROOT
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
     play = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", "expert_play.py"),

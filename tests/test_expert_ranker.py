@@ -7,7 +7,7 @@ import json
 import jax
 import numpy as np
 import pytest
-from test_experiments import _load
+from support import load_script
 
 from sailor_jax.agents.rollout import make_act_collect
 from sailor_jax.alignment.heldout import resolve_comparison
@@ -84,7 +84,7 @@ def test_config_builds_the_expert_judge_and_rejects_bad_values():
 
 def test_the_expert_judge_alone_is_the_recommended_regret_verdict_compared_as_sums():
     # `experiments/sailor.py cpu --sailor.ranker.kind expert`, the README's command
-    _, args = _load("experiments/sailor.py").parse(["cpu", "--sailor.ranker.kind", "expert"])
+    _, args = load_script("experiments/sailor.py").parse(["cpu", "--sailor.ranker.kind", "expert"])
     ranker = make_ranker(args.sailor.ranker)
     assert args.sailor.ranker.expert_verdict == "regret" and ranker.aggregate == "mean"
     assert args.sailor.ranker.aggregate == ranker.aggregate  # the config knows what it resolves to

@@ -7,7 +7,7 @@ games are collected), after ranking (the judge has logged its prompts, before th
 preferences and the update), after the update (theta updated and logged, before the
 checkpoint), and mid-checkpoint (inside orbax, after its temporary folder exists). The
 judge is the tiny offline LLM (`tests/llm_fixtures.py`) so that `llm.jsonl` is written.
-Logs are compared record by record with the timing fields removed (`_untimed`).
+Logs are compared record by record with the timing fields removed (`support.untimed`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import glob
 import io
 import json
 import logging
@@ -25,16 +24,20 @@ import shutil
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
-from test_checkpoint import damage
-from test_loop import TINY
+from support import (
+    TINY,
+    assert_interrupted,
+    assert_same_run,
+    damage,
+    files_under,
+    kill_when,
+    run_logs,
+)
 
 from sailor_jax import errors
-from sailor_jax.config import AlignmentConfig, EvalConfig, LLMRankerConfig, RankerConfig
+from sailor_jax.config import PAPER, EvalConfig, LLMRankerConfig, RankerConfig
 from sailor_jax.errors import UserError
-from sailor_jax.run import loop, phases, run_dir
-
-TIMING_KEYS = {"seconds", "sps", "timings", "charts/SPS"}
-"""Keys whose values are wall-clock measurements (plus keys ending `_s` or starting `time/`)."""
+from sailor_jax.run import loop, run_dir
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +47,8 @@ def cfg(tiny_llm_dir):
                           max_prompt_tokens=768, max_pairs_per_group=2, device="cpu")
     return dataclasses.replace(
         TINY, baseline=False, max_len=20, ranker=RankerConfig(kind="llm", llm=llm),
-        alignment=AlignmentConfig(method="bt_mcmc", mcmc_samples=200, mcmc_burn_in=50,
-                                  update_workers=1),
+        alignment=dataclasses.replace(
+            PAPER.alignment, method="bt_mcmc", mcmc_samples=200, mcmc_burn_in=50, update_workers=1),
         eval=EvalConfig(episodes=2, max_len=50))
 
 
@@ -54,63 +57,9 @@ def reference(cfg, tmp_path_factory):
     """The uninterrupted run: its folder and results."""
     out = str(tmp_path_factory.mktemp("reference") / "run")
     results = loop.run(cfg, out)
-    llm = _logs(out)["llm.jsonl"]
+    llm = run_logs(out)["llm.jsonl"]
     assert [sum(r["iteration"] == t for r in llm) for t in (0, 1)] == [10, 10]  # 8 + 2 each
     return out, results
-
-
-def _untimed(x):
-    """`x` without the timing fields, recursively."""
-    if isinstance(x, dict):
-        return {k: _untimed(v) for k, v in x.items() if k not in TIMING_KEYS
-                and not k.endswith("_s") and not k.startswith("time/")}
-    if isinstance(x, list):
-        return [_untimed(v) for v in x]
-    return x
-
-
-def _logs(out: str) -> dict[str, list]:
-    """Every JSONL log of the run folder, timing fields removed."""
-    logs = {}
-    for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
-        with open(path, encoding="utf-8") as f:
-            logs[os.path.basename(path)] = [_untimed(json.loads(line)) for line in f]
-    return logs
-
-
-def assert_same_run(out: str, results, reference,
-                    log_names: frozenset[str] = frozenset({"metrics.jsonl", "llm.jsonl"})
-                    ) -> None:
-    """Results, results.json and every log of `out` (the JSONL files `log_names`) equal the
-    uninterrupted run's."""
-    ref_out, ref = reference
-    np.testing.assert_array_equal(np.asarray(results.theta_history),
-                                  np.asarray(ref.theta_history))
-    assert results.preferences == ref.preferences
-    assert results.evaluation == ref.evaluation
-    with open(os.path.join(out, "results.json")) as a, \
-            open(os.path.join(ref_out, "results.json")) as b:
-        assert _untimed(json.load(a)) == _untimed(json.load(b))
-    logs, ref_logs = _logs(out), _logs(ref_out)
-    assert set(logs) == set(ref_logs) == log_names
-    for name, records in ref_logs.items():
-        assert logs[name] == records, name
-
-
-def _kill_when(monkeypatch, name: str, position: int, t: int, after: bool = False) -> None:
-    """Replace `phases.<name>` by a wrapper that raises KeyboardInterrupt when its positional
-    argument `position` (the iteration) is `t`, before or after calling the original."""
-    original = getattr(phases, name)
-
-    def killer(*args, **kwargs):
-        if not after and args[position] == t:
-            raise KeyboardInterrupt(f"simulated kill before {name} of iteration {t}")
-        out = original(*args, **kwargs)
-        if after and args[position] == t:
-            raise KeyboardInterrupt(f"simulated kill after {name} of iteration {t}")
-        return out
-
-    monkeypatch.setattr(phases, name, killer)
 
 
 def _kill_mid_checkpoint(monkeypatch, step: int) -> None:
@@ -126,9 +75,9 @@ def _kill_mid_checkpoint(monkeypatch, step: int) -> None:
 
 
 KILLS = {
-    "after_segment": lambda mp: _kill_when(mp, "collect_batch", 2, 1),  # (ctx, runner, t)
-    "after_ranking": lambda mp: _kill_when(mp, "align_step", 5, 1),  # (..., cfg, t, ...)
-    "after_update": lambda mp: _kill_when(mp, "record_iteration", 2, 1, after=True),
+    "after_segment": lambda mp: kill_when(mp, "collect_batch", 2, 1),  # (ctx, runner, t)
+    "after_ranking": lambda mp: kill_when(mp, "align_step", 5, 1),  # (..., cfg, t, ...)
+    "after_update": lambda mp: kill_when(mp, "record_iteration", 2, 1, after=True),
     "mid_checkpoint": lambda mp: _kill_mid_checkpoint(mp, 2),
 }
 
@@ -139,7 +88,7 @@ def test_kill_at_each_phase_boundary_then_resume_equals_uninterrupted(
     out = str(tmp_path / "run")
     with monkeypatch.context() as mp:
         KILLS[kill](mp)
-        _interrupted(lambda: loop.run(cfg, out), out)
+        assert_interrupted(lambda: loop.run(cfg, out), out)
     steps = sorted(os.listdir(os.path.join(out, "checkpoints")))
     assert steps[0] == "1" and "2" not in steps  # iteration 1 was never checkpointed
     assert_same_run(out, loop.run(cfg, out, resume=True), reference)
@@ -155,7 +104,7 @@ def test_pipelined_kill_with_a_judgement_in_flight_then_resume_equals_uninterrup
     out = str(tmp_path / "run")
     with monkeypatch.context() as mp:
         _kill_mid_checkpoint(mp, 2)
-        _interrupted(lambda: loop.run(piped, out), out)
+        assert_interrupted(lambda: loop.run(piped, out), out)
     with open(os.path.join(out, "llm.jsonl")) as f:
         assert {json.loads(line)["iteration"] for line in f} == {0, 1}
     assert_same_run(out, loop.run(piped, out, resume=True), reference)
@@ -167,7 +116,7 @@ def test_resume_without_a_checkpoint_keeps_the_judge_records(cfg, reference, tmp
     a judged iteration: `--resume` is one line naming the logs, and nothing is removed."""
     out = str(tmp_path / "run")
     with monkeypatch.context() as mp:
-        _kill_when(mp, "align_step", 5, 0)
+        kill_when(mp, "align_step", 5, 0)
         with pytest.raises(errors.Interrupted, match="interrupted before the first checkpoint"):
             loop.run(cfg, out)
     assert os.path.getsize(os.path.join(out, "llm.jsonl")) > 0  # iteration 0 was judged
@@ -176,28 +125,18 @@ def test_resume_without_a_checkpoint_keeps_the_judge_records(cfg, reference, tmp
     shutil.rmtree(os.path.join(deleted, "checkpoints"))
     for folder, logs in ((out, "llm.jsonl: 10 records"),
                          (deleted, "metrics.jsonl: 6 records, llm.jsonl: 20 records")):
-        before = _files(folder)
+        before = files_under(folder)
         for resume in (True, False):
             line = _error_line(lambda f=folder, r=resume: loop.run(cfg, f, resume=r))
             assert logs in line if resume else "llm.jsonl" in line, line
             assert "no checkpoint" in line, line
-        assert _files(folder) == before
+        assert files_under(folder) == before
 
 
 def _unfinished_copy(source: str, out: str) -> None:
     """Copy the finished run `source` to `out` as if killed before writing results.json."""
     shutil.copytree(source, out)
     os.remove(os.path.join(out, "results.json"))
-
-
-def _files(folder: str) -> dict[str, bytes]:
-    """Every file under `folder` (relative path -> bytes)."""
-    files = {}
-    for root, _, names in os.walk(folder):
-        for name in names:
-            with open(os.path.join(root, name), "rb") as f:
-                files[os.path.relpath(os.path.join(root, name), folder)] = f.read()
-    return files
 
 
 def _error_line(run) -> str:
@@ -208,23 +147,6 @@ def _error_line(run) -> str:
     text = stderr.getvalue()
     assert exit_.value.code == 2 and text.startswith("error: ") and text.count("\n") == 1, text
     return text
-
-
-def assert_resume_after_update_kill(cfg, out: str, reference, monkeypatch, t: int,
-                                    log_names: frozenset[str]) -> None:
-    """Kill `loop.run(cfg, out)` before iteration t's update, resume it, and check it equals
-    the uninterrupted `reference` (`assert_same_run`)."""
-    with monkeypatch.context() as mp:
-        _kill_when(mp, "align_step", 5, t)
-        _interrupted(lambda: loop.run(cfg, out), out)
-    assert_same_run(out, loop.run(cfg, out, resume=True), reference, log_names=log_names)
-
-
-def _interrupted(run, out: str) -> None:
-    """`run()` stops with `errors.Interrupted` (from the simulated kill) naming `out`."""
-    with pytest.raises(errors.Interrupted, match="interrupted; continue with --resume") as e:
-        run()
-    assert out in str(e.value) and "simulated kill" in str(e.value.__cause__)
 
 
 @pytest.mark.parametrize("how", ["truncated_meta", "flipped_state_bytes"])
@@ -268,8 +190,8 @@ def test_parallel_updates_killed_and_resumed_equal_an_uninterrupted_serial_run(t
     assert any(u.accepted for r in reference.iterations for u in r.seeds)  # updates happened
     out = str(tmp_path / "parallel")
     with monkeypatch.context() as mp:
-        _kill_when(mp, "align_step", 5, 1)
-        _interrupted(lambda: loop.run(parallel, out), out)
+        kill_when(mp, "align_step", 5, 1)
+        assert_interrupted(lambda: loop.run(parallel, out), out)
     resumed = loop.run(parallel, out, resume=True)
     np.testing.assert_array_equal(np.asarray(resumed.theta_history),
                                   np.asarray(reference.theta_history))
@@ -338,7 +260,7 @@ def test_a_stop_before_the_first_checkpoint_says_how_to_start_over_and_that_work
     records is simply run again."""
     out = str(tmp_path / "run")
     with monkeypatch.context() as mp:
-        _kill_when(mp, "align_step", 5, 0)
+        kill_when(mp, "align_step", 5, 0)
         with pytest.raises(errors.Interrupted, match="^interrupted before the first "
                                                      "checkpoint; ") as e:
             loop.run(cfg, out)
@@ -397,7 +319,7 @@ def test_a_cut_log_line_is_reported_when_resume_drops_it(cfg, reference, tmp_pat
     assert warnings == [f"resume: {path} line {len(lines)} is not a whole record (cut short "
                         "or garbled by a kill or a full disk) and is dropped"]
     assert resumed.evaluation == reference[1].evaluation  # the run itself is exact
-    assert _logs(out)["metrics.jsonl"] == _logs(reference[0])["metrics.jsonl"][:-1]
+    assert run_logs(out)["metrics.jsonl"] == run_logs(reference[0])["metrics.jsonl"][:-1]
 
 
 GARBLED = {"metrics.jsonl": b"\xff\xfe\x80\x00 garbled",  # bytes a crash left, not UTF-8
@@ -414,7 +336,7 @@ def test_garbled_log_tails_are_dropped_with_a_warning_and_resume_is_exact(
     out = str(tmp_path / "run")
     with monkeypatch.context() as mp:
         KILLS["after_ranking"](mp)
-        _interrupted(lambda: loop.run(cfg, out), out)
+        assert_interrupted(lambda: loop.run(cfg, out), out)
     lines = {}
     for name, tail in GARBLED.items():
         with open(os.path.join(out, name), "ab") as f:

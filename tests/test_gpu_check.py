@@ -10,12 +10,10 @@ import subprocess
 import sys
 
 import pytest
-from test_experiments import TINY_PPO, _load
+from support import ROOT, TINY_PPO, load_script
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "benchmarks", "gpu"))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks", "gpu"))
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "benchmarks", "gpu_check.py")
 
 
@@ -28,7 +26,7 @@ def _part_rows(work, name: str) -> list[dict]:
     """Part `name` at toy sizes run in this process (`gpu_parts.run_part`): its rows."""
     import gpu_parts
 
-    gpu_parts.run_part(name, True, str(work), _load("benchmarks/gpu_check.py").TINY_DEADLINE)
+    gpu_parts.run_part(name, True, str(work), load_script("benchmarks/gpu_check.py").TINY_DEADLINE)
     with open(os.path.join(work, f"{name}.jsonl"), encoding="utf-8") as f:
         return [json.loads(line) for line in f]
 
@@ -104,7 +102,7 @@ def test_the_tiny_main_job_trains_the_cli_tests_ppo():
 
 
 def test_every_tested_part_is_a_part_of_the_check():
-    assert set(TESTED_PARTS) < set(_load("benchmarks/gpu_check.py").PARTS)
+    assert set(TESTED_PARTS) < set(load_script("benchmarks/gpu_check.py").PARTS)
     assert set(TABLE_CHECKS) | {"env"} == set(TESTED_PARTS)
 
 
@@ -115,7 +113,7 @@ def test_tiny_parts_write_the_rows_of_their_summary_tables(tmp_path, names):
     """Tested parts at toy sizes, in the check's order in one work folder (`main_llm` judges
     with the model `judge` saved there), each run here (`gpu_parts.run_part`; the process each
     part gets is the script's test above): its rows, its summary table and markdown."""
-    check = _load("benchmarks/gpu_check.py")
+    check = load_script("benchmarks/gpu_check.py")
     assert list(names) == [p for p in check.PARTS if p in names]
     for name in names:
         rows = _part_rows(tmp_path, name)
@@ -158,7 +156,7 @@ def test_tiny_decisive_part_pools_its_blocks(tmp_path):
     assert 0 <= pooled["p_improvement"][0] <= 1 and set(pooled["rliable"]) == {"fixed", "sailor"}
     compared = json.loads((work / "decide_llm" / "compare.json").read_text())["rows"]
     assert all("rliable" not in r for r in compared)  # 2 seeds: no bootstrap in the tables
-    table = _load("benchmarks/gpu_check.py").summary_tables([{"rows": rows}])["decide"]
+    table = load_script("benchmarks/gpu_check.py").summary_tables([{"rows": rows}])["decide"]
     assert [(r["judge"], r["seeds"]) for r in table] == [("llm", 2)]
 
 

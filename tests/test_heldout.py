@@ -154,7 +154,7 @@ def test_align_step_with_heldout_keeps_theta_under_a_judge_the_fit_cannot_genera
     """Fit and held-out halves disagree by construction (the judge's order of the fitted half
     rewards feature 1, of the held-out half feature 0): no accepted step may hurt the held-out
     half, and the theta stays."""
-    cfg = dataclasses.replace(PAPER, trajectories=8, alignment=AlignmentConfig(
+    cfg = dataclasses.replace(PAPER, trajectories=8, alignment=dataclasses.replace(PAPER.alignment,
         method="bt_mcmc", heldout=0.5, mcmc_samples=300, mcmc_burn_in=100, update_workers=1,
         mcmc_trust_region=1.0))
     rng = np.random.default_rng([cfg.seed, 0, 0])
@@ -189,8 +189,8 @@ def test_align_step_with_heldout_keeps_theta_under_a_judge_the_fit_cannot_genera
     (lambda: AlignmentConfig(survival_floor=-0.1), "survival_floor must be"),
     (lambda: AlignmentConfig(survival_floor=float("nan")), "survival_floor must be"),
     (lambda: PreferenceConfig(compare="median"), "compare must be one of"),
-    (lambda: dataclasses.replace(PAPER, trajectories=3, alignment=AlignmentConfig(heldout=0.5)),
-     "trajectories >= 4"),
+    (lambda: dataclasses.replace(PAPER, trajectories=3, alignment=dataclasses.replace(
+        PAPER.alignment, heldout=0.5)), "trajectories >= 4"),
 ])
 def test_bad_heldout_and_comparison_config(build, match):
     with pytest.raises(ValueError, match=match):
@@ -255,7 +255,7 @@ def test_align_step_survival_guard_rejects_a_step_that_makes_living_cost():
     """The judge prefers windows whose (negative) feature 1 is closer to zero and whose
     feature 0 is smaller: the fitted step lowers the weight of feature 0 and raises that of
     feature 1, which makes the per-move reward negative; the guard keeps theta."""
-    cfg = dataclasses.replace(PAPER, trajectories=4, alignment=AlignmentConfig(
+    cfg = dataclasses.replace(PAPER, trajectories=4, alignment=dataclasses.replace(PAPER.alignment,
         method="bt_mcmc", mcmc_samples=300, mcmc_burn_in=100, update_workers=1,
         mcmc_trust_region=1.0))
     phi = np.zeros((1, 4, 8))

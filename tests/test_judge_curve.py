@@ -9,12 +9,12 @@ import math
 import os
 
 import pytest
-from test_experiments import _load
+from support import load_script
 
 from sailor_jax.errors import UserError
 from sailor_lab.judge_curve import crossing, point, series_crossing, window_accuracy
 
-bench = _load("benchmarks/judge_curve.py")
+bench = load_script("benchmarks/judge_curve.py")
 
 
 def _write(folder, arm: str, scores: list[float], shares: list[list[float | None]] = (),

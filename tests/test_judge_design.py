@@ -8,8 +8,7 @@ import gzip
 import json
 
 import pytest
-from test_experiments import _load
-from test_judge_quality import TINY_POOL
+from support import TINY_POOL, load_script
 
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.errors import UserError
@@ -17,7 +16,7 @@ from sailor_jax.errors import UserError
 
 @pytest.fixture(scope="module")
 def bench():
-    return _load("benchmarks/judge_design.py")
+    return load_script("benchmarks/judge_design.py")
 
 
 def test_each_design_is_one_record_with_its_prompts_and_reruns_skip_it(bench, tiny_llm_dir,

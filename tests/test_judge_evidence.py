@@ -100,7 +100,7 @@ class _Batch:
 def _gate_case(evidence_z: float):
     """8 windows whose judge follows feature 1 (empty cells) throughout, theta0 blind to it:
     the held-out half confirms the fitted step."""
-    cfg = dataclasses.replace(PAPER, trajectories=8, alignment=AlignmentConfig(
+    cfg = dataclasses.replace(PAPER, trajectories=8, alignment=dataclasses.replace(PAPER.alignment,
         method="bt_mcmc", heldout=0.5, mcmc_samples=300, mcmc_burn_in=100, update_workers=1,
         mcmc_trust_region=1.0, evidence_z=evidence_z))
     phi = np.zeros((1, 8, 8))
@@ -149,7 +149,7 @@ def test_heldout_history_reads_every_earlier_update_per_seed_and_survives_a_resu
 @pytest.mark.parametrize("kwargs, match", [
     ({"evidence_z": -1.0, "heldout": 0.5}, "evidence_z must be finite"),
     ({"evidence_z": float("nan"), "heldout": 0.5}, "evidence_z must be finite"),
-    ({"evidence_z": 3.0}, "needs a held-out part"),
+    ({"evidence_z": 3.0, "heldout": 0.0}, "needs a held-out part"),
 ])
 def test_bad_evidence_config(kwargs, match):
     with pytest.raises(ValueError, match=match):

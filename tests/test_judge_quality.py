@@ -6,13 +6,12 @@ import json
 
 import numpy as np
 import pytest
-from test_experiments import _load
+from support import TINY_POOL
 
 from sailor_jax.config import LLMRankerConfig
 from sailor_jax.errors import UserError
 from sailor_jax.types import Ranking
 from sailor_lab import judge_eval, policy_groups
-from sailor_lab.judge_eval import PoolArgs
 
 
 def test_metrics_on_hand_made_rankings():
@@ -42,15 +41,6 @@ def test_a_judge_that_ties_everything_orders_the_pool_at_chance():
     kept = [Ranking(order=np.arange(8)) for _ in groups]
     accuracy = judge_eval.pair_accuracy(kept, judge_eval.skill_truth([epsilon[g] for g in groups]))
     assert abs(accuracy - 0.5) < 0.05
-
-
-@pytest.fixture(scope="module")
-def bench():
-    return _load("benchmarks/judge_quality.py")
-
-
-TINY_POOL = dict(pool=PoolArgs(epsilons=(0.0, 1.0), games_per_player=3, max_len=40,
-                               pool_depth=1, m=4, groups=2), expert_depth=1)
 
 
 @pytest.mark.parametrize("judge", ["expert", "outcome"])

@@ -18,9 +18,8 @@ import re
 import tokenize
 
 import pytest
-from test_experiments import _load
+from support import ROOT, load_script
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_FIELDS_CAP = 120
 SAILOR_FLAGS_CAP = 100
 COMPARE_FLAGS_CAP = 70
@@ -48,7 +47,7 @@ def help_flags(script: str, monkeypatch) -> set[str]:
     monkeypatch.setenv("COLUMNS", "80")  # one column: a flag opens its line
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), pytest.raises(SystemExit):
-        _load(script).parse(["--help"])
+        load_script(script).parse(["--help"])
     return set(FLAG.findall(printed.getvalue()))
 
 
@@ -68,7 +67,7 @@ def test_the_comparisons_help_is_capped_and_runs_the_recommended_sailor(monkeypa
     flags = help_flags("experiments/compare.py", monkeypatch)
     assert {"--arms", "--starts", "--judge"} <= flags
     assert len(flags) <= COMPARE_FLAGS_CAP, sorted(flags)
-    compare = _load("experiments/compare.py")
+    compare = load_script("experiments/compare.py")
     assert "sailor" in compare.Args().arms
 
 
@@ -119,3 +118,28 @@ def test_no_history_in_the_code():
                         found.append(f"{os.path.relpath(path, ROOT)}:{number}: {line.strip()}")
     assert found == []
     assert HISTORY.search("since 2026-11-28 (issue 49)") and not HISTORY.search("theta0 1.0")
+
+
+MEASURED = re.compile(r"\d%|\[[-+]\d[\d,.]*, [-+]\d[\d,.]*\]|\[\d*\.\d+, \d*\.\d+\]"
+                      r"|\b[AH]\d00\b|steps/s\b")
+"""What a measured result looks like in prose: a percentage, a signed interval, a named GPU,
+a throughput. Bounds such as `[0, 1]` and defaults are not measured results."""
+
+
+def test_no_measured_result_in_the_packages_docstrings():
+    """A docstring under `sailor_jax/` says what a thing is, its shapes, units, errors and
+    source; measured results age, so they live in docs/ and the results folders."""
+    found = []
+    for path in glob.glob(os.path.join(ROOT, "sailor_jax", "**", "*.py"), recursive=True):
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
+                    and isinstance(node.value.value, str) and MEASURED.search(node.value.value):
+                found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}: "
+                             f"{MEASURED.search(node.value.value).group(0)}")
+    assert found == []
+    assert [bool(MEASURED.search(t)) for t in ("78.6% of games", "+454 [+232, +677]",
+                                               "0.83 [0.76, 0.92]", "on one H100", "in [0, 1]",
+                                               "in [-1, 1]", "beta 0.9")] \
+        == [True, True, True, True, False, False, False]

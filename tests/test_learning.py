@@ -9,7 +9,7 @@ import os
 import jax
 import numpy as np
 import pytest
-from test_experiments import _load
+from support import load_script
 
 from sailor_jax.config import SMALL_NETWORK, NetworkConfig, PPOConfig, recipes
 from sailor_jax.game.reward import THETA0
@@ -43,7 +43,7 @@ def learning(monkeypatch):
     monkeypatch.setitem(recipes.RECIPES, "tiny", TINY)
     monkeypatch.setitem(recipes.RECIPES, "tiny_shared", dataclasses.replace(
         TINY, network=dataclasses.replace(TINY.network, trunk="shared")))
-    return _load("benchmarks/learning.py")
+    return load_script("benchmarks/learning.py")
 
 
 def test_learning_benchmark_writes_a_curve_per_recipe(learning, tmp_path, capsys):
@@ -179,9 +179,9 @@ def test_cpu_sized_experiments_train_the_small_trunk_and_training_defaults_the_w
     from sailor_lab.search_config import ThetaSearchConfig
 
     networks = {}
-    for name, preset in _load("experiments/sailor.py").PRESETS.items():
+    for name, preset in load_script("experiments/sailor.py").PRESETS.items():
         networks[f"sailor:{name}"] = preset.ppo.network
-    for name, (_, cfg, _) in _load("experiments/compare.py").PRESETS.items():
+    for name, (_, cfg, _) in load_script("experiments/compare.py").PRESETS.items():
         networks[f"compare:{name}"] = cfg.ppo.network
     assert len(networks) == 3 + 2
     networks["ThetaSearchConfig()"] = ThetaSearchConfig().ppo.network

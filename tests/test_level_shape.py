@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_experiments import _load
+from support import load_script
 
 from sailor_jax.errors import UserError
 from sailor_jax.game.features import FEATURE_NAMES
@@ -19,7 +19,7 @@ MEAN, COV, GAMMA = FEATS.mean(0), np.cov(FEATS, rowvar=False), 0.997
 
 @pytest.fixture(scope="module")
 def ls():
-    return _load("benchmarks/level_shape.py")
+    return load_script("benchmarks/level_shape.py")
 
 
 def test_levels_leave_the_terminal_weight_out_of_the_per_move_level(ls):

@@ -8,32 +8,11 @@ import os
 
 import numpy as np
 import pytest
+from support import TINY, DiesAfter
 
-from sailor_jax.config import (
-    PAPER,
-    AlignmentConfig,
-    EvalConfig,
-    LLMRankerConfig,
-    NetworkConfig,
-    PPOConfig,
-    RankerConfig,
-)
+from sailor_jax.config import LLMRankerConfig, RankerConfig
 from sailor_jax.judges import OutcomeRanker
 from sailor_jax.run import loop
-
-TINY = dataclasses.replace(
-    PAPER, iterations=2, num_seeds=2, trajectories=4, max_len=60,
-    ppo=PPOConfig(num_envs=16, num_steps=8, updates_per_segment=1, lr_schedule="constant",
-                  network=NetworkConfig(hidden_sizes=(16,))),
-    ranker=RankerConfig(kind="outcome"),
-    alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3,
-                              update_workers=1),
-    eval=EvalConfig(episodes=4, max_len=300), tensorboard=False)
-"""The tests' small SAILOR run. A constant learning rate: a linear one's length is baked into
-the compiled segment, so runs of different lengths would each compile their own. The seeds'
-theta updates run serially in the run's process (`update_workers=1`): the results are the same
-as in worker processes, which a run this small would spend seconds starting
-(`test_fault_injection` runs them in workers)."""
 
 RESULT_KEYS = {"config", "ranker", "theta_history", "feature_names", "preferences",
                "evaluation", "baseline_evaluation", "timings"}
@@ -82,25 +61,12 @@ def test_run_with_tiny_llm_writes_results(tmp_path, tiny_llm_dir):
         assert on_disk["timings"][phase] >= 0
 
 
-class _DiesAfter(OutcomeRanker):
-    """An outcome judge that simulates a killed process on its n-th call."""
-
-    def __init__(self, calls_before_death: int):
-        self.left = calls_before_death
-
-    def rank_groups(self, groups):
-        if self.left == 0:
-            raise KeyboardInterrupt("simulated kill")
-        self.left -= 1
-        return super().rank_groups(groups)
-
-
 def test_resume_matches_uninterrupted_run(tmp_path):
     cfg = dataclasses.replace(TINY, iterations=3)
     full = loop.run(cfg, str(tmp_path / "full"))
     out = str(tmp_path / "killed")
     with pytest.raises(KeyboardInterrupt):
-        loop.run(cfg, out, ranker=_DiesAfter(1))
+        loop.run(cfg, out, ranker=DiesAfter(1))
     with pytest.raises(ValueError, match="already holds a run"):
         loop.run(cfg, out)
     with pytest.raises(ValueError, match="config differs"):

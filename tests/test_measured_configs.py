@@ -31,7 +31,7 @@ import json
 import os
 
 import pytest
-from test_experiments import _load
+from support import load_script
 
 from sailor_jax.cli import preset_sizes
 from sailor_jax.config import (
@@ -85,13 +85,13 @@ orders of batches of 2 on 0.9999 of the pairs of the stored confirmation windows
 
 def test_the_sailor_presets_are_built_as_measured():
     before = stored()
-    for name, cfg in _load("experiments/sailor.py").PRESETS.items():
+    for name, cfg in load_script("experiments/sailor.py").PRESETS.items():
         differences = _differences(before[f"sailor.{name}"], cfg)
         assert [d for d in differences if d not in SAME_VERDICTS] == [], name
 
 
 def test_the_repair_arms_are_built_by_the_comparison_as_measured():
-    compare = _load("experiments/compare.py")
+    compare = load_script("experiments/compare.py")
     before = stored()
     _, args = compare.parse(["--preset", "cpu", "--iterations", "16", "--updates-per-segment",
                              "8", "--starts", *STARTS, "--arms", *REPAIR_ARMS])
@@ -132,7 +132,7 @@ def test_the_recommended_sailor_is_the_measured_repair_arm():
     """`compare.py --preset cpu`'s `sailor` arm (`SailorConfig()` with the expert judge at the
     repair table's sizes) is the config the recommended SAILOR's repair table saved, field by
     field (`benchmarks/results/repair_named_starts/`)."""
-    compare = _load("experiments/compare.py")
+    compare = load_script("experiments/compare.py")
     with gzip.open(FLOOR_ARM, "rt", encoding="utf-8") as f:
         saved = json.load(f)
     _, args = compare.parse(["--preset", "cpu", "--starts", "theta0", "--arms", "sailor"])
@@ -156,7 +156,11 @@ def test_default_is_the_recommended_sailor_and_paper_the_papers():
     assert cfg.alignment.survival_guard and cfg.alignment.mcmc_trust_region == 0.3
     assert arm_config("paper", cfg) == dataclasses.replace(PAPER, baseline=False)
     assert (PAPER.window, PAPER.trajectories, PAPER.reference_games) == (0, 8, 0)
-    assert PAPER.preferences == PreferenceConfig() and PAPER.alignment == AlignmentConfig()
+    assert PAPER.preferences == PreferenceConfig() == cfg.preferences
+    assert AlignmentConfig() == cfg.alignment  # one default per setting
+    assert (PAPER.alignment.method, PAPER.alignment.beta, PAPER.alignment.heldout) == ("bo", 0.9, 0)
+    assert not PAPER.alignment.survival_guard and PAPER.alignment.survival_floor is None
+    assert PAPER.alignment.mcmc_trust_region == 0.2
     assert cfg.warmup_updates == 8 and PAPER.warmup_updates == 0
     assert dataclasses.replace(PAPER, trajectories=16, window=100, reference_games=8,
                                warmup_updates=8, preferences=cfg.preferences,
@@ -165,7 +169,7 @@ def test_default_is_the_recommended_sailor_and_paper_the_papers():
 
 @pytest.mark.parametrize("name", ["smoke", "cpu", "gpu"])
 def test_presets_change_only_sizes_and_judge_from_the_default(name):
-    preset = _load("experiments/sailor.py").PRESETS[name]
+    preset = load_script("experiments/sailor.py").PRESETS[name]
     default = SailorConfig()
     assert preset.alignment == default.alignment and preset.preferences == default.preferences
     assert preset.window == default.window
@@ -174,7 +178,7 @@ def test_presets_change_only_sizes_and_judge_from_the_default(name):
 def test_help_says_what_each_preset_trains_and_why(capsys, monkeypatch):
     """`-h` gives each preset one line (its time and budget), `-H` its sizes and why."""
     monkeypatch.setenv("COLUMNS", "100")
-    sailor = _load("experiments/sailor.py")
+    sailor = load_script("experiments/sailor.py")
     with pytest.raises(SystemExit):
         sailor.parse(["--help"])
     lines = capsys.readouterr().out.splitlines()

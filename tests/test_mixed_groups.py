@@ -9,20 +9,20 @@ import types
 import jax
 import numpy as np
 import pytest
-from test_fault_injection import assert_resume_after_update_kill
-from test_loop import TINY
+from support import TINY, assert_resume_after_update_kill
 
 from sailor_jax.agents import ppo
 from sailor_jax.agents.rollout import make_act_collect
 from sailor_jax.alignment.preferences import build_preferences
-from sailor_jax.config import PAPER, AlignmentConfig, PreferenceConfig
+from sailor_jax.config import PAPER, PreferenceConfig
 from sailor_jax.game.expert import expert_act
 from sailor_jax.judges.oracles import OutcomeRanker
 from sailor_jax.run import loop, phases
 
 MIXED = dataclasses.replace(
     TINY, iterations=3, baseline=False, reference_games=2,
-    alignment=AlignmentConfig(method="bt_mcmc", mcmc_samples=200, mcmc_burn_in=50,
+    alignment=dataclasses.replace(
+        PAPER.alignment, method="bt_mcmc", mcmc_samples=200, mcmc_burn_in=50,
                               mcmc_trust_region=1.0, heldout=0.5, update_workers=1))
 """Groups of 2 agent and 2 reference games, half held out: the box of +-1 lets the one fitted
 pair flip, so the held-out test runs on an accepted fit."""

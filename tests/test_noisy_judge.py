@@ -9,11 +9,9 @@ import statistics
 
 import numpy as np
 import pytest
-from test_fault_injection import assert_resume_after_update_kill
-from test_judge_quality import TINY_POOL, bench  # noqa: F401 (fixture)
-from test_loop import TINY
+from support import TINY, TINY_POOL, assert_resume_after_update_kill
 
-from sailor_jax.config import AlignmentConfig, RankerConfig, SailorConfig
+from sailor_jax.config import PAPER, RankerConfig, SailorConfig
 from sailor_jax.judges.expert import ExpertRanker
 from sailor_jax.judges.factory import make_ranker, ranker_description
 from sailor_jax.run import loop
@@ -94,8 +92,8 @@ def test_the_noise_is_part_of_the_judges_description_only_when_set():
 NOISY = dataclasses.replace(
     TINY, iterations=3, baseline=False,
     ranker=RankerConfig(kind="expert", expert_depth=1, expert_verdict="value", noise=1.0),
-    alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3,
-                              update_workers=1))
+    alignment=dataclasses.replace(
+        PAPER.alignment, bo_calls=6, bo_initial_points=3, trust_region=0.3, update_workers=1))
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +113,7 @@ def test_kill_then_resume_with_a_noisy_judge_equals_uninterrupted(reference, tmp
                                     frozenset({"metrics.jsonl"}))
 
 
-def test_skill_order_accuracy_and_tau_with_the_clean_judge_fall_as_sigma_grows(bench):  # noqa: F811
+def test_skill_order_accuracy_and_tau_with_the_clean_judge_fall_as_sigma_grows(bench):
     pool = dataclasses.replace(TINY_POOL["pool"], games_per_player=4, groups=6)
     records = [bench.run(bench.Args(judge="expert:value", noise=noise, pool=pool,
                                     expert_depth=1)) for noise in (0.0, 0.5, 4.0)]

@@ -7,25 +7,19 @@ the feature correlations of real games.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import pathlib
-import sys
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import load_script
 
 from sailor_jax.types import Preferences
 from sailor_lab.recovery import PairStore, tunable_cosine
 
-_PATH = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "oracle_recovery.py"
-_SPEC = importlib.util.spec_from_file_location("oracle_recovery", _PATH)
-orc = importlib.util.module_from_spec(_SPEC)
-sys.modules["oracle_recovery"] = orc  # dataclasses look the module up while building Args
-_SPEC.loader.exec_module(orc)
+orc = load_script("experiments/oracle_recovery.py")
 
 THREE = "score_gain,empty_cells,max_tile_in_corner"
 

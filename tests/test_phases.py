@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_experiments import _load
+from support import load_script
 
 
 @pytest.fixture(scope="module")
 def phases():
-    return _load("benchmarks/phases.py")
+    return load_script("benchmarks/phases.py")
 
 
 def _write_run(folder, rows, timings):

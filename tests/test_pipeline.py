@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 import pytest
-from test_loop import TINY
+from support import TINY
 
 from sailor_jax.judges import OutcomeRanker
 from sailor_jax.run import loop, pipeline

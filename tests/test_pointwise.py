@@ -135,7 +135,7 @@ def test_pointwise_config_validation():
 
 
 def test_sailor_loop_runs_with_the_pointwise_judge(tmp_path, tiny_llm_dir):
-    from test_loop import TINY
+    from support import TINY
 
     from sailor_jax.run import loop
 

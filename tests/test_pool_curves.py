@@ -7,13 +7,12 @@ import os
 
 import numpy as np
 import pytest
-from test_compare_recipes import _line
-from test_experiments import _load
+from support import curve_line, load_script
 
 from sailor_jax.errors import UserError
 from sailor_lab import report
 
-pool_curves = _load("benchmarks/pool_curves.py")
+pool_curves = load_script("benchmarks/pool_curves.py")
 
 
 def _write(path, lines):
@@ -26,8 +25,8 @@ def test_pooled_curve_equals_the_concatenated_seeds_with_renames(tmp_path, capsy
     rng = np.random.default_rng(3)
     score, wins = rng.normal(20_000, 2_000, size=(2, 6)), rng.uniform(0.3, 0.8, size=(2, 6))
     runs = [_write(tmp_path / f"seed{k}.jsonl",
-                   [_line("default", steps, score[i, 3 * k:3 * k + 3],
-                          wins[i, 3 * k:3 * k + 3], per_seed=k == 1)
+                   [curve_line("default", steps, score[i, 3 * k:3 * k + 3],
+                               wins[i, 3 * k:3 * k + 3], per_seed=k == 1)
                     for i, steps in enumerate((200, 100))])  # out of order on purpose
             for k in (0, 1)]
     png = tmp_path / "fig" / "curves.png"
@@ -55,13 +54,13 @@ def test_pooled_curve_equals_the_concatenated_seeds_with_renames(tmp_path, capsy
     (dict(files=("{f}",), rename=("=x",)), "expected OLD=NEW"),
 ])
 def test_bad_input_is_a_user_error(tmp_path, args, match):
-    f = _write(tmp_path / "run.jsonl", [_line("default", 1, [1.0, 2.0], [0.0, 1.0], True)])
+    f = _write(tmp_path / "run.jsonl", [curve_line("default", 1, [1.0, 2.0], [0.0, 1.0], True)])
     args = {k: tuple(v.format(f=f) for v in vals) for k, vals in args.items()}
     with pytest.raises(UserError, match=match):
         pool_curves.main(pool_curves.Args(**args))
 
 
 def test_a_group_of_one_seed_is_a_user_error(tmp_path):
-    f = _write(tmp_path / "run.jsonl", [_line("default", 1, [1.0], [0.0], True)])
+    f = _write(tmp_path / "run.jsonl", [curve_line("default", 1, [1.0], [0.0], True)])
     with pytest.raises(UserError, match="one seed"):
         pool_curves.main(pool_curves.Args(files=(f,)))

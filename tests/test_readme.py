@@ -26,7 +26,6 @@ import contextlib
 import functools
 import glob
 import importlib
-import importlib.util
 import io
 import itertools
 import os
@@ -35,12 +34,11 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Callable
-from types import ModuleType
 
 import pytest
 import tyro
+from support import ROOT, load_script
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
 DOCS = [README, *sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))]
 """The user's documents, whose commands must parse today: the README and the pages of docs/."""
@@ -110,20 +108,9 @@ def readme_commands(path: str = README) -> list[str]:
         return extract_commands(f.read())
 
 
-def _load(relpath: str) -> ModuleType:
-    """Import a script by path (its module-level `join_processes` is a no-op here)."""
-    name = "readme_" + relpath.replace("/", "_")[:-3]
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, relpath))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses resolve string annotations through it
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def parser(relpath: str) -> Callable[[list[str]], object]:
     """The script's argument parser: its `parse(argv)`, else `tyro.cli(Args, args=argv)`."""
-    module = _load(relpath)
+    module = load_script(relpath, cached=True)
     if hasattr(module, "parse"):
         return module.parse
     return lambda argv: tyro.cli(module.Args, args=argv)
@@ -231,8 +218,8 @@ def script_flags(relpath: str) -> frozenset[str]:
         else:
             os.environ["COLUMNS"] = old
     flags = {f.rstrip(".-") for f in FLAG.findall(printed.getvalue())}
-    return frozenset(flags | ({"--preset", "--debug"} if hasattr(_load(relpath), "PRESETS")
-                              else set()))
+    presets = hasattr(load_script(relpath, cached=True), "PRESETS")
+    return frozenset(flags | ({"--preset", "--debug"} if presets else set()))
 
 
 MODULE_CLIS = ("sailor_jax.judges.model_parts", "sailor_lab.openai_server")
@@ -319,7 +306,7 @@ def test_help_exits_zero(script: str, capsys):
     assert error.value.code == 0
     printed = capsys.readouterr().out
     assert "usage:" in printed
-    if hasattr(_load(script), "PRESETS"):
+    if hasattr(load_script(script, cached=True), "PRESETS"):
         assert "--preset" in printed and "--debug" in printed
 
 
@@ -334,7 +321,7 @@ def test_help_in_a_real_process(script: str):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith(f"usage: {script} [PRESET] ")
-    for name in _load(script).PRESETS:
+    for name in load_script(script, cached=True).PRESETS:
         assert sum(line.startswith(f"  {name} ") for line in lines) == 1, name
     assert "--debug" in done.stdout and "-H, --help-verbose" in done.stdout
     assert len(lines) <= 137 and max(map(len, lines)) <= 100, (len(lines), max(map(len, lines)))
@@ -482,7 +469,7 @@ def test_the_smoke_output_on_the_running_page_has_todays_format():
     with open(os.path.join(ROOT, "docs", "running.md"), encoding="utf-8") as f:
         block = re.search(r"```\n\$ python experiments/sailor.py --preset smoke --out "
                           r"/tmp/readme_smoke\n(.*?)```", f.read(), re.S).group(1)
-    sailor = _load("experiments/sailor.py")
+    sailor = load_script("experiments/sailor.py", cached=True)
     expected = [r"^SAILOR preset=smoke start=pays_for_dying ranker=\{'kind': 'expert'.* "
                 r"out=/tmp/readme_smoke$",
                 r"^SAILOR .*: 2/2 iterations, ", r"theta history \(seed mean\), preference pairs",

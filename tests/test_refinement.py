@@ -16,7 +16,6 @@ from sailor_jax.alignment.refinement import Suggestion
 from sailor_jax.alignment.updates import pair_error
 from sailor_jax.config import (
     PAPER,
-    AlignmentConfig,
     EvalConfig,
     NetworkConfig,
     PPOConfig,
@@ -65,7 +64,7 @@ def test_refine_theta_moves_only_the_suggested_weight_into_its_interval():
     theta, Phi, ranking = _agreeing_problem()
     Phi[:, NAMES.index("smoothness")] = 0.0  # smoothness cannot change any order
     cfg, k = RefineConfig(min_step=0.05, max_step=0.2), NAMES.index("smoothness")
-    align = AlignmentConfig(bo_calls=8, bo_initial_points=4)
+    align = dataclasses.replace(PAPER.alignment, bo_calls=8, bo_initial_points=4)
     result = refinement.refine_theta(theta, Phi, ranking, Suggestion("smoothness", k, -1),
                                      SPEC, align, cfg, rng=0)
     assert result.accepted, result.message
@@ -85,7 +84,8 @@ def test_refine_theta_rejects_a_move_that_breaks_agreement():
     theta[0] = 1.0
     ranking = Ranking(order=np.array([0, 1], np.int32))
     result = refinement.refine_theta(theta, Phi, ranking, Suggestion("empty_cells", 1, 1), SPEC,
-                                     AlignmentConfig(bo_calls=6, bo_initial_points=3),
+                                     dataclasses.replace(
+                                         PAPER.alignment, bo_calls=6, bo_initial_points=3),
                                      RefineConfig(min_step=0.02), rng=1)
     assert not result.accepted and "rejected" in result.message
     np.testing.assert_array_equal(result.theta, theta)
@@ -115,8 +115,8 @@ TINY = dataclasses.replace(
                   network=NetworkConfig(hidden_sizes=(16,))),
     # A linear oracle whose hidden reward is theta0 itself: never a discordant pair.
     ranker=RankerConfig(kind="linear_oracle", theta_star=THETA0),
-    alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3, trust_region=0.3,
-                              update_workers=1),
+    alignment=dataclasses.replace(
+        PAPER.alignment, bo_calls=6, bo_initial_points=3, trust_region=0.3, update_workers=1),
     # min_improvement 1e9: the score never "improves" after iteration 0, so every seed stalls.
     refine=RefineConfig(enabled=True, patience=1, min_improvement=1e9, min_step=0.05),
     eval=EvalConfig(episodes=4, max_len=300), tensorboard=False)
@@ -192,7 +192,8 @@ def test_refine_theta_at_the_bound_says_so_and_keeps_theta():
     theta, Phi, ranking = _agreeing_problem(seed=3)
     assert theta[0] == SPEC.upper[0]  # theta0 puts score_gain on its upper bound
     result = refinement.refine_theta(theta, Phi, ranking, Suggestion("score_gain", 0, 1), SPEC,
-                                     AlignmentConfig(bo_calls=5, bo_initial_points=3),
+                                     dataclasses.replace(
+                                         PAPER.alignment, bo_calls=5, bo_initial_points=3),
                                      RefineConfig(), rng=0)
     assert not result.accepted and "cannot raise score_gain" in result.message
     np.testing.assert_array_equal(result.theta, theta)

@@ -4,6 +4,7 @@ belief round-trips, and the update path carries it from update to update."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -12,12 +13,13 @@ import pytest
 from sailor_jax.alignment import reliability
 from sailor_jax.alignment.preferences import all_judged_pairs
 from sailor_jax.alignment.updates import update_theta
-from sailor_jax.config import AlignmentConfig
+from sailor_jax.config import PAPER, AlignmentConfig
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.types import Ranking
 
 D, M = 6, 16
-CFG = AlignmentConfig(method="bt_reliability", beta=5.0, mcmc_samples=500, mcmc_burn_in=200)
+CFG = dataclasses.replace(
+    PAPER.alignment, method="bt_reliability", beta=5.0, mcmc_samples=500, mcmc_burn_in=200)
 
 
 def _pairs(judge: str, seed: int, groups: int = 1):

@@ -7,13 +7,13 @@ import gzip
 import json
 
 import pytest
-from test_experiments import _load
+from support import load_script
 
 from sailor_jax.errors import UserError
 from sailor_lab import report
 from sailor_lab.starts import severity
 
-summary_mod = _load("benchmarks/repair_summary.py")
+summary_mod = load_script("benchmarks/repair_summary.py")
 
 THETA0 = [100.0, 110.0, 90.0, 100.0]
 

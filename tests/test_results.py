@@ -7,12 +7,11 @@ import os
 
 import numpy as np
 import pytest
-from test_experiments import _load
+from support import iteration_record, load_script
 
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run.results import (
     PHASES,
-    IterationRecord,
     LoopState,
     SailorResults,
     SeedUpdate,
@@ -21,22 +20,11 @@ from sailor_jax.run.results import (
 SPEC = RewardSpec()
 
 
-def _record(t: int) -> IterationRecord:
-    seeds = [SeedUpdate(num_discordant=2, num_concordant=2, kendall_tau_before=0.2,
-                        kendall_tau_after=0.6, error_before=0.5, error_after=float("nan"),
-                        accepted=True, outcome="moved", evaluations=6, message="ok"),
-             SeedUpdate(judge_failed=True, outcome="no judge",
-                        message="judge gave no ranking; theta unchanged")]
-    return IterationRecord(iteration=t, env_steps=(t + 1) * 100, sps=1e3,
-                           seconds={"train": 1.0}, host_overhead_s=0.0,
-                           theta=[list(SPEC.start)] * 2, seeds=seeds, train_score=[10.0, None])
-
-
 def test_seed_update_json_leaves_out_what_did_not_apply():
     failed = SeedUpdate(judge_failed=True, message="no ranking").to_json()
     assert failed == {"judge_failed": True, "num_discordant": 0, "num_concordant": 0,
                       "message": "no ranking"}
-    full = _record(0).seeds[0].to_json()
+    full = iteration_record(0).seeds[0].to_json()
     assert full["error_after"] is None and "refine" not in full  # NaN -> null, None -> absent
     assert SeedUpdate.from_json(full).kendall_tau_after == 0.6
     assert full["outcome"] == "moved" and SeedUpdate.from_json(full).outcome == "moved"
@@ -46,7 +34,7 @@ def test_loop_state_round_trip_through_json():
     state = LoopState.start(np.asarray(SPEC.start, np.float32), num_seeds=2)
     assert state.iteration == 0 and state.thetas.shape == (2, 8)
     assert state.thetas.dtype == np.float32 and set(state.timings) == set(PHASES)
-    state.iterations.append(_record(0))
+    state.iterations.append(iteration_record(0))
     state.theta_history.append((state.thetas * 0.5).tolist())
     state.stall[1] = 3
     back = LoopState.from_json(json.loads(json.dumps(state.to_json())))
@@ -62,7 +50,7 @@ def test_loop_state_round_trip_through_json():
 
 
 def _results() -> SailorResults:
-    iterations = [_record(0), _record(1)]
+    iterations = [iteration_record(0), iteration_record(1)]
     return SailorResults(config={"self_align": True}, ranker={"kind": "outcome"},
                          feature_names=list(SPEC.names),
                          theta_history=[[list(SPEC.start)] * 2] * 3, iterations=iterations,
@@ -115,6 +103,6 @@ def test_transfer_reads_a_runs_last_thetas(tmp_path):
     results = _results()
     results.theta_history = [*results.theta_history, [[0.5] + [0.0] * 6 + [-1.0]] * 2]
     results.write(str(tmp_path))
-    thetas, judge = _load("experiments/transfer_dqn.py").load_sailor_thetas(str(tmp_path))
+    thetas, judge = load_script("experiments/transfer_dqn.py").load_sailor_thetas(str(tmp_path))
     assert thetas.shape == (2, 8) and judge == "outcome"
     np.testing.assert_array_equal(thetas[:, 0], [0.5, 0.5])

@@ -18,8 +18,7 @@ import sys
 import time
 
 import pytest
-from test_experiments import PAPER_UPDATE, ROOT, TINY_PPO, TINY_TRAIN_PPO, _load
-from test_fault_injection import _files
+from support import PAPER_UPDATE, ROOT, TINY_PPO, TINY_TRAIN_PPO, files_under, load_script
 
 from sailor_jax.errors import INTERRUPT_STATUS, TERMINATE_STATUS
 from sailor_jax.run import run_dir
@@ -149,12 +148,12 @@ def test_second_run_ctrl_c_resume_and_finished_resume(tmp_path, tiny_llm_dir, ca
 
     # The finished run's `--resume`: the script's `main` in this process (no process boundary
     # to test here; it returns normally where the script exits 0).
-    before = _files(out)
+    before = files_under(out)
     capsys.readouterr()
-    _load("experiments/sailor.py").main([*command[2:], "--resume"])
+    load_script("experiments/sailor.py").main([*command[2:], "--resume"])
     printed = capsys.readouterr().out
     assert "final agents" in printed and "results:" in printed
-    assert _files(out) == before  # no TensorBoard file, results.json as it was
+    assert files_under(out) == before  # no TensorBoard file, results.json as it was
 
 
 TRAIN_PPO = os.path.join(ROOT, "experiments", "train_ppo.py")

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_loop import TINY
+from support import TINY
 
 from sailor_jax.agents import ppo
 from sailor_jax.config import TrainConfig
@@ -100,7 +100,7 @@ def test_run_segments_resume_matches_uninterrupted(tmp_path):
 
 
 def test_resume_falls_back_past_a_damaged_checkpoint_and_says_so(tmp_path, caplog):
-    from test_checkpoint import damage
+    from support import damage
 
     full_hooks = _Hooks(3)
     full = _run(str(tmp_path / "full"), full_hooks)
@@ -146,7 +146,7 @@ def test_log_updates_averages_seeds_nan_aware(tmp_path):
 
 
 TINY_PPO, TINY_EVAL = TINY.ppo, TINY.eval
-"""`test_loop.TINY`'s PPO and evaluation: 2 seeds of it compile the segment the 2-seed loop
+"""`support.TINY`'s PPO and evaluation: 2 seeds of it compile the segment the 2-seed loop
 tests (`test_fault_injection`) run, so the suite compiles it once."""
 
 

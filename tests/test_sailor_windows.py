@@ -8,7 +8,6 @@ import types
 
 import numpy as np
 import pytest
-from test_experiments import _load
 
 from sailor_jax.errors import UserError
 from sailor_jax.judges import OutcomeRanker
@@ -117,11 +116,6 @@ def test_collection_config_is_the_cpu_sizes_from_each_start():
     assert sailor_windows.collection_config(3, "theta0").start is None
     with pytest.raises(UserError, match="unknown start"):
         sailor_windows.collection_config(3, "ones")
-
-
-@pytest.fixture(scope="module")
-def bench():
-    return _load("benchmarks/judge_quality.py")
 
 
 def test_windows_setting_scores_a_stored_set_end_to_end(bench, tmp_path, capsys):

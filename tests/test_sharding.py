@@ -14,17 +14,11 @@ import sys
 import jax
 import numpy as np
 import pytest
+from support import forced_devices_env
 
 from sailor_jax.scale import sharding
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _forced_devices_env(n: int) -> dict:
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={n}"
-    env["JAX_PLATFORMS"] = "cpu"
-    return env
 
 
 def test_layout_rejects_bad_device_counts():
@@ -64,7 +58,7 @@ print(json.dumps({"padded_rows": layout.padded_rows, "shape": list(placed.shape)
 
 
 def test_padding_on_four_devices():
-    out = subprocess.run([sys.executable, "-c", _PAD_CHECK], env=_forced_devices_env(4),
+    out = subprocess.run([sys.executable, "-c", _PAD_CHECK], env=forced_devices_env(4),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     r = json.loads(out.stdout.strip().splitlines()[-1])
@@ -79,7 +73,7 @@ def test_seed_sharding_equals_one_device_and_checkpoints_move_between_device_cou
     """3 SAILOR + 3 baseline rows on 4 devices (padded to 8) give the 1-device run's theta
     history and evaluations exactly; a run killed on 4 devices resumes on 1 and on 2."""
     out = subprocess.run([sys.executable, os.path.join(HERE, "multidevice.py"), str(tmp_path)],
-                         env=_forced_devices_env(4), capture_output=True, text=True,
+                         env=forced_devices_env(4), capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     r = json.loads(out.stdout.strip().splitlines()[-1])

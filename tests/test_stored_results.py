@@ -18,7 +18,7 @@ import shutil
 import subprocess
 
 import pytest
-from test_experiments import _load
+from support import ROOT, load_script
 
 from sailor_jax.logging import open_text, stored_path
 from sailor_jax.run import run_dir
@@ -26,7 +26,6 @@ from sailor_jax.run.results import SailorResults
 from sailor_lab import report
 from sailor_lab.variants import load_runs
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 TREE_LIMIT_MIB = 40
 RAW_SUFFIXES = (".json", ".jsonl", ".csv")
@@ -109,8 +108,8 @@ def test_a_run_folder_loads_the_same_after_compression(tmp_path):
 
 
 def test_phase_table_and_curve_lines_read_compressed_files(tmp_path):
-    phases = _load("benchmarks/phases.py")
-    compare = _load("benchmarks/compare_recipes.py")
+    phases = load_script("benchmarks/phases.py")
+    compare = load_script("benchmarks/compare_recipes.py")
     metrics = [{"segment": k, "time/train": 2.0, "time/collect": 0.5, "time/rank": 0.25,
                 "time/update": 0.25, "time/checkpoint": 0.0} for k in range(3)]
     results = {"timings": {"compile": 3.0, "eval": 1.0, "checkpoint": 0.0}}

@@ -8,7 +8,7 @@ import json
 import jax
 import numpy as np
 import pytest
-from test_experiments import _load
+from support import load_script
 
 from sailor_jax.config import SMALL_NETWORK
 from sailor_jax.errors import UserError
@@ -120,7 +120,7 @@ def test_a_ppo_player_is_trained_on_its_start(monkeypatch):
 
 def test_judge_quality_strong_setting_end_to_end(tiny, capsys):
     args, _ = tiny
-    bench = _load("benchmarks/judge_quality.py")
+    bench = load_script("benchmarks/judge_quality.py")
     record = bench.main(bench.Args(setting="strong", judge="outcome", expert_depth=1,
                                    strong=args, json=True))
     captured = capsys.readouterr()

@@ -4,7 +4,7 @@ its refusal of a bad revision (the full clone-and-run is the benchmark itself, n
 from __future__ import annotations
 
 import pytest
-from test_experiments import _load
+from support import load_script
 
 OUTPUT = """\
 ........................................................................ [ 99%]
@@ -17,7 +17,7 @@ OUTPUT = """\
 
 
 def test_pytest_summary_and_slowest_phases_are_read():
-    bench = _load("benchmarks/suite_time.py")
+    bench = load_script("benchmarks/suite_time.py")
     read = bench.parse_pytest(OUTPUT)
     assert read["counts"] == "1 failed, 1379 passed, 1 skipped"
     assert read["pytest_seconds"] == 1627.23
@@ -33,7 +33,7 @@ def test_pytest_summary_and_slowest_phases_are_read():
 
 
 def test_the_failure_report_is_kept():
-    bench = _load("benchmarks/suite_time.py")
+    bench = load_script("benchmarks/suite_time.py")
     failed = ("....F.. [100%]\n=================== FAILURES ===================\n"
               "___ test_x ___\n    assert 1 == 2\nE   assert 1 == 2\n"
               "============ slowest 25 durations ============\n0.50s call     tests/t.py::test_x\n"
@@ -46,7 +46,7 @@ def test_the_failure_report_is_kept():
 
 
 def test_a_revision_that_is_no_commit_is_refused(tmp_path):
-    bench = _load("benchmarks/suite_time.py")
+    bench = load_script("benchmarks/suite_time.py")
     with pytest.raises(bench.UserError, match="--rev no-such-rev: not a commit"):
         bench.run(bench.Args(rev="no-such-rev", out=str(tmp_path)))
 
@@ -55,7 +55,7 @@ def test_the_record_is_written_compressed_and_summarised(tmp_path, monkeypatch, 
     import gzip
     import json
 
-    bench = _load("benchmarks/suite_time.py")
+    bench = load_script("benchmarks/suite_time.py")
     record = {"rev": "0123456789abcdef", "command": "python -m pytest -q -n 2", "returncode": 0,
               "wall_seconds": 12.5, **bench.parse_pytest(OUTPUT),
               "cpu_type": "Some CPU, family 1 model 2", "lscpu": "", "failures": "", "tail": ""}

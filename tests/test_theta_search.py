@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 import scipy.stats
-from test_experiments import _load
+from support import load_script
 
 from sailor_jax.errors import UserError
 from sailor_jax.game.reward import RewardSpec
@@ -20,10 +20,7 @@ from sailor_jax.run import fixed_reward
 from sailor_lab import theta_search
 from sailor_lab.search_config import ThetaSearchConfig
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-CLI = _load("experiments/theta_search.py")
+CLI = load_script("experiments/theta_search.py")
 TINY: ThetaSearchConfig = CLI.PRESETS["tiny"][1].search
 KEYS = ("x", "thetas", "scores", "score_mean", "cma")
 

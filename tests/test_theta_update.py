@@ -7,14 +7,15 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from sailor_jax.config import PAPER, AlignmentConfig
+from sailor_jax.config import PAPER
 from sailor_jax.game.reward import RewardSpec
 from sailor_jax.run.results import LoopState
 from sailor_jax.run.theta_update import align_step, segment_scores, update_stall
 from sailor_jax.types import Ranking
 
 SPEC = RewardSpec()
-CFG = dataclasses.replace(PAPER, alignment=AlignmentConfig(bo_calls=6, bo_initial_points=3))
+CFG = dataclasses.replace(PAPER, alignment=dataclasses.replace(
+    PAPER.alignment, bo_calls=6, bo_initial_points=3))
 
 
 class _Batch:

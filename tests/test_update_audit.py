@@ -7,11 +7,11 @@ import os
 
 import pytest
 from scipy.stats import norm
-from test_experiments import _load
+from support import load_script
 
 from sailor_jax.errors import UserError
 
-audit_mod = _load("benchmarks/update_audit.py")
+audit_mod = load_script("benchmarks/update_audit.py")
 
 
 def _write(folder, arm: str, seeds: list[list[dict]], warmup: int = 1) -> None:

@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from test_experiments import ROOT, _load
+from support import ROOT, load_script
 
 from sailor_jax import errors
 from sailor_jax.errors import UserError
@@ -193,7 +193,7 @@ def _started_run(out, cfg) -> None:
 
 @pytest.fixture(scope="module")
 def scripts():
-    return {name: _load(f"experiments/{name}.py")
+    return {name: load_script(f"experiments/{name}.py")
             for name in ("sailor", "train_ppo", "compare", "plot", "transfer_dqn")}
 
 
@@ -322,7 +322,7 @@ def test_clis_that_resume_by_rerunning_say_so_when_stopped(name, stop, status, t
     """compare.py and theta_search.py have no --resume: running the same command
     again continues them, and Ctrl-C or SIGTERM says that (a variant's own line said
     --resume)."""
-    module = _load(f"experiments/{name}.py")
+    module = load_script(f"experiments/{name}.py")
 
     def stopped(*args, **kwargs):
         if name == "compare":  # what a variant's run raises (claim_out_dir)

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from test_loop import TINY, _DiesAfter
+from support import TINY, DiesAfter
 
 from sailor_jax import logging
 from sailor_jax.config import SailorConfig
@@ -69,7 +69,7 @@ def test_a_run_killed_in_or_after_its_warmup_resumes_as_the_uninterrupted_one(
     warm = runs[0]
     out = str(tmp_path / "killed")
     with pytest.raises(KeyboardInterrupt):
-        loop.run(WARM, out, ranker=_DiesAfter(calls))
+        loop.run(WARM, out, ranker=DiesAfter(calls))
     resumed = loop.run(WARM, out, resume=True)
     np.testing.assert_array_equal(np.asarray(resumed.theta_history),
                                   np.asarray(warm.theta_history))

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from reference.numpy_2048 import legal_mask, move
-from test_experiments import TINY_TRAIN_PPO, _load
+from support import TINY_TRAIN_PPO, load_script
 
 from sailor_jax import errors
 from sailor_jax.agents import ppo
@@ -43,7 +43,7 @@ of the two runs second finds its programs in the persistent compilation cache (c
 def run_folder(tmp_path_factory) -> str:
     """A finished train_ppo.py run (`TRAIN_ARGV`)."""
     out = str(tmp_path_factory.mktemp("watch") / "ppo")
-    train_ppo = _load("experiments/train_ppo.py")
+    train_ppo = load_script("experiments/train_ppo.py")
     train_ppo.main(train_ppo.parse(["--out", out, *TRAIN_ARGV, "--train.no-tensorboard",
                                    "--train.no-evaluate-random"]))
     return out
@@ -51,7 +51,7 @@ def run_folder(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def watch():
-    return _load("experiments/watch.py")
+    return load_script("experiments/watch.py")
 
 
 def _frames(svg_text: str) -> tuple[list[np.ndarray], list[str]]:
