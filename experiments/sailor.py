@@ -2,7 +2,7 @@
 
     python experiments/sailor.py --preset smoke --out runs/sailor_smoke     # ~2 min on CPU
     python experiments/sailor.py --preset smoke --sailor.ranker.kind llm    # the LLM judging
-    python experiments/sailor.py --preset cpu --out runs/sailor_cpu         # ~16 min on CPU
+    python experiments/sailor.py --preset cpu --out runs/sailor_cpu         # ~1M env steps/seed
     python experiments/sailor.py --preset gpu --out runs/sailor_gpu \\
         --sailor.ranker.llm.model Qwen/Qwen2.5-3B-Instruct                 # one GPU
     python experiments/sailor.py --help          # the presets and every option
@@ -113,21 +113,19 @@ class Args:
     """Devices and processes."""
 
 
-PRESET_TIME = {"smoke": "~2 min, 2-core CPU", "cpu": "~16 min, 2-core CPU",
-               "gpu": "~2.5 min, one H100"}
-"""Each preset's time, short, for its one line in `--help`."""
+PRESET_TIME = {"smoke": "~2 min, 2-core CPU", "cpu": "a CPU", "gpu": "one GPU"}
+"""Each preset's time or machine, short, for its one line in `--help`."""
 
 PRESET_WHY = {
     "smoke": ("about 2 minutes on a loaded 2-core CPU",
               "a first run: from `pays_for_dying` (a reward that pays for dying) the expert "
               "judge's updates move theta, and the agent trained on it outscores the start's; "
               "with --sailor.ranker.kind llm the embedded SmolLM2 judges (README)"),
-    "cpu": ("about 16 minutes on a 2-core CPU before the warm-up",
+    "cpu": ("for a CPU (its runs on record: docs/running.md)",
             "the (64, 64) trunk because the (256, 256) default trains at 0.2-0.3 of its env "
             "steps/s on 2 CPU cores; ~1M env steps per seed, the repair table's budget; the "
             "SmolLM2 judge"),
-    "gpu": ("about 2.5 minutes on one H100 with the expert judge (the LLM judge not timed "
-            "end to end)", "the repair table's ~5M env steps per seed and 8 + 8 seeds; the (64, "
+    "gpu": ("for one GPU (its runs on record: docs/running.md)", "the repair table's ~5M env steps per seed and 8 + 8 seeds; the (64, "
             "64) trunk and 256 envs are CPU-sized; a Qwen2.5-1.5B judge"),
 }
 """Where each preset's sizes come from: its time, then why it trains what it trains."""
