@@ -125,8 +125,9 @@ PRESET_WHY = {
             "the (64, 64) trunk because the (256, 256) default trains at 0.2-0.3 of its env "
             "steps/s on 2 CPU cores; ~1M env steps per seed, the repair table's budget; the "
             "SmolLM2 judge"),
-    "gpu": ("for one GPU (its runs on record: docs/running.md)", "the repair table's ~5M env steps per seed and 8 + 8 seeds; the (64, "
-            "64) trunk and 256 envs are CPU-sized; a Qwen2.5-1.5B judge"),
+    "gpu": ("for one GPU (its runs on record: docs/running.md)",
+            "the repair table's ~5M env steps per seed and 8 + 8 seeds; the (64, 64) trunk and "
+            "256 envs are CPU-sized; a Qwen2.5-1.5B judge"),
 }
 """Where each preset's sizes come from: its time, then why it trains what it trains."""
 
