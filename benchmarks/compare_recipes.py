@@ -1,8 +1,8 @@
 """Compare two recipes' learning curves at one budget, pooling the seeds of several learning runs.
 
     python benchmarks/compare_recipes.py \\
-        --a benchmarks/data/learning_dqn36_1M.jsonl:dqn_afterstates:1048576 \\
-        --b benchmarks/data/learning_dqn36_1M.jsonl:dqn:1048576
+        --a benchmarks/results/learning_dqn/learning.jsonl.gz:dqn_afterstates:1048576 \\
+        --b benchmarks/results/learning_dqn/learning.jsonl.gz:dqn:1048576
 
 Each `FILE:RECIPE:ENV_STEPS` names one evaluation of a `benchmarks/learning.py` curve (JSON
 lines). Its seeds come from `score_per_seed` / `win_rate_per_seed` where the line has them,

@@ -8,7 +8,7 @@ differences, as in `pair_objectives`). Entries outside `free` stay at the given
 theta and enter as a fixed offset. Fitted on many groups' pairs at once, this is the best
 agreement a linear `R_theta` over these features can reach with the judge; comparing it with
 theta0 and with what the in-loop updates reach says how much of the gap is the update's
-(`benchmarks/agreement_ceiling.py`).
+(`benchmarks/results/agreement_ceiling/agreement_ceiling.py`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""`benchmarks/agreement_ceiling.py` end to end on a tiny pool: the record's parts, and `--json`
-meaning stdout is JSON lines only (the rule for every script with --json)."""
+"""`benchmarks/results/agreement_ceiling/agreement_ceiling.py` end to end on a tiny pool: the
+record's parts, and `--json` meaning stdout is JSON lines only (the rule for every script with
+--json)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from support import load_script
 
 
 def test_tiny_pool_end_to_end_json_stdout_only(capsys):
-    bench = load_script("benchmarks/agreement_ceiling.py")
+    bench = load_script("benchmarks/results/agreement_ceiling/agreement_ceiling.py")
     args = bench.Args(policies=("eps0.6", "ppo_init"), groups_per_policy=4, m=4, max_len=100,
                       pool_depth=1, expert_depth=1, iterations=2, replay_seeds=2, json=True)
     record = bench.main(args)

@@ -1,5 +1,5 @@
-"""benchmarks/compare_repairs.py: two repair folders compared start by start, on made-up runs
-whose numbers are worked out by hand."""
+"""benchmarks/results/repair_named_starts/compare_repairs.py: two repair folders compared start
+by start, on made-up runs whose numbers are worked out by hand."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def _write(folder, arm: str, scores: list[float], game_over: float = -1.0,
 
 def test_update_outcomes_counts_the_recorded_outcomes():
     """Counted from `SeedUpdate.outcome` (set where the update is decided), not its message."""
-    bench = load_script("benchmarks/compare_repairs.py")
+    bench = load_script("benchmarks/results/repair_named_starts/compare_repairs.py")
     record = iteration_record(0)
     record.seeds = [SeedUpdate(accepted=True, outcome="moved"),
                     SeedUpdate(accepted=False, outcome="held out"),
@@ -63,7 +63,7 @@ def test_update_outcomes_counts_the_recorded_outcomes():
 
 
 def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_path, capsys):
-    bench = load_script("benchmarks/compare_repairs.py")
+    bench = load_script("benchmarks/results/repair_named_starts/compare_repairs.py")
     a, b = tmp_path / "a", tmp_path / "b"
     for folder in (a, b):
         _write(folder, "theta0.fixed", [100.0, 110.0, 90.0])
@@ -110,7 +110,7 @@ def test_compare_repairs_pairs_seeds_and_reads_recovery_and_the_end_windows(tmp_
 def test_compare_repairs_pools_seed_sets_pair_by_pair(tmp_path, capsys):
     """`--more-a` / `--more-b`: a second seed set's seeds follow the first's, each B seed
     paired with the A seed of its own set; the recovery is over all seeds at once."""
-    bench = load_script("benchmarks/compare_repairs.py")
+    bench = load_script("benchmarks/results/repair_named_starts/compare_repairs.py")
     a, b, a1 = tmp_path / "a", tmp_path / "b", tmp_path / "a1"
     for folder, ref, fixed in ((a, [100.0, 110.0], [10.0, 20.0]), (a1, [90.0], [0.0])):
         _write(folder, "theta0.fixed", ref)

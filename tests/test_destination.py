@@ -1,5 +1,5 @@
-"""benchmarks/destination.py: an arm's mean final theta written out as a start, on a made-up
-trajectory file whose means are worked out by hand."""
+"""benchmarks/results/warmup_destination/destination.py: an arm's mean final theta written out
+as a start, on a made-up trajectory file whose means are worked out by hand."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sailor_jax.errors import UserError
 from sailor_jax.game.reward import THETA0, RewardSpec
 from sailor_lab.starts import parse_start
 
-dest = load_script("benchmarks/destination.py")
+dest = load_script("benchmarks/results/warmup_destination/destination.py")
 NAMES = list(RewardSpec().names)
 
 

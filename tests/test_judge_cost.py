@@ -19,7 +19,7 @@ TINY_POOL = dict(pool=PoolArgs(epsilons=(0.0, 1.0), games_per_player=3, max_len=
 
 @pytest.fixture(scope="module")
 def bench():
-    return load_script("benchmarks/judge_cost.py")
+    return load_script("benchmarks/gpu/judge_cost.py")
 
 
 def _json_lines(text: str) -> list[dict]:

@@ -1,5 +1,6 @@
-"""benchmarks/judge_design.py on the tiny offline model and a tiny pool: one record per design
-with its raw prompts, resume by skipping recorded designs, and an unknown design refused."""
+"""benchmarks/results/judge_design/judge_design.py on the tiny offline model and a tiny pool: one
+record per design with its raw prompts, resume by skipping recorded designs, and an unknown
+design refused."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from sailor_jax.errors import UserError
 
 @pytest.fixture(scope="module")
 def bench():
-    return load_script("benchmarks/judge_design.py")
+    return load_script("benchmarks/results/judge_design/judge_design.py")
 
 
 def test_each_design_is_one_record_with_its_prompts_and_reruns_skip_it(bench, tiny_llm_dir,

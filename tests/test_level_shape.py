@@ -1,5 +1,6 @@
-"""benchmarks/level_shape.py: the per-move level of a reward, its scale-free form, and the
-starts that cross the level of one reward with the shape of another."""
+"""benchmarks/results/decide_theta0/level_shape/level_shape.py: the per-move level of a reward,
+its scale-free form, and the starts that cross the level of one reward with the shape of
+another."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ MEAN, COV, GAMMA = FEATS.mean(0), np.cov(FEATS, rowvar=False), 0.997
 
 @pytest.fixture(scope="module")
 def ls():
-    return load_script("benchmarks/level_shape.py")
+    return load_script("benchmarks/results/decide_theta0/level_shape/level_shape.py")
 
 
 def test_levels_leave_the_terminal_weight_out_of_the_per_move_level(ls):

@@ -1,4 +1,5 @@
-"""benchmarks/pool_curves.py: seeds of several learning runs pooled into one curve per recipe."""
+"""benchmarks/results/learning_ppo/pool_curves.py: seeds of several learning runs pooled into
+one curve per recipe."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from support import curve_line, load_script
 from sailor_jax.errors import UserError
 from sailor_lab import report
 
-pool_curves = load_script("benchmarks/pool_curves.py")
+pool_curves = load_script("benchmarks/results/learning_ppo/pool_curves.py")
 
 
 def _write(path, lines):

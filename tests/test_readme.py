@@ -3,7 +3,8 @@
 Every `python experiments/...` or `python benchmarks/...` command of README.md and
 docs/*.md (fenced and indented code blocks, with `\\` continuations joined, env
 assignments and `$ ` prompts allowed, and inline code spans) and of the module docstrings
-of `experiments/*.py` and `benchmarks/*.py` goes through its script's own parser
+of `experiments/*.py`, `benchmarks/*.py` and the scripts with a command line in
+`benchmarks/gpu/` and the folders of `benchmarks/results/` goes through its script's own parser
 in-process: `parse(argv)` where the script has one (sailor.py, compare.py), else
 `tyro.cli(Args, args=argv)` as its `__main__` block does. A renamed flag then fails here
 instead of leaving the docs wrong. Appending `--help` would not catch it: tyro prints the
@@ -46,11 +47,24 @@ RESULTS_INDEX = os.path.join(ROOT, "benchmarks", "results.md")
 """The index of the raw results under `benchmarks/results/` (its links are checked)."""
 CHANGELOG = os.path.join(ROOT, "CHANGELOG.md")
 """What changed, by capability (its links are checked)."""
+
+
+def has_command_line(path: str) -> bool:
+    """Whether the script at `path` runs as a program (`if __name__ == "__main__":`)."""
+    with open(path, encoding="utf-8") as f:
+        return 'if __name__ == "__main__":' in f.read()
+
+
 SCRIPTS = sorted(glob.glob(os.path.join(ROOT, "experiments", "*.py"))
-                 + glob.glob(os.path.join(ROOT, "benchmarks", "*.py")))
+                 + glob.glob(os.path.join(ROOT, "benchmarks", "*.py"))
+                 + [p for pattern in (("gpu", "*.py"), ("results", "**", "*.py"))
+                    for p in glob.glob(os.path.join(ROOT, "benchmarks", *pattern), recursive=True)
+                    if has_command_line(p)])
+"""The scripts whose commands the documents show: the tools (with the GPU check's
+`benchmarks/gpu/`), and the studies' own scripts in their results folders."""
 
 COMMAND = re.compile(r"((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*python\s+"
-                     r"(?:experiments|benchmarks)/[\w.]+\.py\b.*)", re.DOTALL)
+                     r"(?:experiments|benchmarks)/[\w./]+\.py\b.*)", re.DOTALL)
 """A command: optional `NAME=value` env assignments, `python`, a script, its arguments."""
 
 PLACEHOLDERS: frozenset[str] = frozenset()
