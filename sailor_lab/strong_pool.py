@@ -37,6 +37,7 @@ from typing import Literal
 
 import jax
 import numpy as np
+import scipy.stats
 
 from sailor_jax.agents.rollout import cut_windows
 from sailor_jax.errors import UserError
@@ -173,7 +174,7 @@ def build_strong_pool(args: StrongPoolArgs) -> StrongPool:
         batch = jax.device_get(collect(jax.random.fold_in(root, k)))
         scores = np.asarray(batch.score[: args.skill_games], np.float64)
         skill.append(scores.mean())
-        sem.append(scores.std(ddof=1) / np.sqrt(len(scores)) if len(scores) > 1 else np.nan)
+        sem.append(scipy.stats.sem(scores) if len(scores) > 1 else np.nan)
         parts.append(jax.tree.map(lambda x: np.asarray(x)[args.skill_games:], batch))
     games = jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
     windows = cut_windows(games, jax.random.fold_in(root, len(args.players)), args.window)
