@@ -76,6 +76,7 @@ def floors(graph: dict[str, set[str]]) -> dict[str, int]:
     return {f: floor(f) for f in imports}
 
 
+@functools.cache
 def documented_floors() -> dict[str, int]:
     """`{folder: floor}` as docs/architecture.md's module map draws them (`  2  judges/ ...`)."""
     picture = re.search(r"```\n(.*?)```", ARCHITECTURE.read_text(encoding="utf-8"), re.S)
